@@ -1,0 +1,395 @@
+"""Broker configuration with Apache Kafka's property names, types and defaults.
+
+A broker is configured exactly like a Kafka broker: a ``server.properties`` file plus
+``--override key=value`` flags. Every key we accept is declared once in :data:`BROKER_CONFIGS`
+with its type and default; an unknown key is an error (a typo must not silently fall back to
+a default). Broker-level log settings (``log.segment.bytes``) are the defaults of topic-level
+settings (``segment.bytes``); :meth:`BrokerConfig.log_config` maps one onto the other so
+storage only ever sees topic-level names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BROKER_CONFIGS",
+    "BrokerConfig",
+    "ConfigDef",
+    "ConfigError",
+    "Listener",
+    "parse_properties",
+]
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is invalid."""
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def _parse_bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _parse_listeners(value: str) -> list[Listener]:
+    listeners = []
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        match = re.fullmatch(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)", item)
+        if not match:
+            raise ValueError(f"expected NAME://host:port, got {item!r}")
+        name, host, port = match.groups()
+        listeners.append(Listener(name.upper(), host.strip("[]"), int(port)))
+    names = [listener.name for listener in listeners]
+    if len(names) != len(set(names)):
+        raise ValueError("each listener name may appear only once")
+    return listeners
+
+
+def _parse_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _parse_int(value: str) -> int:
+    return int(value.strip())
+
+
+def _parse_float(value: str) -> float:
+    return float(value.strip())
+
+
+def _parse_str(value: str) -> str:
+    return value.strip()
+
+
+def _parse_optional_str(value: str) -> str | None:
+    return value.strip() or None
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    """One broker property: its name, parser, default and (if any) topic-level counterpart."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+    topic_name: str | None = None
+    at_least: float | None = None
+
+    def convert(self, raw: str) -> Any:
+        try:
+            value = self.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(f"invalid value {raw!r} for {self.name}: {exc}") from None
+        if self.at_least is not None and value < self.at_least:
+            raise ConfigError(f"{self.name} must be at least {self.at_least}, got {value}")
+        return value
+
+
+def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
+    return {definition.name: definition for definition in defs}
+
+
+INT, LONG, BOOL, STR = _parse_int, _parse_int, _parse_bool, _parse_str
+
+BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
+    # Identity and network
+    ConfigDef("broker.id", INT, 0, "This broker's id, unique in the cluster.", at_least=0),
+    ConfigDef("broker.rack", _parse_optional_str, None, "Rack of this broker (placement)."),
+    ConfigDef("listeners", _parse_listeners, _parse_listeners("PLAINTEXT://127.0.0.1:9092"),
+              "Addresses the broker listens on."),
+    ConfigDef("advertised.listeners", _parse_listeners, None,
+              "Addresses published to clients; defaults to listeners."),
+    ConfigDef("listener.security.protocol.map", _parse_list, ["PLAINTEXT:PLAINTEXT"],
+              "Listener name to security protocol."),
+    ConfigDef("inter.broker.listener.name", _parse_optional_str, None,
+              "Listener used between brokers; defaults to the first listener."),
+    ConfigDef("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted.",
+              at_least=1),
+    ConfigDef("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF; -1 for the OS default."),
+    ConfigDef("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF; -1 for the OS default."),
+    ConfigDef("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this."),
+    ConfigDef("request.timeout.ms", INT, 30000, "Upper bound for delayed operations."),
+    # ZooKeeper
+    ConfigDef("zookeeper.connect", STR, "127.0.0.1:2181",
+              "ZooKeeper connect string, optionally with a chroot (host:port/path)."),
+    ConfigDef("zookeeper.session.timeout.ms", INT, 18000, "ZooKeeper session timeout.",
+              at_least=1),
+    ConfigDef("zookeeper.connection.timeout.ms", INT, 18000,
+              "How long to wait for the first ZooKeeper connection."),
+    # Topics
+    ConfigDef("num.partitions", INT, 1, "Partitions of an auto-created topic.", at_least=1),
+    ConfigDef("default.replication.factor", INT, 1, "Replication factor of auto-created topics.",
+              at_least=1),
+    ConfigDef("auto.create.topics.enable", BOOL, True,
+              "Create a topic when a client asks for its metadata."),
+    ConfigDef("delete.topic.enable", BOOL, True, "Allow deleting topics."),
+    ConfigDef("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred."),
+    ConfigDef("leader.imbalance.check.interval.seconds", LONG, 300, "Rebalance check period."),
+    ConfigDef("controlled.shutdown.enable", BOOL, True, "Move leadership away before stopping."),
+    # Replication
+    ConfigDef("min.insync.replicas", INT, 1, "Replicas that must have a write for acks=all.",
+              topic_name="min.insync.replicas", at_least=1),
+    ConfigDef("unclean.leader.election.enable", BOOL, False,
+              "Allow an out-of-sync replica to become leader (may lose data).",
+              topic_name="unclean.leader.election.enable"),
+    ConfigDef("replica.lag.time.max.ms", LONG, 30000,
+              "A follower that has not caught up for this long leaves the ISR."),
+    ConfigDef("replica.fetch.max.bytes", INT, 1048576, "Bytes per partition a follower fetches."),
+    ConfigDef("replica.fetch.wait.max.ms", INT, 500, "Follower long-poll wait."),
+    ConfigDef("replica.fetch.min.bytes", INT, 1, "Follower fetch min bytes."),
+    ConfigDef("num.replica.fetchers", INT, 1, "Fetcher tasks per source broker.", at_least=1),
+    ConfigDef("replica.high.watermark.checkpoint.interval.ms", LONG, 5000,
+              "How often high watermarks are checkpointed."),
+    # Messages
+    ConfigDef("message.max.bytes", INT, 1048588, "Largest record batch accepted.",
+              topic_name="max.message.bytes", at_least=0),
+    ConfigDef("compression.type", STR, "producer", "Topic compression (producer keeps the codec).",
+              topic_name="compression.type"),
+    ConfigDef("log.message.timestamp.type", STR, "CreateTime", "CreateTime or LogAppendTime.",
+              topic_name="message.timestamp.type"),
+    # Log
+    ConfigDef("log.dirs", _parse_list, None, "Directories holding partition logs."),
+    ConfigDef("log.dir", STR, "/tmp/odradek-logs", "Single log directory (when log.dirs unset)."),
+    ConfigDef("log.segment.bytes", INT, 1073741824, "Segment size before a roll.",
+              topic_name="segment.bytes", at_least=14),
+    ConfigDef("log.roll.ms", LONG, None, "Segment age before a roll (overrides hours)."),
+    ConfigDef("log.roll.hours", INT, 168, "Segment age before a roll.", at_least=1),
+    ConfigDef("log.index.size.max.bytes", INT, 10485760, "Preallocated offset index size.",
+              topic_name="segment.index.bytes", at_least=4),
+    ConfigDef("log.index.interval.bytes", INT, 4096, "Bytes between offset index entries.",
+              topic_name="index.interval.bytes", at_least=0),
+    ConfigDef("log.flush.interval.messages", LONG, LONG_MAX, "Messages between fsyncs.",
+              topic_name="flush.messages", at_least=1),
+    ConfigDef("log.flush.interval.ms", LONG, None, "Milliseconds between fsyncs.",
+              topic_name="flush.ms"),
+    ConfigDef("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "Flusher check period."),
+    ConfigDef("log.flush.offset.checkpoint.interval.ms", INT, 60000,
+              "Recovery-point checkpoint period."),
+    ConfigDef("log.retention.ms", LONG, None, "Retention by age (overrides minutes/hours)."),
+    ConfigDef("log.retention.minutes", INT, None, "Retention by age in minutes."),
+    ConfigDef("log.retention.hours", INT, 168, "Retention by age in hours."),
+    ConfigDef("log.retention.bytes", LONG, -1, "Retention by partition size.",
+              topic_name="retention.bytes"),
+    ConfigDef("log.retention.check.interval.ms", LONG, 300000, "Retention check period.",
+              at_least=1),
+    ConfigDef("log.segment.delete.delay.ms", LONG, 60000, "Delay before deleting a segment file.",
+              topic_name="file.delete.delay.ms", at_least=0),
+    ConfigDef("log.cleanup.policy", _parse_list, ["delete"], "delete, compact or both.",
+              topic_name="cleanup.policy"),
+    ConfigDef("log.cleaner.enable", BOOL, True, "Run the compaction thread."),
+    ConfigDef("log.cleaner.threads", INT, 1, "Compaction threads.", at_least=0),
+    ConfigDef("log.cleaner.dedupe.buffer.size", LONG, 134217728, "Compaction key-map memory."),
+    ConfigDef("log.cleaner.backoff.ms", LONG, 15000, "Sleep when nothing is cleanable."),
+    ConfigDef("log.cleaner.min.cleanable.ratio", _parse_float, 0.5,
+              "Dirty ratio that makes a log cleanable.", topic_name="min.cleanable.dirty.ratio"),
+    ConfigDef("log.cleaner.delete.retention.ms", LONG, 86400000, "How long tombstones stay.",
+              topic_name="delete.retention.ms"),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", LONG, 0, "Minimum age before compaction.",
+              topic_name="min.compaction.lag.ms"),
+    ConfigDef("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Maximum uncompacted age.",
+              topic_name="max.compaction.lag.ms"),
+    ConfigDef("log.preallocate", BOOL, False, "Preallocate segment files.",
+              topic_name="preallocate"),
+    ConfigDef("num.recovery.threads.per.data.dir", INT, 1, "Threads recovering logs at startup."),
+    # Consumer groups and transactions (coordinator issue)
+    ConfigDef("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets.",
+              at_least=1),
+    ConfigDef("offsets.topic.replication.factor", INT, 3, "Replication of __consumer_offsets.",
+              at_least=1),
+    ConfigDef("offsets.topic.segment.bytes", INT, 104857600, "Segment size of the offsets topic."),
+    ConfigDef("offsets.retention.minutes", INT, 10080, "Committed offsets retention."),
+    ConfigDef("group.initial.rebalance.delay.ms", INT, 3000, "Wait for more members at first."),
+    ConfigDef("group.min.session.timeout.ms", INT, 6000, "Smallest session timeout allowed."),
+    ConfigDef("group.max.session.timeout.ms", INT, 1800000, "Largest session timeout allowed."),
+    ConfigDef("transaction.state.log.num.partitions", INT, 50, "Partitions of the txn log."),
+    ConfigDef("transaction.state.log.replication.factor", INT, 3, "Replication of the txn log."),
+    ConfigDef("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of the txn log."),
+    # Quotas
+    ConfigDef("quota.window.num", INT, 11, "Samples kept for quota rates."),
+    ConfigDef("quota.window.size.seconds", INT, 1, "Quota sample window."),
+    # odradek's own
+    ConfigDef("metrics.port", INT, 0, "Prometheus metrics HTTP port (0 = off).", at_least=0),
+)
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (``key=value`` or ``key: value``, ``#``/``!`` comments,
+    backslash line continuations) into a dict of raw strings."""
+    result: dict[str, str] = {}
+    logical = ""
+    for raw_line in text.splitlines():
+        line = raw_line.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", logical)
+        if match:
+            result[match.group(1)] = match.group(2).rstrip()
+        elif logical.strip():
+            result[logical.strip()] = ""
+        logical = ""
+    return result
+
+
+class BrokerConfig(Mapping[str, Any]):
+    """Typed, validated broker properties: ``config["log.segment.bytes"]`` is an ``int``.
+
+    Only keys declared in :data:`BROKER_CONFIGS` are accepted. Values not given take Kafka's
+    defaults. Instances are immutable; a changed config is a new instance.
+    """
+
+    def __init__(self, values: Mapping[str, Any], explicit: frozenset[str]) -> None:
+        self._values = dict(values)
+        self._explicit = explicit
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> BrokerConfig:
+        unknown = sorted(set(properties) - set(BROKER_CONFIGS))
+        if unknown:
+            raise ConfigError(f"unknown broker config key(s): {', '.join(unknown)}")
+        values = {name: definition.default for name, definition in BROKER_CONFIGS.items()}
+        for name, raw in properties.items():
+            values[name] = BROKER_CONFIGS[name].convert(raw)
+        config = cls(values, frozenset(properties))
+        config._validate()
+        return config
+
+    @classmethod
+    def load(cls, path: Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
+        """Read a ``server.properties`` file (optional) and apply ``key=value`` overrides."""
+        properties = parse_properties(path.read_text()) if path is not None else {}
+        for override in overrides:
+            key, sep, value = override.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--override expects key=value, got {override!r}")
+            properties[key.strip()] = value.strip()
+        return cls.from_properties(properties)
+
+    def with_overrides(self, **overrides: str) -> BrokerConfig:
+        """A copy with ``overrides`` (keys with dots written as ``log_dirs`` → ``log.dirs``)."""
+        properties = {name: self.raw(name) for name in self._explicit}
+        properties.update({key.replace("_", "."): value for key, value in overrides.items()})
+        return BrokerConfig.from_properties(properties)
+
+    def raw(self, name: str) -> str:
+        """The value of ``name`` written back as a properties string."""
+        value = self._values[name]
+        if isinstance(value, bool):
+            return str(value).lower()
+        if isinstance(value, list):
+            return ",".join(str(item) for item in value)
+        return "" if value is None else str(value)
+
+    def _validate(self) -> None:
+        if not self["listeners"]:
+            raise ConfigError("listeners must name at least one address")
+        if self["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
+            raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
+        for policy in self["log.cleanup.policy"]:
+            if policy not in ("delete", "compact"):
+                raise ConfigError(f"log.cleanup.policy: unknown policy {policy!r}")
+
+    # Mapping protocol -------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise KeyError(f"unknown broker config key {name!r}") from None
+
+    def __iter__(self) -> Any:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def is_explicit(self, name: str) -> bool:
+        """Whether ``name`` was set by the operator rather than defaulted."""
+        return name in self._explicit
+
+    # Derived values ---------------------------------------------------------------------
+    @property
+    def broker_id(self) -> int:
+        return int(self["broker.id"])
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self["log.dirs"] or [self["log.dir"]]
+        return [Path(d) for d in dirs]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """Listeners as clients should reach them: advertised.listeners, else listeners with
+        a wildcard host replaced by 127.0.0.1 (a wildcard is not an address to connect to)."""
+        advertised = self["advertised.listeners"]
+        if advertised:
+            return list(advertised)
+        return [
+            Listener(lst.name, "127.0.0.1" if lst.host in ("", "0.0.0.0", "::") else lst.host,
+                     lst.port)
+            for lst in self["listeners"]
+        ]
+
+    @property
+    def retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return int(self["log.retention.ms"])
+        if self["log.retention.minutes"] is not None:
+            return int(self["log.retention.minutes"]) * 60_000
+        return int(self["log.retention.hours"]) * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self["log.roll.ms"] is not None:
+            return int(self["log.roll.ms"])
+        return int(self["log.roll.hours"]) * 3_600_000
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Topic-level config names mapped to this broker's defaults for them."""
+        defaults: dict[str, Any] = {}
+        for definition in BROKER_CONFIGS.values():
+            if definition.topic_name is None:
+                continue
+            value = self[definition.name]
+            if value is None:
+                continue
+            if definition.topic_name == "cleanup.policy":
+                value = ",".join(value)
+            defaults[definition.topic_name] = value
+        defaults["segment.ms"] = self.roll_ms
+        defaults["retention.ms"] = self.retention_ms
+        if self["log.flush.interval.ms"] is None:
+            # Kafka: flush.ms defaults to the scheduler interval, i.e. never.
+            defaults["flush.ms"] = self["log.flush.scheduler.interval.ms"]
+        return defaults
+
+    def log_config(self, topic_overrides: Mapping[str, str] | None = None) -> Any:
+        """The storage ``LogConfig`` for a topic: broker defaults plus topic overrides."""
+        from odradek.storage import LogConfig  # storage is heavier; import on use
+
+        base = LogConfig.from_topic_config(self.topic_defaults())
+        if not topic_overrides:
+            return base
+        return LogConfig.from_topic_config(topic_overrides, base)

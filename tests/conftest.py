@@ -1,0 +1,3 @@
+"""Registers the shared harness fixtures for every test suite."""
+
+pytest_plugins = ["tests.harness.fixtures"]
