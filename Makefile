@@ -40,5 +40,9 @@ lint: install
 bench: install
 	$(PY) -m bench --output bench/results
 
+image:
+	@docker info >/dev/null 2>&1 || { echo "make image needs a running Docker engine (none here)" >&2; exit 1; }
+	docker build -f broker-image/Dockerfile -t odradek/broker:dev .
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

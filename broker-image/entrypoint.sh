@@ -1,0 +1,22 @@
+#!/bin/sh
+# Start one broker of a StatefulSet. broker.id is the pod's ordinal (pod "odradek-2" → 2) unless
+# BROKER_ID is set; the advertised listener is the pod's stable DNS name behind the headless
+# service. Everything else comes from the mounted server.properties (a ConfigMap) and
+# ODRADEK_OVERRIDES ("key=value key=value").
+set -eu
+ordinal="${HOSTNAME##*-}"
+broker_id="${BROKER_ID:-$ordinal}"
+case "$broker_id" in ''|*[!0-9]*) echo "cannot derive broker.id from HOSTNAME=$HOSTNAME; set BROKER_ID" >&2; exit 1;; esac
+port="${ODRADEK_PORT:-9092}"
+fqdn="${HOSTNAME}.${ODRADEK_HEADLESS_SERVICE:-odradek-headless}.${POD_NAMESPACE:-default}.svc.cluster.local"
+config="${ODRADEK_CONFIG:-/etc/odradek/server.properties}"
+
+set -- --override "broker.id=${broker_id}" \
+       --override "listeners=PLAINTEXT://0.0.0.0:${port}" \
+       --override "advertised.listeners=PLAINTEXT://${fqdn}:${port}" \
+       --override "log.dirs=${ODRADEK_DATA_DIR:-/var/lib/odradek/data}"
+for kv in ${ODRADEK_OVERRIDES:-}; do set -- "$@" --override "$kv"; done
+if [ -f "$config" ]; then
+  exec odradek broker "$config" "$@"
+fi
+exec odradek broker "$@"
