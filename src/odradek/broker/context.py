@@ -1,0 +1,48 @@
+"""What a request handler gets to see: the broker's services and the request's origin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from odradek.protocol.errors import RequestTimedOut
+from odradek.protocol.messages import RequestHeader
+
+if TYPE_CHECKING:
+    from .producer_ids import ProducerIdManager
+    from .replica_manager import ReplicaManager
+
+__all__ = ["BrokerServices", "RequestContext"]
+
+
+@dataclass
+class BrokerServices:
+    """Long-lived parts of a running broker, shared by all handlers."""
+
+    broker_id: int
+    config: Any  # odradek.config.BrokerConfig
+    cluster: Any  # odradek.cluster ZkCluster-like facade (``view``, admin coroutines)
+    replica_manager: ReplicaManager
+    producer_ids: ProducerIdManager
+    log_manager: Any  # odradek.storage.LogManager
+
+    async def wait_for_view(self, predicate: Callable[[Any], bool], timeout_s: float) -> None:
+        """Wait until the cluster view satisfies ``predicate`` (admin requests' timeout)."""
+        try:
+            await self.cluster.view.wait_for(predicate, timeout_s)
+        except TimeoutError:
+            message = f"cluster metadata did not update within {timeout_s:g}s"
+            raise RequestTimedOut(message) from None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    services: BrokerServices
+    header: RequestHeader
+    listener: str
+    peer: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version

@@ -1,0 +1,103 @@
+"""From a decoded request to the bytes of its response: the handler table.
+
+A handler is ``handler(ctx, body) -> Outcome | Awaitable[Outcome]``. Returning a plain
+value (not a coroutine) is the fast path — no task is created — and is what Produce and
+Fetch do whenever they need not wait. Handlers that must wait (long-poll, acks=-1,
+ZooKeeper writes) return an awaitable; the connection keeps responses in request order
+either way.
+
+Side effects happen in request order too: a handler runs synchronously up to its first
+``await``, and handlers are called in the order requests arrive, so pipelined Produce
+requests append in order (idempotent producers depend on this).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.fetch_response import Chunk
+from odradek.protocol.messages import encode_response
+
+from .context import RequestContext
+
+__all__ = [
+    "CLOSE_CONNECTION",
+    "NO_RESPONSE",
+    "Handler",
+    "Outcome",
+    "handler_table",
+    "to_chunks",
+]
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_RESPONSE: Final = _Marker("NO_RESPONSE")
+"""The request gets no response at all (Produce with acks=0)."""
+
+CLOSE_CONNECTION: Final = _Marker("CLOSE_CONNECTION")
+"""Close the connection instead of answering (Kafka's answer to a failed acks=0 produce)."""
+
+Outcome = Any  # a kio response body | list[Chunk] (pre-encoded frame) | one of the markers
+Handler = Callable[[RequestContext, Any], Outcome | Awaitable[Outcome]]
+
+
+def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | _Marker:
+    """Encode a handler's outcome as the frame to write (or a marker)."""
+    if isinstance(outcome, _Marker):
+        return outcome
+    if isinstance(outcome, list):
+        return outcome
+    return [encode_response(correlation_id, outcome)]
+
+
+def is_awaitable(value: object) -> bool:
+    return inspect.isawaitable(value)
+
+
+def handler_table() -> dict[int, Handler]:
+    """api key → handler for every advertised API (imported here to keep modules acyclic)."""
+    from .handlers import (
+        admin,
+        api_versions,
+        cluster_info,
+        configs,
+        delete_records,
+        fetch,
+        list_offsets,
+        metadata,
+        offset_for_leader_epoch,
+        produce,
+        producer_id,
+        sasl,
+    )
+
+    return {
+        ApiKey.PRODUCE: produce.handle_produce,
+        ApiKey.FETCH: fetch.handle_fetch,
+        ApiKey.LIST_OFFSETS: list_offsets.handle_list_offsets,
+        ApiKey.METADATA: metadata.handle_metadata,
+        ApiKey.API_VERSIONS: api_versions.handle_api_versions,
+        ApiKey.SASL_HANDSHAKE: sasl.handle_sasl_handshake,
+        ApiKey.SASL_AUTHENTICATE: sasl.handle_sasl_authenticate,
+        ApiKey.CREATE_TOPICS: admin.handle_create_topics,
+        ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
+        ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
+        ApiKey.DELETE_RECORDS: delete_records.handle_delete_records,
+        ApiKey.INIT_PRODUCER_ID: producer_id.handle_init_producer_id,
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle_offset_for_leader_epoch,
+        ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+        ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+        ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
+        ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+    }

@@ -1,0 +1,16 @@
+"""ApiVersions: the version table every client reads first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.protocol.negotiation import api_versions_response
+
+from ..context import RequestContext
+
+__all__ = ["handle_api_versions"]
+
+
+def handle_api_versions(ctx: RequestContext, request: Any) -> Any:
+    # Unsupported versions never get here: the connection answers them in v0 layout.
+    return api_versions_response(ctx.api_version)

@@ -1,0 +1,77 @@
+"""DescribeCluster (v0-v1) and DescribeLogDirs (v1-v4)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.protocol.api_versions import ApiKey
+
+from ..context import RequestContext
+from ._build import NO_THROTTLE, build, response_module
+from .metadata import _endpoint_for
+
+__all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
+
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
+    view = ctx.services.cluster.view
+    brokers = []
+    for broker_id in sorted(view.brokers):
+        info = view.brokers[broker_id]
+        host, port = _endpoint_for(info, ctx.listener)
+        brokers.append(build(module.DescribeClusterBroker, broker_id=broker_id, host=host,
+                             port=port, rack=info.rack))
+    controller_id = view.controller_id
+    if controller_id is None or controller_id not in view.brokers:
+        controller_id = min(view.brokers) if view.brokers else -1
+    return build(
+        module.DescribeClusterResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+        error_message=None, endpoint_type=1, cluster_id=getattr(view, "cluster_id", None) or "",
+        controller_id=controller_id, brokers=tuple(brokers),
+        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+    )
+
+
+def _log_size(partition_log: Any) -> int:
+    return int(partition_log.size_bytes())
+
+
+def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.DESCRIBE_LOG_DIRS, ctx.api_version)
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, int(p)) for t in request.topics for p in t.partitions}
+    by_dir: dict[str, dict[str, list[Any]]] = {
+        str(path): {} for path in ctx.services.config.log_dirs
+    }
+    for (topic, index), partition in ctx.services.replica_manager.partitions().items():
+        if wanted is not None and (topic, index) not in wanted:
+            continue
+        directory = str(getattr(partition.log, "dir", None) or "")
+        parent = os.path.dirname(directory.rstrip("/")) if directory else next(iter(by_dir), "")
+        by_dir.setdefault(parent, {}).setdefault(topic, []).append(
+            build(module.DescribeLogDirsPartition, partition_index=index,
+                  partition_size=_log_size(partition.log), offset_lag=0, is_future_key=False)
+        )
+    results = []
+    for log_dir, topics in by_dir.items():
+        try:
+            stats = os.statvfs(log_dir)
+            total, usable = stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
+        except OSError:
+            total = usable = -1
+        results.append(
+            build(module.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=log_dir,
+                  topics=tuple(build(module.DescribeLogDirsTopic, name=name,
+                                     partitions=tuple(parts))
+                               for name, parts in topics.items()),
+                  total_bytes=total, usable_bytes=usable)
+        )
+    return build(module.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,
+                 error_code=ErrorCode.none, results=tuple(results))

@@ -1,0 +1,41 @@
+"""InitProducerId (v0-v4) for idempotent producers.
+
+Without a transactional id Kafka always hands out a fresh producer id at epoch 0 (also
+when the client asks to bump the epoch of an old one); we do the same. Transactions
+arrive with a later issue, until then a transactional id is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.protocol.api_versions import ApiKey
+
+from ..context import RequestContext
+from ._build import NO_THROTTLE, build, response_module
+
+__all__ = ["handle_init_producer_id"]
+
+log = logging.getLogger(__name__)
+
+
+async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
+    if request.transactional_id is not None:
+        log.info("refusing transactional producer %r from %s: transactions are not supported",
+                 request.transactional_id, ctx.peer)
+        return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                     error_code=ErrorCode.transactional_id_authorization_failed,
+                     producer_id=-1, producer_epoch=-1)
+    try:
+        producer_id = await ctx.services.producer_ids.next_id()
+    except Exception:
+        log.exception("could not allocate a producer id block")
+        return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                     error_code=ErrorCode.coordinator_not_available,
+                     producer_id=-1, producer_epoch=-1)
+    return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                 error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=0)

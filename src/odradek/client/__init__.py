@@ -1,0 +1,64 @@
+"""odradek's Kafka client: producer, consumer (manual or group), admin.
+
+Asyncio at the core (:class:`AsyncProducer`, :class:`AsyncConsumer`, :class:`AsyncAdminClient`)
+with a thin synchronous facade (:class:`Producer`, :class:`Consumer`, :class:`AdminClient`) that
+drives them from one background loop thread. Works with odradek and with Apache Kafka.
+
+The paper's API::
+
+    producer = Producer("localhost:9092")
+    producer.send("topic1", [b"message 1", b"message 2"])
+    for message in Consumer("topic1", bootstrap_servers="localhost:9092", group_id="g"):
+        process(message.value)
+"""
+
+from .accumulator import RecordFuture, RecordMetadata
+from .admin import AsyncAdminClient, ConfigEntry, GroupDescription, NewTopic
+from .assignors import assign_cooperative_sticky, assign_range, assign_roundrobin
+from .batch_codec import ConsumerRecord
+from .consumer import AsyncConsumer
+from .errors import (
+    BrokerResponseError,
+    ClientClosed,
+    ConnectionFailed,
+    DeliveryTimeout,
+    KafkaClientError,
+    NoOffsetForPartition,
+)
+from .group import CommitFailed
+from .metadata import TopicPartition
+from .offsets import EARLIEST, LATEST, OffsetAndTimestamp
+from .partitioner import murmur2, partition_for_key
+from .producer import AsyncProducer
+from .sync import AdminClient, Consumer, Producer
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "AdminClient",
+    "AsyncAdminClient",
+    "AsyncConsumer",
+    "AsyncProducer",
+    "BrokerResponseError",
+    "ClientClosed",
+    "CommitFailed",
+    "ConfigEntry",
+    "ConnectionFailed",
+    "Consumer",
+    "ConsumerRecord",
+    "DeliveryTimeout",
+    "GroupDescription",
+    "KafkaClientError",
+    "NewTopic",
+    "NoOffsetForPartition",
+    "OffsetAndTimestamp",
+    "Producer",
+    "RecordFuture",
+    "RecordMetadata",
+    "TopicPartition",
+    "assign_cooperative_sticky",
+    "assign_range",
+    "assign_roundrobin",
+    "murmur2",
+    "partition_for_key",
+]

@@ -1,0 +1,350 @@
+"""Per-partition batching for the producer (``linger.ms`` / ``batch.size`` / ``buffer.memory``).
+
+``append`` may be called from any thread (the synchronous facade appends from the
+application's thread, the async producer from the event loop); everything it touches is under
+one lock, held only for the append itself. The sender, on the event loop, asks which partitions
+have a sendable batch (:meth:`RecordAccumulator.ready`) and takes them (:meth:`drain`).
+
+A batch is sendable when it is full, when its oldest record has waited ``linger.ms``, when the
+producer flushes or closes, or when it is a retry whose backoff has passed. Retried batches go
+back to the *front* of their partition's queue, in sequence order, so order is kept.
+
+Each record's future is a tiny object pointing at its batch's :class:`BatchResult`; the batch is
+resolved once and every record future answers from it (the Java client's design: one future per
+batch, not per record).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .batch_codec import RecordsBuilder
+from .errors import KafkaClientError
+from .metadata import TopicPartition
+
+__all__ = ["BatchResult", "ProducerBatch", "RecordAccumulator", "RecordFuture",
+           "RecordMetadata"]
+
+DeliveryCallback = Callable[[BaseException | None, "RecordMetadata | None"], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordMetadata:
+    """Where a record was written. ``offset`` is -1 with acks=0 (the broker says nothing)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    serialized_key_size: int = -1
+    serialized_value_size: int = -1
+
+
+class BatchResult:
+    """Outcome of one produce batch, shared by the futures of all its records."""
+
+    __slots__ = ("_async_waiters", "_callbacks", "_event", "base_offset", "done",
+                 "error", "log_append_time")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.base_offset = -1
+        self.log_append_time = -1
+        self.error: BaseException | None = None
+        self._event: threading.Event | None = None
+        self._async_waiters: list[asyncio.Future[None]] | None = None
+        self._callbacks: list[Callable[[], None]] | None = None
+
+    def resolve(self, base_offset: int, log_append_time: int = -1,
+                error: BaseException | None = None) -> None:
+        if self.done:
+            return
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.error = error
+        self.done = True
+        if self._event is not None:
+            self._event.set()
+        if self._async_waiters:
+            for waiter in self._async_waiters:
+                if not waiter.done():
+                    waiter.get_loop().call_soon_threadsafe(_set_none, waiter)
+        if self._callbacks:
+            for callback in self._callbacks:
+                callback()
+
+    def wait(self, timeout: float | None) -> bool:
+        if self.done:
+            return True
+        if self._event is None:
+            self._event = threading.Event()
+            if self.done:  # resolved between the check and the event's creation
+                return True
+        return self._event.wait(timeout)
+
+    def async_waiter(self) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.done:
+            future.set_result(None)
+        else:
+            if self._async_waiters is None:
+                self._async_waiters = []
+            self._async_waiters.append(future)
+        return future
+
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        if self.done:
+            callback()
+            return
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
+
+
+def _set_none(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class RecordFuture:
+    """The future of one sent record: ``get(timeout)`` in threads, ``await`` in asyncio.
+
+    Resolves to :class:`RecordMetadata` or raises the delivery error.
+    """
+
+    __slots__ = ("_result", "index", "key_size", "tp", "timestamp", "value_size")
+
+    def __init__(self, result: BatchResult, tp: TopicPartition, index: int, timestamp: int,
+                 key_size: int, value_size: int) -> None:
+        self._result = result
+        self.tp = tp
+        self.index = index
+        self.timestamp = timestamp
+        self.key_size = key_size
+        self.value_size = value_size
+
+    def done(self) -> bool:
+        return self._result.done
+
+    def _metadata(self) -> RecordMetadata:
+        result = self._result
+        if result.error is not None:
+            raise result.error
+        offset = result.base_offset + self.index if result.base_offset >= 0 else -1
+        timestamp = result.log_append_time if result.log_append_time >= 0 else self.timestamp
+        return RecordMetadata(self.tp.topic, self.tp.partition, offset, timestamp,
+                              self.key_size, self.value_size)
+
+    def get(self, timeout: float | None = None) -> RecordMetadata:
+        """Block until delivered (or failed); ``TimeoutError`` if ``timeout`` passes first."""
+        if not self._result.wait(timeout):
+            raise TimeoutError(f"record to {self.tp.topic}-{self.tp.partition} not "
+                               f"acknowledged within {timeout}s")
+        return self._metadata()
+
+    result = get
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if not self._result.wait(timeout):
+            raise TimeoutError("record not acknowledged yet")
+        return self._result.error
+
+    def add_done_callback(self, callback: Callable[[RecordFuture], Any]) -> None:
+        """Call ``callback(self)`` once resolved (on the producer's event loop thread)."""
+        self._result.add_callback(lambda: callback(self))
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        if not self._result.done:
+            yield from self._result.async_waiter().__await__()
+        return self._metadata()
+
+
+class ProducerBatch:
+    __slots__ = ("attempts", "base_sequence", "builder", "created", "deadline", "drained_at",
+                 "encoded", "futures_count", "in_retry", "producer_epoch", "producer_id",
+                 "result", "retry_at", "tp", "user_callbacks")
+
+    def __init__(self, tp: TopicPartition, now: float, delivery_timeout: float) -> None:
+        self.tp = tp
+        self.builder = RecordsBuilder()
+        self.result = BatchResult()
+        self.created = now
+        self.deadline = now + delivery_timeout
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.in_retry = False
+        self.drained_at = 0.0
+        self.base_sequence = -1
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.encoded: bytes | None = None
+        self.user_callbacks: list[tuple[int, DeliveryCallback, RecordFuture]] | None = None
+        self.futures_count = 0
+
+    @property
+    def record_count(self) -> int:
+        return self.builder.count
+
+    @property
+    def size(self) -> int:
+        return self.builder.size_in_bytes
+
+    def encode(self, compression: int) -> bytes:
+        """The wire bytes; built once and reused for every retry (same sequence numbers)."""
+        if self.encoded is None:
+            self.encoded = self.builder.build(
+                compression=compression, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence)
+        return self.encoded
+
+    def complete(self, base_offset: int, log_append_time: int = -1,
+                 error: BaseException | None = None) -> None:
+        self.result.resolve(base_offset, log_append_time, error)
+        if self.user_callbacks:
+            for _index, callback, future in self.user_callbacks:
+                try:
+                    metadata = None if error is not None else future._metadata()
+                    callback(error, metadata)
+                except Exception:  # a user callback must not break the sender
+                    import logging
+
+                    logging.getLogger(__name__).exception("delivery callback failed")
+
+
+class BufferExhausted(KafkaClientError):
+    """``buffer.memory`` stayed full for ``max.block.ms``."""
+
+
+class RecordAccumulator:
+    def __init__(self, batch_size: int, linger_ms: float, buffer_memory: int,
+                 delivery_timeout_ms: int) -> None:
+        self.batch_size = batch_size
+        self.linger = linger_ms / 1000
+        self.buffer_memory = buffer_memory
+        self.delivery_timeout = delivery_timeout_ms / 1000
+        self.lock = threading.Lock()
+        self.space = threading.Condition(self.lock)
+        self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        self.used_bytes = 0
+        self.flushing = 0
+        self.closed = False
+        self.incomplete: set[ProducerBatch] = set()
+
+    def append(self, tp: TopicPartition, timestamp: int, key: bytes | None,
+               value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None,
+               callback: DeliveryCallback | None = None
+               ) -> tuple[RecordFuture, bool, bool]:
+        """Add a record; returns (future, batch_now_full, new_batch_created)."""
+        key_size = len(key) if key is not None else -1
+        value_size = len(value) if value is not None else -1
+        with self.lock:
+            if self.closed:
+                raise KafkaClientError("producer is closed")
+            queue = self.batches.get(tp)
+            if queue is None:
+                queue = self.batches[tp] = collections.deque()
+            batch = queue[-1] if queue else None
+            created = False
+            if (batch is None or batch.in_retry or batch.encoded is not None
+                    or batch.size + key_size + value_size + 32 > self.batch_size
+                    and batch.record_count > 0):
+                batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout)
+                queue.append(batch)
+                self.incomplete.add(batch)
+                created = True
+            before = len(batch.builder.buffer)
+            index = batch.builder.append(timestamp, key, value, headers)
+            self.used_bytes += len(batch.builder.buffer) - before
+            future = RecordFuture(batch.result, tp, index, timestamp, key_size, value_size)
+            if callback is not None:
+                if batch.user_callbacks is None:
+                    batch.user_callbacks = []
+                batch.user_callbacks.append((index, callback, future))
+            return future, batch.size >= self.batch_size, created
+
+    def wait_for_space(self, timeout: float) -> bool:
+        """Block (threads) until buffered bytes fall below ``buffer.memory``."""
+        with self.lock:
+            return self.space.wait_for(lambda: self.used_bytes < self.buffer_memory, timeout)
+
+    def has_space(self) -> bool:
+        return self.used_bytes < self.buffer_memory
+
+    def ready(self, now: float) -> tuple[list[TopicPartition], float]:
+        """Partitions whose first batch may be sent now, and seconds until the next might."""
+        ready: list[TopicPartition] = []
+        next_check = self.linger if self.linger > 0 else 1.0
+        with self.lock:
+            flushing = self.flushing > 0 or self.closed
+            for tp, queue in self.batches.items():
+                if not queue:
+                    continue
+                batch = queue[0]
+                if batch.in_retry and batch.retry_at > now:
+                    next_check = min(next_check, batch.retry_at - now)
+                    continue
+                waited = now - batch.created
+                if (flushing or batch.in_retry or len(queue) > 1
+                        or batch.size >= self.batch_size or waited >= self.linger):
+                    ready.append(tp)
+                else:
+                    next_check = min(next_check, self.linger - waited)
+        return ready, max(next_check, 0.0)
+
+    def drain(self, tp: TopicPartition, now: float) -> ProducerBatch | None:
+        with self.lock:
+            queue = self.batches.get(tp)
+            if not queue:
+                return None
+            batch = queue.popleft()
+            batch.drained_at = now
+            return batch
+
+    def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
+        """Put a failed batch back at the front of its partition, ordered by sequence."""
+        batch.in_retry = True
+        batch.retry_at = retry_at
+        with self.lock:
+            queue = self.batches.setdefault(batch.tp, collections.deque())
+            position = 0
+            while (position < len(queue) and queue[position].in_retry
+                   and 0 <= queue[position].base_sequence < batch.base_sequence):
+                position += 1
+            queue.insert(position, batch)
+
+    def release(self, batch: ProducerBatch) -> None:
+        """A batch is finished (delivered or failed for good): free its memory."""
+        with self.lock:
+            if batch in self.incomplete:
+                self.incomplete.discard(batch)
+                self.used_bytes -= len(batch.builder.buffer)
+                self.space.notify_all()
+
+    def expired(self, now: float) -> list[ProducerBatch]:
+        """Batches still queued past ``delivery.timeout.ms``, removed from their queues."""
+        out = []
+        with self.lock:
+            for queue in self.batches.values():
+                while queue and queue[0].deadline <= now and not queue[0].encoded:
+                    out.append(queue.popleft())
+        return out
+
+    def abort_all(self) -> list[ProducerBatch]:
+        with self.lock:
+            out = [b for queue in self.batches.values() for b in queue]
+            self.batches.clear()
+            return out
+
+    def unsent_topics(self) -> set[str]:
+        with self.lock:
+            return {tp.topic for tp, queue in self.batches.items() if queue}
+
+    @property
+    def has_incomplete(self) -> bool:
+        return bool(self.incomplete)

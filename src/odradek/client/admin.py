@@ -1,0 +1,405 @@
+"""The asyncio admin client: topics, partitions, configs, cluster, log dirs, records, groups.
+
+Topic changes go to the controller (Metadata's ``controller_id``), as Kafka requires; group
+operations go to the group's coordinator (FindCoordinator); DeleteRecords goes to each
+partition's leader. Every method raises :class:`~.errors.BrokerResponseError` when the broker
+refuses (the message names every failed entity), so a script can simply call and catch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from odradek.protocol.api_versions import ApiKey
+
+from .assignors import decode_assignment, decode_subscription
+from .cluster_client import ClusterClient
+from .errors import BrokerResponseError, KafkaClientError
+from .metadata import ClusterMetadata, TopicInfo, TopicPartition
+from .offsets import OffsetAndTimestamp, list_offsets
+
+__all__ = ["AsyncAdminClient", "ConfigEntry", "GroupDescription", "MemberDescription",
+           "NewTopic", "RESOURCE_BROKER", "RESOURCE_TOPIC"]
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+_OPS = {"set": 0, "delete": 1, "append": 2, "subtract": 3}
+_CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                   3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG",
+                   5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+                   7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1  # -1: the broker's num.partitions
+    replication_factor: int = -1  # -1: the broker's default.replication.factor
+    config: Mapping[str, str] = field(default_factory=dict)
+    replica_assignment: Mapping[int, Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...]
+    coordinator: int
+
+
+def _check(errors: list[str], what: str) -> None:
+    if errors:
+        raise KafkaClientError(f"{what} failed: " + "; ".join(errors))
+
+
+class AsyncAdminClient:
+    def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "odradek-admin",
+                 request_timeout_ms: int = 30_000) -> None:
+        self.client = ClusterClient(bootstrap_servers, client_id=client_id,
+                                    request_timeout_ms=request_timeout_ms)
+        self.timeout_ms = request_timeout_ms
+
+    async def __aenter__(self) -> AsyncAdminClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def _controller(self) -> int:
+        metadata = await self.client.refresh_metadata()
+        if metadata.controller_id < 0:
+            raise KafkaClientError("the cluster reports no controller")
+        return metadata.controller_id
+
+    async def _send_controller(self, api_key: int, body: Mapping[str, Any]) -> Any:
+        last: Exception | None = None
+        for attempt in range(5):
+            try:
+                response = await self.client.send(await self._controller(), api_key, body)
+            except KafkaClientError as exc:
+                last = exc
+                self.client.invalidate()
+                await asyncio.sleep(self.client.retry_backoff * (attempt + 1))
+                continue
+            return response
+        raise last or KafkaClientError("controller unreachable")
+
+    # ------------------------------------------------------------------ cluster
+
+    async def describe_cluster(self) -> ClusterMetadata:
+        """Brokers, controller and cluster id (from Metadata, which every broker serves)."""
+        self.client.track_all_topics()
+        return await self.client.refresh_metadata()
+
+    # ------------------------------------------------------------------ topics
+
+    async def list_topics(self, include_internal: bool = False) -> dict[str, TopicInfo]:
+        self.client.track_all_topics()
+        metadata = await self.client.refresh_metadata()
+        return {name: info for name, info in sorted(metadata.topics.items())
+                if include_internal or not info.is_internal}
+
+    async def describe_topics(self, names: Iterable[str]) -> dict[str, TopicInfo]:
+        names = list(names)
+        metadata = await self.client.refresh_metadata(names)
+        out = {}
+        for name in names:
+            info = metadata.topics.get(name)
+            if info is None or info.error_code:
+                raise BrokerResponseError(info.error_code if info else 3, f"topic {name!r}")
+            out[name] = info
+        return out
+
+    async def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False,
+                            wait: bool = True) -> None:
+        """Create ``topics`` (raises if any fails); with ``wait`` returns once every new topic
+        has leaders for all partitions, so a producer can use it at once."""
+        body = {
+            "topics": [{
+                "name": t.name, "num_partitions": t.num_partitions if not t.replica_assignment
+                else -1,
+                "replication_factor": t.replication_factor if not t.replica_assignment else -1,
+                "assignments": [{"partition_index": p, "broker_ids": list(b)}
+                                for p, b in (t.replica_assignment or {}).items()],
+                "configs": [{"name": k, "value": v} for k, v in t.config.items()],
+            } for t in topics],
+            "timeout": self.timeout_ms, "validate_only": validate_only,
+        }
+        response = await self._send_controller(ApiKey.CREATE_TOPICS, body)
+        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', r.error_message)}"
+                  for r in response.topics if int(r.error_code)]
+        _check(errors, "CreateTopics")
+        if wait and not validate_only:
+            await self._wait_topics({t.name for t in topics}, present=True)
+
+    async def _wait_topics(self, names: set[str], present: bool, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            metadata = await self.client.refresh_metadata(names)
+            if present and all(
+                    metadata.topics.get(n) and metadata.topics[n].error_code == 0
+                    and metadata.topics[n].partitions
+                    and all(p.leader >= 0 for p in metadata.topics[n].partitions.values())
+                    for n in names):
+                return
+            if not present and all(
+                    n not in metadata.topics or metadata.topics[n].error_code == 3
+                    for n in names):
+                return
+            await asyncio.sleep(0.05)
+        raise KafkaClientError(f"topics {sorted(names)} not {'ready' if present else 'gone'} "
+                               f"after {timeout:.0f}s")
+
+    async def delete_topics(self, names: Iterable[str], *, wait: bool = True) -> None:
+        names = list(names)
+        response = await self._send_controller(
+            ApiKey.DELETE_TOPICS, {"topic_names": names, "timeout": self.timeout_ms,
+                                   "topics": [{"name": n, "topic_id": None} for n in names]})
+        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', getattr(r, 'error_message', None))}"  # noqa: E501
+                  for r in response.responses if int(r.error_code)]
+        _check(errors, "DeleteTopics")
+        if wait:
+            await self._wait_topics(set(names), present=False)
+
+    async def create_partitions(self, new_counts: Mapping[str, int], *,
+                                validate_only: bool = False) -> None:
+        """Grow each topic to ``new_counts[topic]`` partitions in total."""
+        response = await self._send_controller(ApiKey.CREATE_PARTITIONS, {
+            "topics": [{"name": t, "count": c, "assignments": None}
+                       for t, c in new_counts.items()],
+            "timeout": self.timeout_ms, "validate_only": validate_only})
+        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', r.error_message)}"
+                  for r in response.results if int(r.error_code)]
+        _check(errors, "CreatePartitions")
+        if not validate_only:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                metadata = await self.client.refresh_metadata(list(new_counts))
+                if all(len(metadata.available_partitions(t)) >= c
+                       for t, c in new_counts.items()):
+                    return
+                await asyncio.sleep(0.05)
+
+    # ------------------------------------------------------------------ configs
+
+    async def describe_configs(self, resource_type: int, name: str,
+                               keys: Sequence[str] | None = None) -> dict[str, ConfigEntry]:
+        node = None
+        if resource_type == RESOURCE_BROKER:
+            node = int(name)
+        response = await self.client.send(node, ApiKey.DESCRIBE_CONFIGS, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configuration_keys": list(keys) if keys else None}],
+            "include_synonyms": False, "include_documentation": False})
+        out = {}
+        for result in response.results:
+            if int(result.error_code):
+                raise BrokerResponseError(int(result.error_code), f"DescribeConfigs {name}",
+                                          result.error_message)
+            for entry in result.configs:
+                source = _CONFIG_SOURCES.get(int(getattr(entry, "config_source", -1)), "UNKNOWN")
+                out[entry.name] = ConfigEntry(entry.name, entry.value, source,
+                                              bool(entry.read_only), bool(entry.is_sensitive))
+        return out
+
+    async def incremental_alter_configs(self, resource_type: int, name: str,
+                                        changes: Iterable[tuple[str, str, str | None]],
+                                        *, validate_only: bool = False) -> None:
+        """``changes``: (key, operation, value) with operation set/delete/append/subtract."""
+        node = int(name) if resource_type == RESOURCE_BROKER else None
+        configs = []
+        for key, op, value in changes:
+            if op not in _OPS:
+                raise ValueError(f"config operation must be one of {', '.join(_OPS)}")
+            configs.append({"name": key, "config_operation": _OPS[op], "value": value})
+        response = await self.client.send(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, {
+            "resources": [{"resource_type": resource_type, "resource_name": name,
+                           "configs": configs}], "validate_only": validate_only})
+        errors = [f"{r.resource_name}: "
+                  f"{BrokerResponseError(int(r.error_code), '', r.error_message)}"
+                  for r in response.responses if int(r.error_code)]
+        _check(errors, "IncrementalAlterConfigs")
+
+    # ------------------------------------------------------------------ log dirs, records
+
+    async def describe_log_dirs(self, broker_ids: Iterable[int] | None = None
+                                ) -> dict[int, dict[str, dict[TopicPartition, int]]]:
+        """{broker: {log_dir: {tp: size_bytes}}}."""
+        metadata = await self.client.refresh_metadata()
+        ids = list(broker_ids) if broker_ids is not None else sorted(metadata.brokers)
+        out: dict[int, dict[str, dict[TopicPartition, int]]] = {}
+        for broker in ids:
+            response = await self.client.send(broker, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
+            dirs: dict[str, dict[TopicPartition, int]] = {}
+            for result in response.results:
+                if int(result.error_code):
+                    continue
+                dirs[result.log_dir] = {
+                    TopicPartition(t.name, int(p.partition_index)): int(p.partition_size)
+                    for t in result.topics for p in t.partitions}
+            out[broker] = dirs
+        return out
+
+    async def delete_records(self, before: Mapping[TopicPartition, int]
+                             ) -> dict[TopicPartition, int]:
+        """Move each partition's log start to ``before[tp]`` (-1: the high watermark);
+        returns the new low watermarks."""
+        metadata = await self.client.refresh_metadata({tp.topic for tp in before})
+        by_leader: dict[int, dict[str, list[dict[str, int]]]] = {}
+        for tp, offset in before.items():
+            leader = metadata.leader_for(tp)
+            if leader < 0:
+                raise BrokerResponseError(5, f"{tp.topic}-{tp.partition}")
+            by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "offset": offset})
+        out: dict[TopicPartition, int] = {}
+        errors = []
+        for leader, topics in by_leader.items():
+            response = await self.client.send(leader, ApiKey.DELETE_RECORDS, {
+                "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+                "timeout": self.timeout_ms})
+            for topic in response.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.name, int(part.partition_index))
+                    if int(part.error_code):
+                        errors.append(f"{tp.topic}-{tp.partition}: "
+                                      f"{BrokerResponseError(int(part.error_code))}")
+                    else:
+                        out[tp] = int(part.low_watermark)
+        _check(errors, "DeleteRecords")
+        return out
+
+    async def list_offsets(self, query: Mapping[TopicPartition, int]
+                           ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        return await list_offsets(self.client, query)
+
+    # ------------------------------------------------------------------ groups
+
+    async def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group_id, protocol_type, state) of every group on every broker."""
+        metadata = await self.client.refresh_metadata()
+        out = []
+        for broker in sorted(metadata.brokers):
+            response = await self.client.send(broker, ApiKey.LIST_GROUPS, {"states_filter": []})
+            if int(response.error_code):
+                raise BrokerResponseError(int(response.error_code), f"ListGroups on {broker}")
+            out += [(g.group_id, g.protocol_type, getattr(g, "group_state", ""))
+                    for g in response.groups]
+        return sorted(out)
+
+    async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        out = {}
+        for group in group_ids:
+            node = await self.client.find_coordinator(group)
+            response = await self.client.send(node, ApiKey.DESCRIBE_GROUPS, {
+                "groups": [group], "include_authorized_operations": False})
+            for g in response.groups:
+                if int(g.error_code):
+                    raise BrokerResponseError(int(g.error_code), f"DescribeGroups {group!r}")
+                members = []
+                for m in g.members:
+                    assignment: tuple[TopicPartition, ...] = ()
+                    if g.protocol_type == "consumer" and m.member_assignment:
+                        try:
+                            assignment = tuple(decode_assignment(m.member_assignment))
+                        except Exception:
+                            assignment = ()
+                    members.append(MemberDescription(m.member_id, m.client_id, m.client_host,
+                                                     getattr(m, "group_instance_id", None),
+                                                     assignment))
+                out[group] = GroupDescription(g.group_id, g.group_state, g.protocol_type,
+                                              g.protocol_data, tuple(members), node)
+        return out
+
+    async def delete_groups(self, group_ids: Iterable[str]) -> None:
+        errors = []
+        for group in group_ids:
+            node = await self.client.find_coordinator(group)
+            response = await self.client.send(node, ApiKey.DELETE_GROUPS,
+                                              {"groups_names": [group]})
+            errors += [f"{r.group_id}: {BrokerResponseError(int(r.error_code))}"
+                       for r in response.results if int(r.error_code)]
+        _check(errors, "DeleteGroups")
+
+    async def list_group_offsets(self, group_id: str,
+                                 partitions: Iterable[TopicPartition] | None = None
+                                 ) -> dict[TopicPartition, int]:
+        """Committed offsets of ``group_id`` (all partitions it committed when None)."""
+        node = await self.client.find_coordinator(group_id)
+        topics = None
+        if partitions is not None:
+            grouped: dict[str, list[int]] = {}
+            for tp in partitions:
+                grouped.setdefault(tp.topic, []).append(tp.partition)
+            topics = [{"name": t, "partition_indexes": p} for t, p in grouped.items()]
+        response = await self.client.send(node, ApiKey.OFFSET_FETCH, {
+            "group_id": group_id, "topics": topics, "require_stable": False})
+        if int(getattr(response, "error_code", 0)):
+            raise BrokerResponseError(int(response.error_code), f"OffsetFetch {group_id!r}")
+        out = {}
+        for topic in response.topics:
+            for part in topic.partitions:
+                if int(part.error_code):
+                    raise BrokerResponseError(int(part.error_code), f"OffsetFetch {group_id!r}")
+                if int(part.committed_offset) >= 0:
+                    out[TopicPartition(topic.name, int(part.partition_index))] = \
+                        int(part.committed_offset)
+        return out
+
+    async def alter_group_offsets(self, group_id: str,
+                                  offsets: Mapping[TopicPartition, int]) -> None:
+        """Commit ``offsets`` for an *inactive* group (Kafka refuses while members are
+        active: UNKNOWN_MEMBER_ID / REBALANCE_IN_PROGRESS)."""
+        node = await self.client.find_coordinator(group_id)
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for tp, offset in offsets.items():
+            grouped.setdefault(tp.topic, []).append({
+                "partition_index": tp.partition, "committed_offset": offset,
+                "committed_leader_epoch": -1, "committed_metadata": "",
+                "commit_timestamp": -1})
+        response = await self.client.send(node, ApiKey.OFFSET_COMMIT, {
+            "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
+            "group_instance_id": None, "retention_time_ms": -1,
+            "topics": [{"name": t, "partitions": p} for t, p in grouped.items()]})
+        errors = [f"{t.name}-{p.partition_index}: {BrokerResponseError(int(p.error_code))}"
+                  for t in response.topics for p in t.partitions if int(p.error_code)]
+        _check(errors, f"OffsetCommit for group {group_id!r}")
+
+    async def group_subscriptions(self, group_id: str) -> dict[str, list[str]]:
+        """Member id → subscribed topics (decoded from the consumer protocol metadata)."""
+        node = await self.client.find_coordinator(group_id)
+        response = await self.client.send(node, ApiKey.DESCRIBE_GROUPS, {
+            "groups": [group_id], "include_authorized_operations": False})
+        out = {}
+        for g in response.groups:
+            for m in g.members:
+                if m.member_metadata:
+                    out[m.member_id] = decode_subscription(m.member_metadata).topics
+        return out

@@ -1,0 +1,102 @@
+"""Offset lookups shared by consumer, admin and CLI: ListOffsets by timestamp, per leader.
+
+Kafka's special timestamps: -2 is the earliest offset (log start), -1 the latest (the high
+watermark, i.e. the offset the next record will get). Any other timestamp gives the earliest
+offset whose record timestamp is >= it, or offset -1 when no record is that new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from odradek.protocol.api_versions import ApiKey
+
+from .cluster_client import STALE_METADATA_CODES, ClusterClient
+from .errors import BrokerResponseError, KafkaClientError
+from .metadata import TopicPartition
+
+__all__ = ["EARLIEST", "LATEST", "OffsetAndTimestamp", "list_offsets"]
+
+EARLIEST = -2
+LATEST = -1
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int], *,
+                       isolation_level: int = 0, attempts: int = 5
+                       ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+    """Offsets for ``{tp: timestamp}``; a partition with no record that new maps to None.
+
+    Retries on stale leaders (refreshing metadata) up to ``attempts`` rounds, then raises.
+    """
+    remaining = dict(query)
+    result: dict[TopicPartition, OffsetAndTimestamp | None] = {}
+    last_error: BaseException | None = None
+    for attempt in range(attempts):
+        if not remaining:
+            break
+        metadata = await client.refresh_metadata({tp.topic for tp in remaining}) \
+            if attempt or not client.metadata.knows({tp.topic for tp in remaining}) \
+            else client.metadata
+        by_leader: dict[int, dict[TopicPartition, int]] = {}
+        for tp, ts in remaining.items():
+            if tp.topic in metadata.topics and metadata.partition(tp) is None:
+                raise BrokerResponseError(3, f"{tp.topic}-{tp.partition}")
+            by_leader.setdefault(metadata.leader_for(tp), {})[tp] = ts
+        unknown = by_leader.pop(-1, None)
+        if unknown:
+            last_error = BrokerResponseError(5, f"no leader for {sorted(unknown)}")
+        answers = await asyncio.gather(
+            *(_list_from(client, node, parts, isolation_level)
+              for node, parts in by_leader.items()), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, KafkaClientError):
+                    raise answer
+                last_error = answer
+                client.invalidate()
+                continue
+            for tp, value in answer.items():
+                if isinstance(value, BrokerResponseError):
+                    last_error = value
+                    if value.code in STALE_METADATA_CODES or value.retriable:
+                        client.invalidate()
+                        continue
+                    raise value
+                result[tp] = value
+                remaining.pop(tp, None)
+        if remaining:
+            await asyncio.sleep(client.retry_backoff * (attempt + 1))
+    if remaining:
+        raise last_error or BrokerResponseError(5, f"offsets for {sorted(remaining)}")
+    return result
+
+
+async def _list_from(client: ClusterClient, node: int, parts: Mapping[TopicPartition, int],
+                     isolation_level: int
+                     ) -> dict[TopicPartition, OffsetAndTimestamp | None | BrokerResponseError]:
+    topics: dict[str, list[dict[str, int]]] = {}
+    for tp, ts in parts.items():
+        topics.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": ts})
+    response = await client.send(node, ApiKey.LIST_OFFSETS, {
+        "replica_id": -1, "isolation_level": isolation_level,
+        "topics": [{"name": t, "partitions": p} for t, p in topics.items()]})
+    out: dict[TopicPartition, OffsetAndTimestamp | None | BrokerResponseError] = {}
+    for topic in response.topics:
+        for part in topic.partitions:
+            tp = TopicPartition(topic.name, int(part.partition_index))
+            code = int(part.error_code)
+            if code:
+                out[tp] = BrokerResponseError(code, f"ListOffsets {tp.topic}-{tp.partition}")
+            elif int(part.offset) < 0:
+                out[tp] = None
+            else:
+                out[tp] = OffsetAndTimestamp(int(part.offset), int(part.timestamp))
+    return out

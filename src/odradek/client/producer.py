@@ -1,0 +1,562 @@
+"""The asyncio producer: the paper's ``send(topic, messages)`` and the modern per-record API.
+
+``send`` picks a partition (:mod:`.partitioner`), appends the record to its partition's open
+batch (:mod:`.accumulator`) and returns a :class:`~.accumulator.RecordFuture` at once; one
+sender task drains ready batches, groups them by leader into one Produce request per broker
+(at most ``max.in.flight.requests.per.connection`` outstanding per broker) and resolves the
+batches from the response.
+
+Delivery guarantees: idempotence is on by default (with acks=all): the producer gets a
+producer id (InitProducerId), stamps each batch with per-partition sequence numbers when it is
+first drained and reuses the same bytes on every retry, so a retry after a lost response is
+deduplicated by the broker (DUPLICATE_SEQUENCE_NUMBER counts as success) and order holds with
+5 requests in flight. Retriable failures (connection loss, NOT_LEADER_OR_FOLLOWER, ...) put the
+batch back at the front of its partition after ``retry.backoff.ms`` and refresh metadata,
+until ``delivery.timeout.ms``; then — and on any fatal error — the batch's futures raise.
+``flush`` and ``close`` wait for every batch; ``close(timeout)`` fails (never drops) what is
+left when the timeout passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.compression import CODEC_BY_NAME
+
+from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
+from .cluster_client import STALE_METADATA_CODES, ClusterClient
+from .errors import (
+    BrokerResponseError,
+    ClientClosed,
+    ConnectionFailed,
+    DeliveryTimeout,
+    KafkaClientError,
+    UnsupportedByBroker,
+)
+from .metadata import TopicPartition
+from .partitioner import DefaultPartitioner, PartitionerFn
+from .wire import datetime_ms
+
+__all__ = ["AsyncProducer", "ProducerConfig", "to_bytes"]
+
+log = logging.getLogger(__name__)
+
+DUPLICATE_SEQUENCE_NUMBER = 46
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+UNKNOWN_PRODUCER_ID = 59
+INVALID_PRODUCER_EPOCH = 47
+_SEQUENCE_WRAP = 1 << 31
+
+Header = tuple[str, bytes | None]
+
+
+def to_bytes(value: Any, what: str = "value") -> bytes | None:
+    """Accept bytes-like and str (UTF-8); anything else needs a serializer."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"record {what} must be bytes or str (or configure a {what}_serializer), "
+                    f"got {type(value).__name__}")
+
+
+def _parse_acks(acks: int | str) -> int:
+    if acks in ("all", "-1", -1):
+        return -1
+    if acks in (0, 1, "0", "1"):
+        return int(acks)
+    raise ValueError(f"acks must be 0, 1 or all, got {acks!r}")
+
+
+def _parse_compression(codec: str | int | None) -> int:
+    if codec is None:
+        return 0
+    if isinstance(codec, int):
+        if codec not in range(5):
+            raise ValueError(f"unknown compression codec {codec}")
+        return codec
+    try:
+        return CODEC_BY_NAME[codec.lower()]
+    except KeyError:
+        raise ValueError(f"compression must be one of {', '.join(CODEC_BY_NAME)}; "
+                         f"got {codec!r}") from None
+
+
+class ProducerConfig:
+    """Producer settings, named like the Java client's (dots become underscores)."""
+
+    def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "odradek",
+                 acks: int | str = "all", compression_type: str | int | None = None,
+                 linger_ms: float = 5, batch_size: int = 16_384,
+                 buffer_memory: int = 32 * 1024 * 1024, max_request_size: int = 1_048_576,
+                 enable_idempotence: bool | None = None, retries: int = 2_147_483_647,
+                 retry_backoff_ms: int = 100, delivery_timeout_ms: int = 120_000,
+                 request_timeout_ms: int = 30_000, max_block_ms: int = 60_000,
+                 max_in_flight_requests_per_connection: int = 5,
+                 metadata_max_age_ms: int = 300_000,
+                 partitioner: PartitionerFn | None = None,
+                 key_serializer: Callable[[Any], bytes | None] | None = None,
+                 value_serializer: Callable[[Any], bytes | None] | None = None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.client_id = client_id
+        self.acks = _parse_acks(acks)
+        self.compression = _parse_compression(compression_type)
+        self.linger_ms = linger_ms
+        self.batch_size = max(batch_size, 1)
+        self.buffer_memory = buffer_memory
+        self.max_request_size = max_request_size
+        if enable_idempotence is None:
+            enable_idempotence = self.acks == -1
+        if enable_idempotence and self.acks != -1:
+            raise ValueError("enable_idempotence requires acks=all")
+        if enable_idempotence and not 1 <= max_in_flight_requests_per_connection <= 5:
+            raise ValueError("enable_idempotence requires max_in_flight_requests_per_connection"
+                             " between 1 and 5")
+        self.enable_idempotence = enable_idempotence
+        self.retries = retries
+        self.retry_backoff_ms = retry_backoff_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.max_block_ms = max_block_ms
+        self.max_in_flight = max(1, max_in_flight_requests_per_connection)
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.partitioner = partitioner
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+
+
+class AsyncProducer:
+    """Use as ``async with AsyncProducer("host:9092") as producer:``."""
+
+    def __init__(self, bootstrap_servers: str | Iterable[str] | None = None, *,
+                 config: ProducerConfig | None = None, **settings: Any) -> None:
+        if config is None:
+            if bootstrap_servers is None:
+                raise ValueError("bootstrap_servers is required")
+            config = ProducerConfig(bootstrap_servers, **settings)
+        self.config = config
+        self.client = ClusterClient(
+            config.bootstrap_servers, client_id=config.client_id,
+            request_timeout_ms=config.request_timeout_ms,
+            metadata_max_age_ms=config.metadata_max_age_ms,
+            retry_backoff_ms=config.retry_backoff_ms)
+        self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
+                                             config.buffer_memory, config.delivery_timeout_ms)
+        self.partitioner = DefaultPartitioner(config.partitioner)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._space = asyncio.Event()
+        self._sender: asyncio.Task[None] | None = None
+        self._in_flight: dict[int, int] = {}
+        self._producer_id = -1
+        self._producer_epoch = -1
+        self._next_sequence: dict[TopicPartition, int] = {}
+        self._closing = False
+        self._fatal: BaseException | None = None
+        self._responses: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._sender is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        await self.client.refresh_metadata()
+        self._sender = self._loop.create_task(self._run_sender(), name="odradek-sender")
+
+    async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until each batch is acknowledged or failed."""
+        acc = self.accumulator
+        with acc.lock:
+            acc.flushing += 1
+        try:
+            self._wakeup.set()
+            await asyncio.wait_for(self._wait_idle(), timeout)
+        finally:
+            with acc.lock:
+                acc.flushing -= 1
+
+    async def _wait_idle(self) -> None:
+        while self.accumulator.has_incomplete:
+            self._idle.clear()
+            self._wakeup.set()
+            if not self.accumulator.has_incomplete:
+                break
+            await self._idle.wait()
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Deliver what is buffered (bounded by ``timeout``), then stop. Records that could
+        not be delivered in time fail with :class:`ClientClosed`; none is dropped silently."""
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            if self._sender is not None:
+                await self.flush(timeout)
+        except asyncio.TimeoutError:
+            log.warning("producer close: timeout with %d batches undelivered",
+                        len(self.accumulator.incomplete))
+        finally:
+            self.accumulator.closed = True
+            self._fail_all(ClientClosed("producer closed before the record was delivered"))
+            if self._sender is not None:
+                self._sender.cancel()
+                await asyncio.gather(self._sender, return_exceptions=True)
+            for task in list(self._responses):
+                task.cancel()
+            await asyncio.gather(*self._responses, return_exceptions=True)
+            self._fail_all(ClientClosed("producer closed before the record was delivered"))
+            await self.client.close()
+
+    def _fail_all(self, error: BaseException) -> None:
+        for batch in self.accumulator.abort_all():
+            self._finish(batch, -1, error=error)
+        for batch in list(self.accumulator.incomplete):
+            self._finish(batch, -1, error=error)
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(self, topic: str, value: Any = None, key: Any = None,
+                   headers: Sequence[Header] | None = None, partition: int | None = None,
+                   timestamp: int | None = None,
+                   on_delivery: DeliveryCallback | None = None) -> Any:
+        """Queue one record (or, the paper's API, a list of messages) for ``topic``.
+
+        Returns a :class:`RecordFuture` (a list of them for a list of messages) once the record
+        is buffered; ``await`` it for its :class:`RecordMetadata`. Blocks only while metadata
+        for a new topic is fetched or ``buffer.memory`` is full (both bounded by
+        ``max.block.ms``).
+        """
+        if isinstance(value, (list, tuple)):
+            return [await self.send(topic, message, key, headers, partition, timestamp,
+                                    on_delivery) for message in value]
+        if self._closing:
+            raise ClientClosed("producer is closed")
+        if self._sender is None:
+            await self.start()
+        if self._fatal is not None:
+            raise self._fatal
+        if topic not in self.client.metadata.topics or not self.client.metadata.partitions_for(
+                topic):
+            await self._wait_for_topic(topic)
+        while not self.accumulator.has_space():
+            self._space.clear()
+            try:
+                await asyncio.wait_for(self._space.wait(), self.config.max_block_ms / 1000)
+            except asyncio.TimeoutError:
+                raise KafkaClientError("buffer.memory full for max.block.ms") from None
+        future, wake = self.append(topic, value, key, headers, partition, timestamp,
+                                   on_delivery)
+        if wake:
+            self._wakeup.set()
+        return future
+
+    async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
+                            **kwargs: Any) -> Any:
+        future = await self.send(topic, value, key, **kwargs)
+        if isinstance(future, list):
+            return [await f for f in future]
+        return await future
+
+    async def _wait_for_topic(self, topic: str) -> None:
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        self.client.add_topics([topic])
+        while True:
+            metadata = await self.client.refresh_metadata([topic])
+            info = metadata.topics.get(topic)
+            if info is not None and info.error_code == 0 and info.partitions:
+                return
+            if time.monotonic() >= deadline:
+                code = info.error_code if info is not None else 3
+                raise BrokerResponseError(code or 3, f"topic {topic!r} not available after "
+                                          f"max.block.ms={self.config.max_block_ms}")
+            await asyncio.sleep(self.config.retry_backoff_ms / 1000)
+
+    def append(self, topic: str, value: Any, key: Any, headers: Sequence[Header] | None,
+               partition: int | None, timestamp: int | None,
+               on_delivery: DeliveryCallback | None) -> tuple[RecordFuture, bool]:
+        """Partition and buffer one record (thread-safe; metadata for ``topic`` must be
+        known). Returns the future and whether the sender needs waking."""
+        config = self.config
+        key_bytes = config.key_serializer(key) if config.key_serializer else to_bytes(key, "key")
+        value_bytes = (config.value_serializer(value) if config.value_serializer
+                       else to_bytes(value))
+        if headers:
+            headers = [(name, to_bytes(v, "header")) for name, v in headers]
+        size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
+        if size + 128 > config.max_request_size:
+            raise BrokerResponseError(10, f"record of {size} bytes exceeds max.request.size "
+                                      f"{config.max_request_size}")
+        metadata = self.client.metadata
+        all_partitions = metadata.partitions_for(topic)
+        if not all_partitions:
+            raise BrokerResponseError(3, f"no metadata for topic {topic!r}")
+        sticky = False
+        if partition is None:
+            available = metadata.available_partitions(topic)
+            partition = self.partitioner.partition(topic, key_bytes, all_partitions, available)
+            sticky = key_bytes is None and config.partitioner is None
+        elif partition not in all_partitions:
+            raise BrokerResponseError(
+                3, f"partition {partition} of {topic!r} does not exist "
+                f"(it has {len(all_partitions)})")
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+        tp = TopicPartition(topic, partition)
+        future, full, created = self.accumulator.append(tp, timestamp, key_bytes, value_bytes,
+                                                        headers, on_delivery)
+        if full and sticky:
+            self.partitioner.on_new_batch(topic, partition,
+                                          metadata.available_partitions(topic))
+        return future, full or created
+
+    def wake_threadsafe(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._wakeup.set)
+
+    # ------------------------------------------------------------------ the sender
+
+    async def _run_sender(self) -> None:
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            try:
+                delay = await self._send_ready()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("producer sender loop error")
+                delay = backoff
+            if not self.accumulator.has_incomplete:
+                self._idle.set()
+            if delay > 0:
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+            else:
+                await asyncio.sleep(0)
+
+    async def _send_ready(self) -> float:
+        now = time.monotonic()
+        backoff = self.config.retry_backoff_ms / 1000
+        for batch in self.accumulator.expired(now):
+            self._finish(batch, -1, error=DeliveryTimeout(
+                f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} "
+                f"not sent within delivery.timeout.ms"))
+        if self.client.needs_refresh or self.client.add_topics(
+                self.accumulator.unsent_topics()):
+            try:
+                await self.client.refresh_metadata()
+            except KafkaClientError as exc:
+                log.warning("metadata refresh failed: %s", exc)
+                return backoff
+        if self.config.enable_idempotence and self._producer_id < 0:
+            if not await self._init_producer_id():
+                return backoff
+        ready, delay = self.accumulator.ready(now)
+        if not ready:
+            return delay
+        metadata = self.client.metadata
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp in ready:
+            leader = metadata.leader_for(tp)
+            if leader < 0:
+                self.client.invalidate()
+                delay = min(delay, backoff)
+                continue
+            by_node.setdefault(leader, []).append(tp)
+        for node_id, tps in by_node.items():
+            if self._in_flight.get(node_id, 0) >= self.config.max_in_flight:
+                continue  # a response will wake us
+            batches = self._drain_for_node(tps, now)
+            if batches:
+                self._in_flight[node_id] = self._in_flight.get(node_id, 0) + 1
+                task = asyncio.get_running_loop().create_task(
+                    self._send_produce(node_id, batches))
+                self._responses.add(task)
+                task.add_done_callback(self._responses.discard)
+            if self.accumulator.ready(now)[0]:
+                delay = 0 if self._in_flight.get(node_id, 0) < self.config.max_in_flight \
+                    else delay
+        return delay
+
+    def _drain_for_node(self, tps: list[TopicPartition], now: float) -> list[ProducerBatch]:
+        batches: list[ProducerBatch] = []
+        size = 0
+        compression = self.config.compression
+        for tp in tps:
+            batch = self.accumulator.drain(tp, now)
+            if batch is None:
+                continue
+            if self.config.enable_idempotence and batch.producer_id != self._producer_id:
+                batch.encoded = None  # the producer id was reset: sequence it again
+                batch.base_sequence = -1
+            if self.config.enable_idempotence and batch.base_sequence < 0:
+                sequence = self._next_sequence.get(tp, 0)
+                batch.base_sequence = sequence
+                batch.producer_id = self._producer_id
+                batch.producer_epoch = self._producer_epoch
+                self._next_sequence[tp] = (sequence + batch.record_count) % _SEQUENCE_WRAP
+            try:
+                encoded = batch.encode(compression)
+            except Exception as exc:  # a codec failure fails this batch, not the sender
+                self._finish(batch, -1, error=KafkaClientError(
+                    f"cannot encode batch for {tp.topic}-{tp.partition}: {exc}"))
+                continue
+            if batches and size + len(encoded) > self.config.max_request_size:
+                self.accumulator.reenqueue(batch, 0.0)
+                break
+            size += len(encoded)
+            batches.append(batch)
+        return batches
+
+    async def _send_produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
+        acks = self.config.acks
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for batch in batches:
+            batch.attempts += 1
+            by_topic.setdefault(batch.tp.topic, []).append(
+                {"index": batch.tp.partition, "records": batch.encoded})
+        body = {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout": self.config.request_timeout_ms,
+            "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
+        }
+        try:
+            try:
+                conn = await self.client.connection(node_id)
+                if acks == 0:
+                    await conn.send(ApiKey.PRODUCE, body, expect_response=False)
+                    for batch in batches:
+                        self._finish(batch, -1)
+                    return
+                response = await asyncio.wait_for(
+                    conn.send(ApiKey.PRODUCE, body),
+                    self.config.request_timeout_ms / 1000 + 5)
+            except (KafkaClientError, asyncio.TimeoutError, OSError) as exc:
+                if isinstance(exc, asyncio.TimeoutError):
+                    self.client.drop_connection(node_id)
+                    exc = ConnectionFailed(f"produce to broker {node_id} timed out")
+                self.client.invalidate()
+                for batch in batches:
+                    self._retry_or_fail(batch, exc)
+                return
+            results: dict[TopicPartition, Any] = {}
+            for topic_response in response.responses:
+                for part in topic_response.partition_responses:
+                    results[TopicPartition(topic_response.name, int(part.index))] = part
+            for batch in batches:
+                part = results.get(batch.tp)
+                if part is None:
+                    self._retry_or_fail(batch, ConnectionFailed(
+                        f"broker {node_id} did not answer for {batch.tp}"))
+                    continue
+                code = int(part.error_code)
+                if code == 0:
+                    self._finish(batch, int(part.base_offset),
+                                 datetime_ms(getattr(part, "log_append_time", None)))
+                elif code == DUPLICATE_SEQUENCE_NUMBER:
+                    self._finish(batch, int(part.base_offset))
+                else:
+                    error = BrokerResponseError(code, f"produce to {batch.tp.topic}-"
+                                                f"{batch.tp.partition}",
+                                                getattr(part, "error_message", None))
+                    if code in STALE_METADATA_CODES:
+                        self.client.invalidate()
+                    if code == UNKNOWN_PRODUCER_ID or code == INVALID_PRODUCER_EPOCH:
+                        self._reset_producer_id()
+                    self._retry_or_fail(batch, error)
+        except Exception as exc:  # never leave a batch unresolved
+            log.exception("unexpected error handling a produce response")
+            for batch in batches:
+                if not batch.result.done:
+                    self._finish(batch, -1, error=KafkaClientError(f"internal error: {exc!r}"))
+        finally:
+            self._in_flight[node_id] = max(0, self._in_flight.get(node_id, 1) - 1)
+            self._wakeup.set()
+
+    def _retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        now = time.monotonic()
+        retriable = getattr(error, "retriable", False) or (
+            isinstance(error, BrokerResponseError)
+            and error.code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID,
+                               INVALID_PRODUCER_EPOCH))
+        if (retriable and not self._closing_hard() and batch.attempts <= self.config.retries
+                and now < batch.deadline):
+            log.debug("retrying %s after %s", batch.tp, error)
+            self.accumulator.reenqueue(batch, now + self.config.retry_backoff_ms / 1000)
+            return
+        self._finish(batch, -1, error=error)
+
+    def _closing_hard(self) -> bool:
+        return self.accumulator.closed
+
+    def _finish(self, batch: ProducerBatch, base_offset: int, log_append_time: int = -1,
+                error: BaseException | None = None) -> None:
+        batch.complete(base_offset, log_append_time, error)
+        self.accumulator.release(batch)
+        self._space.set()
+        if not self.accumulator.has_incomplete:
+            self._idle.set()
+
+    # ------------------------------------------------------------------ idempotence
+
+    async def _init_producer_id(self) -> bool:
+        try:
+            conn = await self.client.any_connection()
+            if not conn.supports(ApiKey.INIT_PRODUCER_ID):
+                log.warning("broker has no InitProducerId: idempotence disabled")
+                self.config.enable_idempotence = False
+                return True
+            response = await self.client.send(None, ApiKey.INIT_PRODUCER_ID, {
+                "transactional_id": None, "transaction_timeout": 60_000,
+                "producer_id": -1, "producer_epoch": -1})
+        except (KafkaClientError, UnsupportedByBroker) as exc:
+            log.warning("InitProducerId failed: %s", exc)
+            return False
+        code = int(response.error_code)
+        if code:
+            error = BrokerResponseError(code, "InitProducerId")
+            if not error.retriable:
+                self._fatal = error
+                self._fail_all(error)
+            log.warning("%s", error)
+            return False
+        self._producer_id = int(response.producer_id)
+        self._producer_epoch = int(response.producer_epoch)
+        log.debug("producer id %d epoch %d", self._producer_id, self._producer_epoch)
+        return True
+
+    def _reset_producer_id(self) -> None:
+        """The broker forgot us (UNKNOWN_PRODUCER_ID): start a new id, re-sequence unsent
+        batches. In-flight ones fail and come back here as retries."""
+        self._producer_id = -1
+        self._next_sequence.clear()
+        with self.accumulator.lock:
+            for queue in self.accumulator.batches.values():
+                for batch in queue:
+                    batch.encoded = None
+                    batch.base_sequence = -1
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return {"in_flight": dict(self._in_flight),
+                "buffered_bytes": self.accumulator.used_bytes,
+                "producer_id": self._producer_id}

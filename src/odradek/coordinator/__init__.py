@@ -1,0 +1,36 @@
+"""Classic consumer-group coordinator with offsets in ``__consumer_offsets``.
+
+Layers, inside out: :mod:`.group` (one group's state machine, sans-IO), :mod:`.shard` (all
+groups of one offsets partition, log replay), :mod:`.coordinator` (asyncio adapter: futures,
+timers, appends through an :class:`OffsetsLog`). Record formats: :mod:`.offsets_topic_format`.
+"""
+
+from .config import GroupCoordinatorConfig
+from .coordinator import GroupCoordinator, GroupDescription
+from .group import Group, JoinRequest, MemberDescription
+from .group_state import GroupState
+from .offsets_log import InMemoryOffsetsLog, OffsetsLog
+from .partitioning import partition_for_group, partition_for_transactional_id
+from .results import JoinMember, JoinResult, SyncResult
+from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
+
+__all__ = [
+    "CoordinatorShard",
+    "Group",
+    "GroupCoordinator",
+    "GroupCoordinatorConfig",
+    "GroupDescription",
+    "GroupListing",
+    "GroupState",
+    "InMemoryOffsetsLog",
+    "JoinMember",
+    "JoinRequest",
+    "JoinResult",
+    "MemberDescription",
+    "OffsetCommitEntry",
+    "OffsetsLog",
+    "PartitionOffset",
+    "SyncResult",
+    "partition_for_group",
+    "partition_for_transactional_id",
+]

@@ -1,0 +1,476 @@
+"""The asyncio face of the group coordinator: futures, timers and log appends.
+
+All decisions are made by the sans-IO :class:`~odradek.coordinator.shard.CoordinatorShard`;
+this adapter only
+
+* parks JoinGroup/SyncGroup as futures keyed by a token and completes them when the shard
+  answers that token (so a rebalance never blocks the event loop, and every wait is bounded
+  by a group deadline: initial delay, rebalance timeout or pending-sync timeout);
+* turns each group's next deadline into one ``loop.call_at`` timer;
+* appends records to ``__consumer_offsets`` through the :class:`OffsetsLog`, releasing the
+  replies attached to them only after the append commits;
+* loads a shard when this broker becomes leader of an offsets partition (requests get
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile) and drops it on resignation (NOT_COORDINATOR).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.records import Record
+
+from .config import GroupCoordinatorConfig
+from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
+from .group import JoinRequest, MemberDescription
+from .group_state import GroupState
+from .offsets_log import OffsetsLog
+from .partitioning import partition_for_group
+from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
+from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
+
+__all__ = ["GroupCoordinator", "GroupDescription", "append_error_to_coordinator_error"]
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+_R = TypeVar("_R", JoinResult, SyncResult)
+
+_STORE_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+}
+
+
+def append_error_to_coordinator_error(error: ErrorCode, *, for_commit: bool = False) -> ErrorCode:
+    """What a client is told when the offsets log refused a write (Kafka's mapping: the
+    client should look for the coordinator again rather than see a storage error)."""
+    if for_commit and error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
+        return ErrorCode.invalid_commit_offset_size
+    return _STORE_ERRORS.get(error, error)
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    error: ErrorCode
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberDescription, ...] = ()
+
+
+@dataclass
+class _Slot:
+    """One offsets partition this broker leads: loading, then active."""
+
+    shard: CoordinatorShard
+    loaded: bool = False
+    load_task: asyncio.Task[None] | None = None
+    timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupCoordinatorConfig,
+        offsets_log: OffsetsLog,
+        *,
+        clock: Callable[[], int] = _wall_clock_ms,
+        new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.config = config
+        self.offsets_log = offsets_log
+        self._clock = clock
+        self._new_uuid = new_uuid
+        self._slots: dict[int, _Slot] = {}
+        self._waiters: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
+        self._next_token = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._expiry_task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the periodic offset expiry (``offsets.retention.check.interval.ms``)."""
+        if self._expiry_task is None:
+            self._expiry_task = asyncio.get_running_loop().create_task(self._expiry_loop())
+
+    async def close(self) -> None:
+        for partition in list(self._slots):
+            self.on_resign(partition)
+        tasks = [t for t in (self._expiry_task, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._expiry_task = None
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, self.config.offsets_topic_num_partitions)
+
+    def on_become_leader(self, partition: int) -> asyncio.Task[None]:
+        """This broker now leads ``partition`` of ``__consumer_offsets``: load its groups."""
+        self.on_resign(partition)
+        slot = _Slot(CoordinatorShard(partition, self.config, self._new_uuid))
+        self._slots[partition] = slot
+        slot.load_task = asyncio.get_running_loop().create_task(self._load(partition, slot))
+        return slot.load_task
+
+    def on_resign(self, partition: int) -> None:
+        """Leadership of ``partition`` moved away: fail parked requests, forget the groups."""
+        slot = self._slots.pop(partition, None)
+        if slot is None:
+            return
+        if slot.load_task is not None and not slot.load_task.done():
+            slot.load_task.cancel()
+        for timer in slot.timers.values():
+            timer.cancel()
+        self._deliver(slot.shard.unload(self._clock()))
+
+    def is_loading(self, partition: int) -> bool:
+        slot = self._slots.get(partition)
+        return slot is not None and not slot.loaded
+
+    async def _load(self, partition: int, slot: _Slot) -> None:
+        records: list[Record] = []
+        for count, record in enumerate(self.offsets_log.read_all(partition), 1):
+            records.append(record)
+            if count % 1000 == 0:
+                await asyncio.sleep(0)  # a large partition must not stall other requests
+        slot.shard.replay(records, self._clock(), loading=True)
+        slot.loaded = True
+        for group_id in list(slot.shard.groups):
+            self._reschedule(slot, group_id)
+        log.info("loaded %d groups from %s-%d", len(slot.shard.groups),
+                 "__consumer_offsets", partition)
+
+    def _active_slot(self, group_id: str) -> _Slot:
+        slot = self._slots.get(self.partition_for(group_id))
+        if slot is None:
+            raise NotCoordinator(f"not the coordinator of group {group_id!r}")
+        if not slot.loaded:
+            raise CoordinatorLoadInProgress(f"loading the partition of group {group_id!r}")
+        return slot
+
+    def _membership_slot(self, group_id: str) -> _Slot:
+        if not group_id:
+            raise InvalidGroupId("group id must not be empty")
+        return self._active_slot(group_id)
+
+    # ------------------------------------------------------------------ membership
+
+    async def join_group(self, group_id: str, request: JoinRequest) -> JoinResult:
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return JoinResult(exc.code, request.member_id)
+        token, future = self._park()
+        self._handle(slot, group_id, slot.shard.join(self._clock(), token, group_id, request))
+        bound_ms = request.rebalance_timeout_ms + self.config.initial_rebalance_delay_ms
+        return await self._wait(token, future, bound_ms, JoinResult(
+            ErrorCode.rebalance_in_progress, request.member_id))
+
+    async def sync_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        assignments: Mapping[str, bytes],
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> SyncResult:
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+        group = slot.shard.group(group_id)
+        bound_ms = group.rebalance_timeout_ms if group is not None else 0
+        token, future = self._park()
+        self._handle(slot, group_id, slot.shard.sync(
+            self._clock(), token, group_id, member_id, group_instance_id, generation_id,
+            assignments, protocol_type, protocol_name,
+        ))
+        return await self._wait(token, future, bound_ms,
+                                SyncResult(ErrorCode.rebalance_in_progress))
+
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return exc.code
+        error = slot.shard.heartbeat(
+            self._clock(), group_id, member_id, group_instance_id, generation_id
+        )
+        self._reschedule(slot, group_id)
+        return error
+
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(top-level error, per-member errors) for LeaveGroup v3+; v0-v2 use the single
+        member's error as the top-level one."""
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return exc.code, [exc.code] * len(members)
+        top, errors, out = slot.shard.leave(self._clock(), group_id, members)
+        self._handle(slot, group_id, out)
+        return top, errors
+
+    # ------------------------------------------------------------------ offsets
+
+    async def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        entries: Sequence[OffsetCommitEntry],
+    ) -> dict[TopicPartition, ErrorCode]:
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return {(e.topic, e.partition): exc.code for e in entries}
+        plan = slot.shard.prepare_offset_commit(
+            self._clock(), group_id, member_id, group_instance_id, generation_id, entries
+        )
+        self._reschedule(slot, group_id)
+        if not plan.records:
+            return plan.errors
+        try:
+            await self._append(slot.shard.partition, plan.records)
+        except KafkaError as exc:
+            failed = append_error_to_coordinator_error(exc.code, for_commit=True)
+            return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
+        if self._slots.get(slot.shard.partition) is slot:
+            slot.shard.replay(plan.records, self._clock(), loading=False)
+        return plan.errors
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> tuple[ErrorCode, list[PartitionOffset]]:
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return exc.code, []
+        return ErrorCode.none, slot.shard.fetch_offsets(group_id, partitions)
+
+    async def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return exc.code, {}
+        top, errors, records = slot.shard.delete_offsets(self._clock(), group_id, partitions)
+        if records:
+            try:
+                await self._append(slot.shard.partition, records)
+            except KafkaError as exc:
+                return append_error_to_coordinator_error(exc.code), {}
+        return top, errors
+
+    # ------------------------------------------------------------------ admin
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return GroupDescription(group_id, exc.code)
+        group = slot.shard.describe(group_id)
+        if group is None:
+            return GroupDescription(group_id, ErrorCode.none)  # Kafka: state Dead, no error
+        return GroupDescription(
+            group_id,
+            ErrorCode.none,
+            group.state.value,
+            group.protocol_type or "",
+            (group.protocol_name or "") if group.state is GroupState.STABLE else "",
+            tuple(group.describe_members()),
+        )
+
+    def list_groups(
+        self, states_filter: Iterable[str] = ()
+    ) -> tuple[ErrorCode, list[GroupListing]]:
+        """Groups of every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while any loads."""
+        names = list(states_filter)
+        wanted: list[GroupState] | None = None
+        if names:
+            wanted = [s for s in (GroupState.parse(n) for n in names) if s is not None]
+        listings: list[GroupListing] = []
+        error = ErrorCode.none
+        for slot in self._slots.values():
+            if not slot.loaded:
+                error = ErrorCode.coordinator_load_in_progress
+                continue
+            listings.extend(slot.shard.list_groups(wanted))
+        return error, listings
+
+    async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            try:
+                slot = self._membership_slot(group_id)
+            except KafkaError as exc:
+                results[group_id] = exc.code
+                continue
+            error, records = slot.shard.delete_group(self._clock(), group_id)
+            self._cancel_timer(slot, group_id)
+            if records:
+                try:
+                    await self._append(slot.shard.partition, records)
+                except KafkaError as exc:
+                    error = append_error_to_coordinator_error(exc.code)
+            results[group_id] = error
+        return results
+
+    async def expire_offsets_once(self) -> int:
+        """Run one retention pass over every loaded partition; the tombstones written."""
+        written = 0
+        for slot in list(self._slots.values()):
+            if not slot.loaded:
+                continue
+            records = slot.shard.expire_offsets(self._clock())
+            if records:
+                try:
+                    await self._append(slot.shard.partition, records)
+                    written += len(records)
+                except KafkaError as exc:
+                    log.warning("could not write expired-offset tombstones: %s", exc)
+        return written
+
+    async def _expiry_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            await self.expire_offsets_once()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _park(self) -> tuple[int, asyncio.Future[JoinResult | SyncResult]]:
+        self._next_token += 1
+        future: asyncio.Future[JoinResult | SyncResult] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._waiters[self._next_token] = future
+        return self._next_token, future
+
+    async def _wait(
+        self,
+        token: int,
+        future: asyncio.Future[JoinResult | SyncResult],
+        bound_ms: int,
+        fallback: _R,
+    ) -> _R:
+        """Await a parked request. Group deadlines always answer it; the bound is a safety
+        net so a bug can never hold a client connection forever."""
+        try:
+            result = await asyncio.wait_for(
+                asyncio.shield(future), (bound_ms + 2 * self.config.offset_commit_timeout_ms)
+                / 1000
+            )
+            assert isinstance(result, type(fallback))
+            return result
+        except TimeoutError:
+            log.error("parked request %d was never answered; replying %s", token, fallback)
+            return fallback
+        finally:
+            self._waiters.pop(token, None)
+
+    def _handle(self, slot: _Slot, group_id: str, outputs: list[Output]) -> None:
+        self._deliver(outputs, slot)
+        self._reschedule(slot, group_id)
+
+    def _deliver(self, outputs: Iterable[Output], slot: _Slot | None = None) -> None:
+        for output in outputs:
+            if isinstance(output, Reply):
+                self._answer(output)
+            elif slot is not None:
+                self._spawn(self._store_group(slot, output))
+
+    def _answer(self, reply: Reply) -> None:
+        future = self._waiters.get(reply.token)
+        if future is not None and not future.done():
+            future.set_result(reply.result)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _store_group(self, slot: _Slot, store: StoreGroup) -> None:
+        try:
+            await self._append(slot.shard.partition, [store.record])
+        except KafkaError as exc:
+            error = append_error_to_coordinator_error(exc.code)
+            for reply in store.replies:
+                self._answer(reply.with_error(error))
+            if self._slots.get(slot.shard.partition) is slot:
+                out = slot.shard.on_store_failed(self._clock(), store.group_id,
+                                                 store.generation_id)
+                self._handle(slot, store.group_id, out)
+            return
+        for reply in store.replies:
+            self._answer(reply)
+
+    async def _append(self, partition: int, records: list[Record]) -> None:
+        try:
+            await asyncio.wait_for(
+                self.offsets_log.append(partition, records),
+                self.config.offset_commit_timeout_ms / 1000,
+            )
+        except TimeoutError as exc:
+            raise _AppendTimedOut("offsets append timed out") from exc
+        except KafkaError:
+            raise
+        except Exception as exc:  # a bug or I/O error below us: still answer the client
+            log.exception("offsets append failed")
+            raise _AppendFailed(str(exc)) from exc
+
+    def _reschedule(self, slot: _Slot, group_id: str) -> None:
+        self._cancel_timer(slot, group_id)
+        deadline = slot.shard.next_deadline(group_id)
+        if deadline is None or self._slots.get(slot.shard.partition) is not slot:
+            return
+        delay = max(deadline - self._clock(), 0) / 1000
+        slot.timers[group_id] = asyncio.get_running_loop().call_later(
+            delay, self._fire, slot, group_id
+        )
+
+    def _cancel_timer(self, slot: _Slot, group_id: str) -> None:
+        timer = slot.timers.pop(group_id, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _fire(self, slot: _Slot, group_id: str) -> None:
+        slot.timers.pop(group_id, None)
+        if self._slots.get(slot.shard.partition) is not slot:
+            return
+        self._handle(slot, group_id, slot.shard.poll(self._clock(), group_id))
+
+
+class _AppendTimedOut(KafkaError):
+    code = ErrorCode.request_timed_out
+
+
+class _AppendFailed(KafkaError):
+    code = ErrorCode.unknown_server_error
+

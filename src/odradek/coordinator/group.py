@@ -1,0 +1,846 @@
+"""One classic consumer group: membership, generations and rebalances (sans-IO).
+
+Everything that moves a group between states lives here; the legal transitions are the
+table in :mod:`odradek.coordinator.group_state`. Every entry point takes ``now_ms`` and
+returns :data:`~odradek.coordinator.results.Output` values; nothing here sleeps or awaits.
+Time-driven behaviour is a set of explicit deadlines (:meth:`Group.next_deadline`) that the
+caller turns into timers, then feeds back with :meth:`Group.poll`.
+
+The rules follow Kafka's classic group coordinator (``GroupCoordinator.scala`` and its Java
+successor), because clients depend on the exact errors:
+
+* A JoinGroup without a member id gets a fresh id (``<client or instance id>-<uuid>``). From
+  JoinGroup v4 that first answer is MEMBER_ID_REQUIRED: the id is only *pending* until the
+  client rejoins with it, so a client that crashes between the two requests leaves no member
+  behind that the group must wait for.
+* A rebalance parks every JoinGroup until all known members have rejoined or the rebalance
+  timeout (the largest of the members') passes; members that did not rejoin are removed
+  (static members are kept: their instance may be restarting). The first rebalance of an
+  empty group first waits ``group.initial.rebalance.delay.ms``, extended while new members
+  keep arriving, so a starting fleet of consumers gets one rebalance rather than one each.
+* The leader (the first member, kept across rebalances while it rejoins) receives every
+  member's subscription and sends the assignment in its SyncGroup; followers' SyncGroups
+  wait for it. Members that never send SyncGroup are removed after the rebalance timeout.
+* Static members (``group.instance.id``) survive restarts: a known instance rejoining
+  without a member id takes over its old entry (the old id is fenced with
+  FENCED_INSTANCE_ID) and, in a Stable group with unchanged protocol, gets the current
+  generation back without a rebalance.
+* Heartbeats keep a member alive for its session timeout; members parked in JoinGroup or
+  SyncGroup are alive by definition.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.records import Record
+
+from .config import GroupCoordinatorConfig
+from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from .errors import (
+    CoordinatorNotAvailable,
+    FencedInstanceId,
+    IllegalGeneration,
+    InconsistentGroupProtocol,
+    RebalanceInProgress,
+    UnknownMemberId,
+)
+from .group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition
+from .member import Member, Protocols
+from .offsets import OffsetAndMetadata
+from .offsets_topic_format import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    MemberMetadata,
+    encode_group_metadata_key,
+    encode_group_metadata_value,
+)
+from .results import JoinMember, JoinResult, Output, Reply, StoreGroup, SyncResult
+
+__all__ = ["UNKNOWN_MEMBER_ID", "Group", "JoinRequest", "MemberDescription"]
+
+UNKNOWN_MEMBER_ID: Final = ""
+_NONE = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup, version-independent (the handler fills v0's rebalance timeout with the
+    session timeout and sets ``require_known_member_id`` from v4)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    require_known_member_id: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+class Group:
+    """A classic group's membership state machine plus its committed offsets."""
+
+    def __init__(
+        self,
+        group_id: str,
+        config: GroupCoordinatorConfig,
+        now_ms: int,
+        new_uuid: Callable[[], str],
+    ) -> None:
+        self.group_id = group_id
+        self.config = config
+        self._new_uuid = new_uuid
+        self.state = GroupState.EMPTY
+        self.state_timestamp_ms = now_ms
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: dict[str, int] = {}  # MEMBER_ID_REQUIRED ids -> expiry
+        self.pending_sync: set[str] = set()
+        self.subscribed_topics: frozenset[str] | None = None
+        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # Rebalance timers.
+        self.join_deadline_ms: int | None = None
+        self.sync_deadline_ms: int | None = None
+        self._initial_join = False
+        self._initial_delay_remaining_ms = 0
+        self._new_member_added = False
+
+    # ------------------------------------------------------------------ basic queries
+
+    def __repr__(self) -> str:
+        return (
+            f"Group({self.group_id!r}, {self.state.value}, generation={self.generation_id}, "
+            f"members={list(self.members)})"
+        )
+
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def has_all_members_joined(self) -> bool:
+        return not self.pending_members and all(m.awaiting_join for m in self.members.values())
+
+    def _transition(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS_STATES[target]:
+            raise IllegalStateTransition(
+                f"group {self.group_id}: {self.state.value} -> {target.value}"
+            )
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    # ------------------------------------------------------------------ validation
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> Member:
+        """Kafka's rule for requests naming a member: the instance id, when given, must map
+        to exactly this member id (else it is a zombie: FENCED_INSTANCE_ID)."""
+        if group_instance_id is not None:
+            current = self.static_members.get(group_instance_id)
+            if current is None:
+                raise UnknownMemberId(f"unknown instance {group_instance_id}")
+            if current != member_id:
+                raise FencedInstanceId(f"instance {group_instance_id} is now {current}")
+        member = self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberId(f"unknown member {member_id!r} in group {self.group_id}")
+        return member
+
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> Member | None:
+        """Who may commit: anyone to an Empty group with generation -1 (simple consumers
+        keeping offsets in Kafka); otherwise a member of the current generation, and not
+        while the group waits for its leader's assignment."""
+        if self.state is GroupState.DEAD:
+            raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
+        if generation_id < 0 and self.state is GroupState.EMPTY:
+            return None
+        member = None
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            member = self.validate_member(member_id, group_instance_id)
+            if generation_id != self.generation_id:
+                raise IllegalGeneration(
+                    f"generation {generation_id} is not the group's {self.generation_id}"
+                )
+        elif self.state is not GroupState.EMPTY:
+            raise UnknownMemberId("commits without a member id need an empty group")
+        if self.state is GroupState.COMPLETING_REBALANCE:
+            raise RebalanceInProgress(f"group {self.group_id} is rebalancing")
+        return member
+
+    def _supports_protocols(
+        self, protocol_type: str, protocols: Protocols, exclude: str | None = None
+    ) -> bool:
+        others = [m for m in self.members.values() if m.member_id != exclude]
+        names = [name for name, _ in protocols]
+        if not others:
+            return bool(protocol_type) and bool(names)
+        if protocol_type != self.protocol_type:
+            return False
+        common = self._common_protocols(others)
+        return any(name in common for name in names)
+
+    @staticmethod
+    def _common_protocols(members: Sequence[Member]) -> set[str]:
+        common: set[str] | None = None
+        for member in members:
+            names = set(member.protocol_names())
+            common = names if common is None else common & names
+        return common or set()
+
+    def select_protocol(self) -> str:
+        """The protocol every member supports that most members rank first among those.
+
+        Ties (Kafka leaves them to hash order) go to the leader's preference, so the
+        choice is deterministic.
+        """
+        members = list(self.members.values())
+        candidates = self._common_protocols(members)
+        if not candidates:
+            raise InconsistentGroupProtocol(f"group {self.group_id} has no common protocol")
+        votes = Counter(member.vote(candidates) for member in members)
+        top = max(votes.values())
+        winners = {name for name, count in votes.items() if count == top}
+        leader = self.members.get(self.leader_id or "") or members[0]
+        for name in leader.protocol_names():
+            if name in winners:
+                return name
+        return sorted(winners)[0]
+
+    def _accepts_joining_member(self, member_id: str) -> bool:
+        """group.max.size: rejects members beyond the limit, counting as Kafka does."""
+        limit = self.config.max_group_size
+        if self.state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = self.members.get(member_id)
+        if self.state is GroupState.PREPARING_REBALANCE:
+            awaiting = sum(1 for m in self.members.values() if m.awaiting_join)
+            return (member is not None and member.awaiting_join) or awaiting < limit
+        return member is not None or len(self.members) < limit
+
+    # ------------------------------------------------------------------ JoinGroup
+
+    def join(self, now_ms: int, token: int, request: JoinRequest) -> list[Output]:
+        """Handle a JoinGroup; its answer (now or later) is a Reply for ``token``."""
+        out: list[Output] = []
+        try:
+            if not (
+                self.config.min_session_timeout_ms
+                <= request.session_timeout_ms
+                <= self.config.max_session_timeout_ms
+            ):
+                return [_join_error(token, request.member_id, ErrorCode.invalid_session_timeout)]
+            if self.state is GroupState.DEAD:
+                raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
+            if not self._accepts_joining_member(request.member_id):
+                if request.member_id in self.members:
+                    self._remove_member(now_ms, self.members[request.member_id], out)
+                return [
+                    *out,
+                    _join_error(token, request.member_id, ErrorCode.group_max_size_reached),
+                ]
+            if request.member_id == UNKNOWN_MEMBER_ID:
+                self._join_unknown_member(now_ms, token, request, out)
+            else:
+                self._join_known_member(now_ms, token, request, out)
+        except KafkaError as exc:
+            out.append(_join_error(token, request.member_id, exc.code))
+        return out
+
+    def _join_unknown_member(
+        self, now_ms: int, token: int, request: JoinRequest, out: list[Output]
+    ) -> None:
+        if not self._supports_protocols(request.protocol_type, request.protocols):
+            raise InconsistentGroupProtocol("no protocol in common with the group")
+        prefix = request.group_instance_id or request.client_id
+        member_id = f"{prefix}-{self._new_uuid()}"
+        if request.group_instance_id is not None:
+            self._join_static_unknown(now_ms, token, member_id, request, out)
+        elif request.require_known_member_id:
+            self.pending_members[member_id] = now_ms + request.session_timeout_ms
+            out.append(Reply(token, JoinResult(ErrorCode.member_id_required, member_id)))
+        else:
+            self._add_member_and_rebalance(now_ms, token, member_id, request, out)
+
+    def _join_static_unknown(
+        self, now_ms: int, token: int, new_member_id: str, request: JoinRequest,
+        out: list[Output],
+    ) -> None:
+        instance_id = request.group_instance_id
+        assert instance_id is not None
+        old_member_id = self.static_members.get(instance_id)
+        if old_member_id is None:
+            self._add_member_and_rebalance(now_ms, token, new_member_id, request, out)
+            return
+        member = self._replace_static_member(instance_id, old_member_id, new_member_id, out)
+        self._update_member(member, request)
+        if self.state is GroupState.STABLE:
+            # A restarted static member gets its old place back without a rebalance, unless
+            # its protocols would change what the group runs.
+            if self.select_protocol() == self.protocol_name:
+                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+                result = self._join_result_for(member, skip_assignment=True)
+                out.append(
+                    StoreGroup(
+                        self.group_id,
+                        self.generation_id,
+                        self.metadata_record(now_ms),
+                        (Reply(token, result),),
+                    )
+                )
+                return
+            member.join_token = token
+            self._prepare_rebalance(now_ms, out)
+        elif self.state is GroupState.COMPLETING_REBALANCE:
+            # The leader may be assigning to the old id: start over with the new one.
+            member.join_token = token
+            self._prepare_rebalance(now_ms, out)
+        else:
+            member.join_token = token
+            self._maybe_complete_join(now_ms, out)
+
+    def _join_known_member(
+        self, now_ms: int, token: int, request: JoinRequest, out: list[Output]
+    ) -> None:
+        member_id = request.member_id
+        if member_id in self.pending_members:
+            if request.group_instance_id is not None:
+                raise UnknownMemberId("a pending member id cannot carry an instance id")
+            del self.pending_members[member_id]
+            self._add_member_and_rebalance(now_ms, token, member_id, request, out)
+            return
+        member = self.validate_member(member_id, request.group_instance_id)
+        if not self._supports_protocols(request.protocol_type, request.protocols, member_id):
+            raise InconsistentGroupProtocol("no protocol in common with the group")
+        if self.state is GroupState.PREPARING_REBALANCE:
+            self._update_member(member, request)
+            self._park_join(member, token, out)
+            self._maybe_complete_join(now_ms, out)
+        elif self.state is GroupState.COMPLETING_REBALANCE:
+            if member.matches(request.protocols):
+                # The JoinGroup response was lost; send it again.
+                out.append(Reply(token, self._join_result_for(member)))
+            else:
+                self._update_member(member, request)
+                self._park_join(member, token, out)
+                self._prepare_rebalance(now_ms, out)
+        elif self.state is GroupState.STABLE:
+            if member_id == self.leader_id or not member.matches(request.protocols):
+                # The leader rejoining means it wants a new assignment (e.g. new topics).
+                self._update_member(member, request)
+                self._park_join(member, token, out)
+                self._prepare_rebalance(now_ms, out)
+            else:
+                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+                out.append(Reply(token, self._join_result_for(member)))
+        else:
+            raise UnknownMemberId(f"group {self.group_id} is {self.state.value}")
+
+    def _add_member_and_rebalance(
+        self, now_ms: int, token: int, member_id: str, request: JoinRequest, out: list[Output]
+    ) -> None:
+        member = Member(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+            join_token=token,
+            is_new=True,
+            heartbeat_deadline_ms=now_ms + self.config.new_member_join_timeout_ms,
+        )
+        if self.state is GroupState.PREPARING_REBALANCE and self.generation_id == 0:
+            self._new_member_added = True
+        if not self.members:
+            self.protocol_type = request.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member_id
+        self.members[member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member_id
+        if self.state is GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(now_ms, out)
+        else:
+            self._prepare_rebalance(now_ms, out)
+
+    def _update_member(self, member: Member, request: JoinRequest) -> None:
+        member.protocols = request.protocols
+        member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        member.session_timeout_ms = request.session_timeout_ms
+        member.client_id = request.client_id
+        member.client_host = request.client_host
+
+    @staticmethod
+    def _park_join(member: Member, token: int, out: list[Output]) -> None:
+        """Park a JoinGroup; a JoinGroup it replaces (a client retry) is answered now."""
+        if member.join_token is not None and member.join_token != token:
+            out.append(
+                Reply(member.join_token, JoinResult(ErrorCode.rebalance_in_progress,
+                                                    member.member_id))
+            )
+        member.join_token = token
+
+    def _replace_static_member(
+        self, instance_id: str, old_member_id: str, new_member_id: str, out: list[Output]
+    ) -> Member:
+        member = self.members.pop(old_member_id)
+        if member.join_token is not None:
+            out.append(
+                Reply(member.join_token, JoinResult(ErrorCode.fenced_instance_id, old_member_id))
+            )
+            member.join_token = None
+        if member.sync_token is not None:
+            out.append(Reply(member.sync_token, SyncResult(ErrorCode.fenced_instance_id)))
+            member.sync_token = None
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        self.static_members[instance_id] = new_member_id
+        if old_member_id in self.pending_sync:
+            self.pending_sync.discard(old_member_id)
+            self.pending_sync.add(new_member_id)
+        if self.leader_id == old_member_id:
+            self.leader_id = new_member_id
+        return member
+
+    def _join_result_for(self, member: Member, skip_assignment: bool = False) -> JoinResult:
+        is_leader = member.member_id == self.leader_id
+        members: tuple[JoinMember, ...] = ()
+        if is_leader:
+            members = tuple(
+                JoinMember(m.member_id, m.group_instance_id, m.metadata_for(self.protocol_name))
+                for m in self.members.values()
+            )
+        return JoinResult(
+            error=_NONE,
+            member_id=member.member_id,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader_id or "",
+            members=members,
+            skip_assignment=skip_assignment and is_leader,
+        )
+
+    # ------------------------------------------------------------------ rebalancing
+
+    def _prepare_rebalance(self, now_ms: int, out: list[Output]) -> None:
+        if self.state is GroupState.COMPLETING_REBALANCE:
+            for member in self.members.values():
+                member.assignment = b""
+                if member.sync_token is not None:
+                    out.append(Reply(member.sync_token,
+                                     SyncResult(ErrorCode.rebalance_in_progress)))
+                    member.sync_token = None
+        self.pending_sync.clear()
+        self.sync_deadline_ms = None
+        delay = self.config.initial_rebalance_delay_ms
+        if self.state is GroupState.EMPTY and delay > 0:
+            self._initial_join = True
+            self._new_member_added = False
+            self.join_deadline_ms = now_ms + delay
+            self._initial_delay_remaining_ms = max(self.rebalance_timeout_ms - delay, 0)
+        else:
+            self._initial_join = False
+            self.join_deadline_ms = now_ms + self.rebalance_timeout_ms
+        self._transition(GroupState.PREPARING_REBALANCE, now_ms)
+        self._maybe_complete_join(now_ms, out)
+
+    def _maybe_prepare_rebalance(self, now_ms: int, out: list[Output]) -> None:
+        if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
+            self._prepare_rebalance(now_ms, out)
+
+    def _maybe_complete_join(self, now_ms: int, out: list[Output]) -> None:
+        """The rebalance ends early once everyone rejoined — but never during the initial
+        delay, whose whole point is to wait for members we do not know yet."""
+        if (
+            self.state is GroupState.PREPARING_REBALANCE
+            and not self._initial_join
+            and self.has_all_members_joined()
+        ):
+            self._complete_join(now_ms, out)
+
+    def _complete_join(self, now_ms: int, out: list[Output]) -> None:
+        for member in list(self.members.values()):
+            if not member.awaiting_join and not member.is_static:
+                self._remove_member(now_ms, member, out, rebalance=False)
+        leader = self.members.get(self.leader_id or "")
+        if leader is None or not leader.awaiting_join:
+            joined = [m.member_id for m in self.members.values() if m.awaiting_join]
+            if joined:
+                self.leader_id = joined[0]
+            elif leader is None:
+                self.leader_id = next(iter(self.members), None)
+        self.join_deadline_ms = None
+        self._initial_join = False
+        self.generation_id += 1
+        if not self.members:
+            self.protocol_name = None
+            self.subscribed_topics = None
+            self._transition(GroupState.EMPTY, now_ms)
+            out.append(StoreGroup(self.group_id, self.generation_id, self.metadata_record(now_ms)))
+            return
+        self.protocol_name = self.select_protocol()
+        self.subscribed_topics = self._compute_subscribed_topics()
+        self._transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        self.pending_sync = set(self.members)
+        self.sync_deadline_ms = now_ms + self.rebalance_timeout_ms
+        for member in self.members.values():
+            if member.join_token is not None:
+                out.append(Reply(member.join_token, self._join_result_for(member)))
+                member.join_token = None
+            member.is_new = False
+            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+
+    def _compute_subscribed_topics(self) -> frozenset[str] | None:
+        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            parsed = subscribed_topics(member.metadata_for(self.protocol_name))
+            if parsed is None:
+                return None
+            topics |= parsed
+        return frozenset(topics)
+
+    # ------------------------------------------------------------------ SyncGroup
+
+    def sync(
+        self,
+        now_ms: int,
+        token: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        assignments: Mapping[str, bytes],
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> list[Output]:
+        out: list[Output] = []
+        try:
+            if self.state is GroupState.DEAD:
+                raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
+            member = self.validate_member(member_id, group_instance_id)
+            if generation_id != self.generation_id:
+                raise IllegalGeneration(f"generation {generation_id} != {self.generation_id}")
+            if (protocol_type is not None and protocol_type != self.protocol_type) or (
+                protocol_name is not None and protocol_name != self.protocol_name
+            ):
+                raise InconsistentGroupProtocol("SyncGroup protocol differs from the group's")
+            if self.state is GroupState.PREPARING_REBALANCE:
+                raise RebalanceInProgress(f"group {self.group_id} is rebalancing")
+            if self.state is GroupState.EMPTY:
+                raise UnknownMemberId(f"group {self.group_id} is empty")
+        except KafkaError as exc:
+            return [Reply(token, SyncResult(exc.code))]
+        self.pending_sync.discard(member_id)
+        if not self.pending_sync:
+            self.sync_deadline_ms = None
+        if self.state is GroupState.STABLE:
+            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            out.append(Reply(token, self._sync_result(member)))
+            return out
+        # CompletingRebalance: park; the leader's SyncGroup releases everyone.
+        if member.sync_token is not None:
+            out.append(Reply(member.sync_token, SyncResult(ErrorCode.rebalance_in_progress)))
+        member.sync_token = token
+        if member_id == self.leader_id:
+            for other in self.members.values():
+                other.assignment = assignments.get(other.member_id, b"")
+            self._transition(GroupState.STABLE, now_ms)
+            replies = []
+            for other in self.members.values():
+                if other.sync_token is not None:
+                    replies.append(Reply(other.sync_token, self._sync_result(other)))
+                    other.sync_token = None
+                other.heartbeat_deadline_ms = now_ms + other.session_timeout_ms
+            out.append(
+                StoreGroup(
+                    self.group_id, self.generation_id, self.metadata_record(now_ms),
+                    tuple(replies),
+                )
+            )
+        return out
+
+    def _sync_result(self, member: Member) -> SyncResult:
+        return SyncResult(_NONE, member.assignment, self.protocol_type, self.protocol_name)
+
+    def on_store_failed(self, now_ms: int, generation_id: int) -> list[Output]:
+        """The metadata record of ``generation_id`` was not committed: rebalance again."""
+        out: list[Output] = []
+        if generation_id == self.generation_id and self.state is GroupState.STABLE:
+            for member in self.members.values():
+                member.assignment = b""
+            self._prepare_rebalance(now_ms, out)
+        return out
+
+    # ------------------------------------------------------------------ Heartbeat / leave
+
+    def heartbeat(
+        self, now_ms: int, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        try:
+            if self.state is GroupState.DEAD:
+                raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
+            member = self.validate_member(member_id, group_instance_id)
+            if generation_id != self.generation_id:
+                raise IllegalGeneration(f"generation {generation_id} != {self.generation_id}")
+        except KafkaError as exc:
+            return exc.code
+        if self.state is GroupState.EMPTY:
+            return ErrorCode.unknown_member_id
+        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+        if self.state is GroupState.PREPARING_REBALANCE:
+            return ErrorCode.rebalance_in_progress
+        return _NONE
+
+    def touch_member(self, now_ms: int, member: Member) -> None:
+        """A successful offset commit also proves the member is alive."""
+        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+
+    def leave(
+        self, now_ms: int, leaving: Sequence[tuple[str, str | None]]
+    ) -> tuple[list[ErrorCode], list[Output]]:
+        """LeaveGroup for (member id, instance id) pairs; one error per pair.
+
+        An empty member id with an instance id is the admin API removing a static member.
+        """
+        out: list[Output] = []
+        errors: list[ErrorCode] = []
+        if self.state is GroupState.DEAD:
+            raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
+        for member_id, instance_id in leaving:
+            try:
+                if member_id == UNKNOWN_MEMBER_ID:
+                    current = self.static_members.get(instance_id or "")
+                    if instance_id is None or current is None:
+                        raise UnknownMemberId(f"no static member {instance_id!r}")
+                    self._remove_member(now_ms, self.members[current], out)
+                elif member_id in self.pending_members:
+                    del self.pending_members[member_id]
+                    self._maybe_complete_join(now_ms, out)
+                else:
+                    member = self.validate_member(member_id, instance_id)
+                    self._remove_member(now_ms, member, out)
+                errors.append(_NONE)
+            except KafkaError as exc:
+                errors.append(exc.code)
+        return errors, out
+
+    def _remove_member(
+        self, now_ms: int, member: Member, out: list[Output], rebalance: bool = True
+    ) -> None:
+        if member.join_token is not None:
+            out.append(
+                Reply(member.join_token, JoinResult(ErrorCode.unknown_member_id, member.member_id))
+            )
+            member.join_token = None
+        if member.sync_token is not None:
+            out.append(Reply(member.sync_token, SyncResult(ErrorCode.unknown_member_id)))
+            member.sync_token = None
+        del self.members[member.member_id]
+        if member.group_instance_id is not None:
+            self.static_members.pop(member.group_instance_id, None)
+        self.pending_sync.discard(member.member_id)
+        if self.leader_id == member.member_id:
+            joined = [m.member_id for m in self.members.values() if m.awaiting_join]
+            self.leader_id = joined[0] if joined else next(iter(self.members), None)
+        if not rebalance:
+            return
+        if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(now_ms, out)
+        elif self.state is GroupState.PREPARING_REBALANCE:
+            self._maybe_complete_join(now_ms, out)
+
+    # ------------------------------------------------------------------ timers
+
+    def next_deadline(self) -> int | None:
+        deadlines = [
+            d
+            for d in (
+                self.join_deadline_ms,
+                self.sync_deadline_ms,
+                *self.pending_members.values(),
+                *(m.heartbeat_deadline_ms for m in self.members.values()),
+            )
+            if d is not None
+        ]
+        return min(deadlines, default=None)
+
+    def poll(self, now_ms: int) -> list[Output]:
+        """Fire every deadline at or before ``now_ms``."""
+        out: list[Output] = []
+        for member_id, pending_deadline in list(self.pending_members.items()):
+            if pending_deadline <= now_ms:
+                del self.pending_members[member_id]
+                self._maybe_complete_join(now_ms, out)
+        for member in list(self.members.values()):
+            deadline = member.heartbeat_deadline_ms
+            if deadline is None or deadline > now_ms or member.member_id not in self.members:
+                continue
+            if not member.is_new and (member.awaiting_join or member.awaiting_sync):
+                member.heartbeat_deadline_ms = None  # parked requests count as liveness
+            else:
+                self._remove_member(now_ms, member, out)
+        if self.join_deadline_ms is not None and self.join_deadline_ms <= now_ms:
+            if self._initial_join and self._new_member_added and (
+                self._initial_delay_remaining_ms > 0
+            ):
+                delay = min(self.config.initial_rebalance_delay_ms,
+                            self._initial_delay_remaining_ms)
+                self._initial_delay_remaining_ms -= delay
+                self._new_member_added = False
+                self.join_deadline_ms = now_ms + delay
+            elif self.state is GroupState.PREPARING_REBALANCE:
+                self._complete_join(now_ms, out)
+            else:
+                self.join_deadline_ms = None
+        if self.sync_deadline_ms is not None and self.sync_deadline_ms <= now_ms:
+            self.sync_deadline_ms = None
+            late = [self.members[m] for m in self.pending_sync if m in self.members]
+            self.pending_sync.clear()
+            if self.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+                for member in late:
+                    self._remove_member(now_ms, member, out, rebalance=False)
+                if late:
+                    self._maybe_prepare_rebalance(now_ms, out)
+        return out
+
+    # ------------------------------------------------------------------ describe / persist
+
+    def describe_members(self) -> list[MemberDescription]:
+        stable = self.state is GroupState.STABLE
+        return [
+            MemberDescription(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                metadata=m.metadata_for(self.protocol_name) if stable else b"",
+                assignment=m.assignment if stable else b"",
+            )
+            for m in self.members.values()
+        ]
+
+    def pending_tokens(self) -> list[Reply]:
+        """Every parked request, answered NOT_COORDINATOR (used when the group is unloaded)."""
+        replies = []
+        for member in self.members.values():
+            if member.join_token is not None:
+                replies.append(Reply(member.join_token,
+                                     JoinResult(ErrorCode.not_coordinator, member.member_id)))
+                member.join_token = None
+            if member.sync_token is not None:
+                replies.append(Reply(member.sync_token, SyncResult(ErrorCode.not_coordinator)))
+                member.sync_token = None
+        return replies
+
+    def mark_dead(self, now_ms: int) -> list[Output]:
+        replies: list[Output] = list(self.pending_tokens())
+        self._transition(GroupState.DEAD, now_ms)
+        self.join_deadline_ms = self.sync_deadline_ms = None
+        self.pending_members.clear()
+        return replies
+
+    def metadata_value(self) -> GroupMetadataValue:
+        return GroupMetadataValue(
+            protocol_type=self.protocol_type or "",
+            generation=self.generation_id,
+            protocol=self.protocol_name,
+            leader=self.leader_id if self.members else None,
+            current_state_timestamp=self.state_timestamp_ms,
+            members=tuple(
+                MemberMetadata(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout=m.rebalance_timeout_ms,
+                    session_timeout=m.session_timeout_ms,
+                    subscription=m.metadata_for(self.protocol_name),
+                    assignment=m.assignment,
+                )
+                for m in self.members.values()
+            ),
+        )
+
+    def metadata_record(self, now_ms: int) -> Record:
+        return Record(
+            timestamp=now_ms,
+            key=encode_group_metadata_key(GroupMetadataKey(self.group_id)),
+            value=encode_group_metadata_value(self.metadata_value()),
+        )
+
+    @classmethod
+    def from_metadata(
+        cls,
+        group_id: str,
+        value: GroupMetadataValue,
+        config: GroupCoordinatorConfig,
+        now_ms: int,
+        new_uuid: Callable[[], str],
+    ) -> Group:
+        """Rebuild a group from its last metadata record (loading a partition).
+
+        A group with members comes back Stable and every member gets a fresh session
+        timeout from ``now_ms``: the new coordinator has no idea when they last heartbeat.
+        """
+        group = cls(group_id, config, now_ms, new_uuid)
+        group.protocol_type = value.protocol_type or None
+        group.generation_id = value.generation
+        group.protocol_name = value.protocol
+        group.leader_id = value.leader
+        for meta in value.members:
+            protocols: Protocols = ((value.protocol or "", meta.subscription),)
+            member = Member(
+                member_id=meta.member_id,
+                group_instance_id=meta.group_instance_id,
+                client_id=meta.client_id,
+                client_host=meta.client_host,
+                rebalance_timeout_ms=(
+                    meta.rebalance_timeout if meta.rebalance_timeout >= 0
+                    else meta.session_timeout
+                ),
+                session_timeout_ms=meta.session_timeout,
+                protocol_type=value.protocol_type,
+                protocols=protocols,
+                assignment=meta.assignment,
+                heartbeat_deadline_ms=now_ms + meta.session_timeout,
+            )
+            group.members[member.member_id] = member
+            if member.group_instance_id is not None:
+                group.static_members[member.group_instance_id] = member.member_id
+        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        group.state_timestamp_ms = (
+            value.current_state_timestamp if value.current_state_timestamp >= 0 else now_ms
+        )
+        group.subscribed_topics = group._compute_subscribed_topics()
+        return group
+
+
+def _join_error(token: int, member_id: str, error: ErrorCode) -> Reply:
+    return Reply(token, JoinResult(error, member_id))

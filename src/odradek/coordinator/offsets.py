@@ -1,0 +1,112 @@
+"""Committed offsets: the value type, the records that persist them, and their expiry.
+
+Kafka keeps a group's offsets next to its membership; so do we (``Group.offsets``). This
+module holds the rules that are about offsets alone.
+
+Retention (KIP-211, Kafka 2.1+): offsets do not expire one by one while a group is alive.
+They expire ``offsets.retention.minutes`` after
+
+* the group became Empty, for groups that had members (all offsets at once);
+* their own commit, for standalone consumers that only store offsets (no protocol type);
+* their own commit, for a Stable "consumer" group, but only partitions of topics no member
+  subscribes to any more.
+
+A commit made with an explicit retention time (OffsetCommit v2-v4) expires at that time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from odradek.protocol.records import Record
+
+from .consumer_protocol import CONSUMER_PROTOCOL_TYPE
+from .group_state import GroupState
+from .offsets_topic_format import (
+    OffsetCommitKey,
+    OffsetCommitValue,
+    encode_offset_commit_key,
+    encode_offset_commit_value,
+)
+
+if TYPE_CHECKING:
+    from .group import Group
+
+__all__ = ["OffsetAndMetadata", "expired_offsets", "offset_record", "offset_tombstone"]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int = -1
+
+    def to_value(self) -> OffsetCommitValue:
+        return OffsetCommitValue(
+            offset=self.offset,
+            metadata=self.metadata,
+            commit_timestamp=self.commit_timestamp_ms,
+            leader_epoch=self.leader_epoch,
+            expire_timestamp=self.expire_timestamp_ms,
+        )
+
+    @classmethod
+    def from_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
+        return cls(
+            offset=value.offset,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp_ms=value.commit_timestamp,
+            expire_timestamp_ms=value.expire_timestamp,
+        )
+
+
+def offset_record(
+    group_id: str, topic: str, partition: int, offset: OffsetAndMetadata, now_ms: int
+) -> Record:
+    return Record(
+        timestamp=now_ms,
+        key=encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
+        value=encode_offset_commit_value(offset.to_value()),
+    )
+
+
+def offset_tombstone(group_id: str, topic: str, partition: int, now_ms: int) -> Record:
+    return Record(
+        timestamp=now_ms,
+        key=encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
+        value=None,
+    )
+
+
+def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
+    """The partitions whose committed offsets have outlived retention (see module doc)."""
+    protected: frozenset[str] = frozenset()
+    if group.protocol_type is None:
+        base_of_group = None
+    elif group.state is GroupState.EMPTY:
+        base_of_group = group.state_timestamp_ms
+    elif (
+        group.protocol_type == CONSUMER_PROTOCOL_TYPE
+        and group.state is GroupState.STABLE
+        and group.subscribed_topics is not None
+    ):
+        base_of_group = None
+        protected = group.subscribed_topics
+    else:
+        return []
+    expired = []
+    for (topic, partition), offset in group.offsets.items():
+        if topic in protected:
+            continue
+        if offset.expire_timestamp_ms >= 0:
+            if now_ms >= offset.expire_timestamp_ms:
+                expired.append((topic, partition))
+            continue
+        base = offset.commit_timestamp_ms if base_of_group is None else base_of_group
+        if now_ms - base >= retention_ms:
+            expired.append((topic, partition))
+    return expired

@@ -1,0 +1,356 @@
+"""Keys and values of ``__consumer_offsets`` records, in Kafka's exact byte format.
+
+The offsets topic is compacted by key, so a key names *what* a record is about and the latest
+value wins; a null value (tombstone) deletes. Every key and value starts with an int16 schema
+version; the rest follows the group coordinator's message schemas (Kafka's
+``OffsetCommitKey``/``OffsetCommitValue``/``GroupMetadataKey``/``GroupMetadataValue``), so Kafka's
+tools (``kafka-console-consumer --formatter ...OffsetsMessageFormatter``) can read what we
+write and we can load what Kafka wrote. Integers are big-endian; a string is an int16 length
+and UTF-8 bytes (-1 = null); ``bytes`` is an int32 length; an array is an int32 count.
+Version 4 values are "flexible": compact lengths (unsigned varint of length + 1) and a tagged
+field section after each struct — read for compatibility, never written.
+
+Keys (the key version doubles as the record type)::
+
+    offset commit    version 0 or 1: group string, topic string, partition int32
+    group metadata   version 2:      group string
+
+Values written (the versions Kafka 2.3+ writes)::
+
+    offset commit   version 3: offset int64, leaderEpoch int32, metadata string,
+                               commitTimestamp int64
+    group metadata  version 3: protocolType string, generation int32, protocol string?,
+                               leader string?, currentStateTimestamp int64,
+                               members [memberId string, groupInstanceId string?,
+                                        clientId string, clientHost string,
+                                        rebalanceTimeout int32, sessionTimeout int32,
+                                        subscription bytes, assignment bytes]
+
+Older value versions differ only by presence: offset v0/v2 lack leaderEpoch, v1 has an extra
+expireTimestamp int64 at the end; group metadata v0 lacks rebalanceTimeout, v0/v1 lack
+currentStateTimestamp, v0-v2 lack groupInstanceId.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+__all__ = [
+    "GROUP_METADATA_KEY_VERSION",
+    "GROUP_METADATA_VALUE_VERSION",
+    "OFFSET_COMMIT_KEY_VERSION",
+    "OFFSET_COMMIT_VALUE_VERSION",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MalformedOffsetsRecord",
+    "MemberMetadata",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "UnknownKey",
+    "decode_group_metadata_value",
+    "decode_key",
+    "decode_offset_commit_value",
+    "encode_group_metadata_key",
+    "encode_group_metadata_value",
+    "encode_offset_commit_key",
+    "encode_offset_commit_value",
+]
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+GROUP_METADATA_VALUE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+class MalformedOffsetsRecord(ValueError):
+    """A key or value in the offsets topic could not be decoded (truncated or unknown version)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownKey:
+    """A record type this coordinator does not manage (e.g. KIP-848 consumer-group records).
+
+    Loading skips these instead of failing, so a log written by a newer Kafka still loads.
+    """
+
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitValue:
+    offset: int
+    metadata: str
+    commit_timestamp: int
+    leader_epoch: int = -1
+    expire_timestamp: int = -1  # only version 1 carries it; kept so old logs round-trip
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadata:
+    member_id: str
+    client_id: str
+    client_host: str
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+    rebalance_timeout: int = -1
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    members: tuple[MemberMetadata, ...]
+    current_state_timestamp: int = -1
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+class _Writer:
+    __slots__ = ("out",)
+
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def int16(self, value: int) -> None:
+        self.out += _I16.pack(value)
+
+    def int32(self, value: int) -> None:
+        self.out += _I32.pack(value)
+
+    def int64(self, value: int) -> None:
+        self.out += _I64.pack(value)
+
+    def string(self, value: str | None) -> None:
+        if value is None:
+            self.int16(-1)
+            return
+        data = value.encode()
+        if len(data) > 0x7FFF:
+            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
+        self.int16(len(data))
+        self.out += data
+
+    def bytes_(self, value: bytes) -> None:
+        self.int32(len(value))
+        self.out += value
+
+
+def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
+    writer = _Writer()
+    writer.int16(OFFSET_COMMIT_KEY_VERSION)
+    writer.string(key.group)
+    writer.string(key.topic)
+    writer.int32(key.partition)
+    return bytes(writer.out)
+
+
+def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
+    writer = _Writer()
+    writer.int16(GROUP_METADATA_KEY_VERSION)
+    writer.string(key.group)
+    return bytes(writer.out)
+
+
+def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
+    """Version 3, or version 1 when the commit carries an explicit expiry (OffsetCommit v2-v4
+    with a retention time), because only version 1 has a field for it — Kafka does the same."""
+    writer = _Writer()
+    if value.expire_timestamp >= 0:
+        writer.int16(1)
+        writer.int64(value.offset)
+        writer.string(value.metadata)
+        writer.int64(value.commit_timestamp)
+        writer.int64(value.expire_timestamp)
+        return bytes(writer.out)
+    writer.int16(OFFSET_COMMIT_VALUE_VERSION)
+    writer.int64(value.offset)
+    writer.int32(value.leader_epoch)
+    writer.string(value.metadata)
+    writer.int64(value.commit_timestamp)
+    return bytes(writer.out)
+
+
+def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
+    writer = _Writer()
+    writer.int16(GROUP_METADATA_VALUE_VERSION)
+    writer.string(value.protocol_type)
+    writer.int32(value.generation)
+    writer.string(value.protocol)
+    writer.string(value.leader)
+    writer.int64(value.current_state_timestamp)
+    writer.int32(len(value.members))
+    for member in value.members:
+        writer.string(member.member_id)
+        writer.string(member.group_instance_id)
+        writer.string(member.client_id)
+        writer.string(member.client_host)
+        writer.int32(member.rebalance_timeout)
+        writer.int32(member.session_timeout)
+        writer.bytes_(member.subscription)
+        writer.bytes_(member.assignment)
+    return bytes(writer.out)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class _Reader:
+    """Reads one key or value; ``flexible`` switches to compact lengths (version 4 values)."""
+
+    __slots__ = ("buf", "flexible", "pos")
+
+    def __init__(self, buf: bytes, flexible: bool = False) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.flexible = flexible
+
+    def _take(self, size: int) -> bytes:
+        end = self.pos + size
+        if size < 0 or end > len(self.buf):
+            raise MalformedOffsetsRecord(f"truncated at byte {self.pos} (wanted {size} more)")
+        chunk = self.buf[self.pos : end]
+        self.pos = end
+        return chunk
+
+    def int16(self) -> int:
+        return int(_I16.unpack(self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack(self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_I64.unpack(self._take(8))[0])
+
+    def uvarint(self) -> int:
+        result = shift = 0
+        while True:
+            byte = self._take(1)[0]
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return result
+            shift += 7
+            if shift > 35:
+                raise MalformedOffsetsRecord("unsigned varint longer than 5 bytes")
+
+    def _length(self, classic: int) -> int:
+        """A string/bytes/array length: classic int form, or compact (n + 1, 0 = null)."""
+        return self.uvarint() - 1 if self.flexible else classic
+
+    def nullable_string(self) -> str | None:
+        size = self._length(self.int16() if not self.flexible else 0)
+        if size < 0:
+            return None
+        return self._take(size).decode()
+
+    def string(self) -> str:
+        value = self.nullable_string()
+        if value is None:
+            raise MalformedOffsetsRecord(f"null where a string is required at byte {self.pos}")
+        return value
+
+    def bytes_(self) -> bytes:
+        size = self._length(self.int32() if not self.flexible else 0)
+        return b"" if size < 0 else self._take(size)
+
+    def array_length(self) -> int:
+        return max(self._length(self.int32() if not self.flexible else 0), 0)
+
+    def skip_tagged_fields(self) -> None:
+        if not self.flexible:
+            return
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self._take(self.uvarint())
+
+
+def decode_key(buf: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
+    """Decode an offsets-topic key; versions this coordinator does not use give ``UnknownKey``."""
+    reader = _Reader(buf)
+    version = reader.int16()
+    if version in (0, 1):
+        return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
+    if version == GROUP_METADATA_KEY_VERSION:
+        return GroupMetadataKey(reader.string())
+    return UnknownKey(version)
+
+
+def decode_offset_commit_value(buf: bytes) -> OffsetCommitValue:
+    reader = _Reader(buf)
+    version = reader.int16()
+    if not 0 <= version <= 4:
+        raise MalformedOffsetsRecord(f"unknown offset commit value version {version}")
+    reader.flexible = version >= 4
+    offset = reader.int64()
+    leader_epoch = reader.int32() if version >= 3 else -1
+    metadata = reader.string()
+    commit_timestamp = reader.int64()
+    expire_timestamp = reader.int64() if version == 1 else -1
+    reader.skip_tagged_fields()
+    return OffsetCommitValue(offset, metadata, commit_timestamp, leader_epoch, expire_timestamp)
+
+
+def decode_group_metadata_value(buf: bytes) -> GroupMetadataValue:
+    reader = _Reader(buf)
+    version = reader.int16()
+    if not 0 <= version <= 4:
+        raise MalformedOffsetsRecord(f"unknown group metadata value version {version}")
+    reader.flexible = version >= 4
+    protocol_type = reader.string()
+    generation = reader.int32()
+    protocol = reader.nullable_string()
+    leader = reader.nullable_string()
+    current_state_timestamp = reader.int64() if version >= 2 else -1
+    members = []
+    for _ in range(reader.array_length()):
+        member_id = reader.string()
+        group_instance_id = reader.nullable_string() if version >= 3 else None
+        client_id = reader.string()
+        client_host = reader.string()
+        rebalance_timeout = reader.int32() if version >= 1 else -1
+        session_timeout = reader.int32()
+        subscription = reader.bytes_()
+        assignment = reader.bytes_()
+        reader.skip_tagged_fields()
+        members.append(
+            MemberMetadata(
+                member_id=member_id,
+                client_id=client_id,
+                client_host=client_host,
+                session_timeout=session_timeout,
+                subscription=subscription,
+                assignment=assignment,
+                rebalance_timeout=rebalance_timeout,
+                group_instance_id=group_instance_id,
+            )
+        )
+    reader.skip_tagged_fields()
+    return GroupMetadataValue(
+        protocol_type=protocol_type,
+        generation=generation,
+        protocol=protocol,
+        leader=leader,
+        members=tuple(members),
+        current_state_timestamp=current_state_timestamp,
+    )

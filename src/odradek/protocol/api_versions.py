@@ -1,0 +1,120 @@
+"""Which API versions this broker advertises, and which it can merely parse.
+
+Everything that decides version negotiation lives here. ``ADVERTISED`` is what the
+ApiVersions response lists: only versions the broker fully implements (DESIGN.md §2,
+"advertise honest version ranges"). ``PARSEABLE`` adds APIs whose codecs are tested but
+whose handlers belong to a later issue (consumer groups): a request for them is answered
+like any other unadvertised API, by closing the connection.
+
+The minimums follow what the codec (kio, generated from Kafka 4.x schemas) can read:
+Kafka 4 dropped CreateTopics v0-1, DeleteTopics v0 and DescribeConfigs v0, and every
+client we target negotiates above those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+__all__ = [
+    "ADVERTISED",
+    "PARSEABLE",
+    "ApiKey",
+    "VersionRange",
+    "is_advertised",
+    "is_parseable",
+]
+
+
+class ApiKey(IntEnum):
+    """Kafka API keys used by this broker (numbers from the Kafka protocol)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLUSTER = 60
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRange:
+    min_version: int
+    max_version: int
+
+    def __contains__(self, version: object) -> bool:
+        return isinstance(version, int) and self.min_version <= version <= self.max_version
+
+
+ADVERTISED: dict[ApiKey, VersionRange] = {
+    ApiKey.PRODUCE: VersionRange(3, 9),
+    ApiKey.FETCH: VersionRange(4, 12),
+    ApiKey.LIST_OFFSETS: VersionRange(1, 7),
+    ApiKey.METADATA: VersionRange(0, 12),
+    ApiKey.SASL_HANDSHAKE: VersionRange(0, 1),
+    ApiKey.API_VERSIONS: VersionRange(0, 3),
+    ApiKey.CREATE_TOPICS: VersionRange(2, 7),
+    ApiKey.DELETE_TOPICS: VersionRange(1, 6),
+    ApiKey.DELETE_RECORDS: VersionRange(0, 2),
+    ApiKey.INIT_PRODUCER_ID: VersionRange(0, 4),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: VersionRange(2, 4),
+    ApiKey.DESCRIBE_CONFIGS: VersionRange(1, 4),
+    ApiKey.ALTER_CONFIGS: VersionRange(0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: VersionRange(1, 4),
+    ApiKey.SASL_AUTHENTICATE: VersionRange(0, 2),
+    ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
+    ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),
+}
+
+# Codecs exist and are round-trip tested; handlers arrive with the consumer-group issue.
+_GROUP_APIS: dict[ApiKey, VersionRange] = {
+    ApiKey.OFFSET_COMMIT: VersionRange(2, 8),
+    ApiKey.OFFSET_FETCH: VersionRange(1, 7),
+    ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
+    ApiKey.JOIN_GROUP: VersionRange(0, 7),
+    ApiKey.HEARTBEAT: VersionRange(0, 4),
+    ApiKey.LEAVE_GROUP: VersionRange(0, 4),
+    ApiKey.SYNC_GROUP: VersionRange(0, 5),
+    ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
+    ApiKey.LIST_GROUPS: VersionRange(0, 4),
+    ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+}
+
+PARSEABLE: dict[ApiKey, VersionRange] = {**ADVERTISED, **_GROUP_APIS}
+
+# Plain-int lookups for the request path (IntEnum hashing is slower than int's).
+_ADVERTISED_BY_INT = {int(key): rng for key, rng in ADVERTISED.items()}
+_PARSEABLE_BY_INT = {int(key): rng for key, rng in PARSEABLE.items()}
+
+
+def is_advertised(api_key: int, api_version: int) -> bool:
+    rng = _ADVERTISED_BY_INT.get(api_key)
+    return rng is not None and rng.min_version <= api_version <= rng.max_version
+
+
+def is_parseable(api_key: int, api_version: int) -> bool:
+    rng = _PARSEABLE_BY_INT.get(api_key)
+    return rng is not None and rng.min_version <= api_version <= rng.max_version

@@ -1,0 +1,156 @@
+"""Fetch response encoder that never copies record data through Python (v4-v12).
+
+kio would need each partition's records as ``bytes``; for a broker that means reading
+segment files into memory just to write them out again. Instead this encoder lays out
+the response as a list of chunks: ``bytes`` for everything the protocol wraps around the
+records, and the storage layer's region objects (file descriptor + position + length)
+where the records go. The connection writes ``bytes`` with ``send`` and regions with
+``sendfile``, so record data goes from page cache to socket inside the kernel.
+
+Layout per version (what changes): v4 adds last_stable_offset and aborted transactions,
+v5 log_start_offset, v7 top-level error_code and session_id, v11 preferred_read_replica,
+v12 is flexible (compact strings/arrays/records, tagged fields; diverging_epoch is
+tag 0 of a partition). The records field is ``int32 length`` + bytes before v12 and
+``unsigned varint (length + 1)`` + bytes from v12.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .framing import size_prefix
+from .primitives import INT16, INT32, INT64, unsigned_varint
+
+__all__ = [
+    "MAX_VERSION",
+    "MIN_VERSION",
+    "ByteRegion",
+    "Chunk",
+    "FetchPartitionResult",
+    "FetchTopicResult",
+    "chunks_size",
+    "encode_fetch_response",
+]
+
+MIN_VERSION = 4
+MAX_VERSION = 12
+_FIRST_FLEXIBLE = 12
+
+
+class ByteRegion(Protocol):
+    """A byte range of an open file (``odradek.storage.FileRegion`` satisfies this)."""
+
+    @property
+    def length(self) -> int: ...
+
+
+Chunk = bytes | ByteRegion
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResult:
+    partition_index: int
+    error_code: int = 0
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    records: ByteRegion | bytes | None = None
+    aborted_transactions: Sequence[tuple[int, int]] | None = None
+    """(producer_id, first_offset) pairs; None encodes as a null array (v4+)."""
+    preferred_read_replica: int = -1
+    diverging_epoch: tuple[int, int] | None = None
+    """(epoch, end_offset) for a follower whose log diverged (v12+, tagged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopicResult:
+    topic: str
+    partitions: Sequence[FetchPartitionResult] = field(default_factory=tuple)
+
+
+def chunks_size(chunks: Sequence[Chunk]) -> int:
+    return sum(len(c) if isinstance(c, bytes) else c.length for c in chunks)
+
+
+def _string(value: str, flexible: bool) -> bytes:
+    raw = value.encode("utf-8")
+    if flexible:
+        return unsigned_varint(len(raw) + 1) + raw
+    return INT16.pack(len(raw)) + raw
+
+
+def _array_length(count: int | None, flexible: bool) -> bytes:
+    if flexible:
+        return unsigned_varint(0 if count is None else count + 1)
+    return INT32.pack(-1 if count is None else count)
+
+
+def encode_fetch_response(
+    version: int,
+    correlation_id: int,
+    topics: Sequence[FetchTopicResult],
+    *,
+    throttle_time_ms: int = 0,
+    error_code: int = 0,
+    session_id: int = 0,
+) -> list[Chunk]:
+    """The complete response frame (size prefix and header included) as chunks."""
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise ValueError(f"fetch response version {version} not in {MIN_VERSION}..{MAX_VERSION}")
+    flexible = version >= _FIRST_FLEXIBLE
+    chunks: list[Chunk] = [b""]  # placeholder for the size prefix
+    out = bytearray(INT32.pack(correlation_id))
+    if flexible:
+        out += b"\x00"  # response header v1: no tagged fields
+    out += INT32.pack(throttle_time_ms)
+    if version >= 7:
+        out += INT16.pack(error_code)
+        out += INT32.pack(session_id)
+    out += _array_length(len(topics), flexible)
+    for topic in topics:
+        out += _string(topic.topic, flexible)
+        out += _array_length(len(topic.partitions), flexible)
+        for part in topic.partitions:
+            out += INT32.pack(part.partition_index)
+            out += INT16.pack(part.error_code)
+            out += INT64.pack(part.high_watermark)
+            out += INT64.pack(part.last_stable_offset)
+            if version >= 5:
+                out += INT64.pack(part.log_start_offset)
+            aborted = part.aborted_transactions
+            out += _array_length(None if aborted is None else len(aborted), flexible)
+            for producer_id, first_offset in aborted or ():
+                out += INT64.pack(producer_id)
+                out += INT64.pack(first_offset)
+                if flexible:
+                    out += b"\x00"
+            if version >= 11:
+                out += INT32.pack(part.preferred_read_replica)
+            records = part.records
+            if records is None or isinstance(records, bytes):
+                raw = records or b""
+                out += unsigned_varint(len(raw) + 1) if flexible else INT32.pack(len(raw))
+                out += raw
+            else:
+                length = records.length
+                out += unsigned_varint(length + 1) if flexible else INT32.pack(length)
+                if length:
+                    chunks.append(bytes(out))
+                    chunks.append(records)
+                    out = bytearray()
+            if flexible:
+                if part.diverging_epoch is None:
+                    out += b"\x00"
+                else:
+                    epoch, end_offset = part.diverging_epoch
+                    # one tagged field: tag 0, size 13 (int32 + int64 + empty tag section)
+                    out += b"\x01\x00\x0d" + INT32.pack(epoch) + INT64.pack(end_offset) + b"\x00"
+        if flexible:
+            out += b"\x00"
+    if flexible:
+        out += b"\x00"
+    chunks.append(bytes(out))
+    chunks[0] = size_prefix(chunks_size(chunks))
+    return chunks

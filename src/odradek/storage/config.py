@@ -1,0 +1,265 @@
+"""Per-log configuration: Kafka's topic-level config names, meanings and defaults.
+
+Every field of :class:`LogConfig` is a Kafka topic config name in snake case
+(``segment.bytes`` -> ``segment_bytes``). :meth:`LogConfig.from_topic_config` is the one
+place that parses user input; unknown names and bad values raise :class:`InvalidConfig`
+with a message that names the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from odradek.protocol.errors import InvalidConfig
+
+__all__ = ["LONG_MAX", "LogConfig"]
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+_CLEANUP_POLICIES = {"delete", "compact", "compact,delete"}
+_TIMESTAMP_TYPES = {"CreateTime", "LogAppendTime"}
+_COMPRESSION_TYPES = {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    cleanup_policy: str = "delete"
+    delete_retention_ms: int = 86400000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60000
+    segment_jitter_ms: int = 0
+    preallocate: bool = False
+    compression_type: str = "producer"
+    min_insync_replicas: int = 1
+    unclean_leader_election_enable: bool = False
+    message_downconversion_enable: bool = True
+
+    # name -> (field, type, doc); the order is what DescribeConfigs lists.
+    TOPIC_CONFIG_NAMES: ClassVar[dict[str, tuple[str, type, str]]] = {
+        "segment.bytes": ("segment_bytes", int, "Size at which a new segment file is rolled."),
+        "segment.ms": ("segment_ms", int, "Age of the active segment at which it is rolled."),
+        "segment.index.bytes": (
+            "segment_index_bytes",
+            int,
+            "Preallocated size of each offset/time index; a full index rolls the segment.",
+        ),
+        "index.interval.bytes": (
+            "index_interval_bytes",
+            int,
+            "Bytes of batches between two offset index entries.",
+        ),
+        "flush.messages": ("flush_messages", int, "Messages appended between two fsyncs."),
+        "flush.ms": ("flush_ms", int, "Maximum time data stays unflushed."),
+        "retention.ms": ("retention_ms", int, "Age after which old segments are deleted (-1 off)."),
+        "retention.bytes": (
+            "retention_bytes",
+            int,
+            "Size above which old segments of a partition are deleted (-1 off).",
+        ),
+        "cleanup.policy": ("cleanup_policy", str, "delete, compact or compact,delete."),
+        "delete.retention.ms": (
+            "delete_retention_ms",
+            int,
+            "How long tombstones survive compaction.",
+        ),
+        "min.compaction.lag.ms": (
+            "min_compaction_lag_ms",
+            int,
+            "Minimum age of a record before it may be compacted.",
+        ),
+        "max.compaction.lag.ms": (
+            "max_compaction_lag_ms",
+            int,
+            "Maximum age of a record before the log is eligible for compaction regardless of "
+            "the dirty ratio.",
+        ),
+        "min.cleanable.dirty.ratio": (
+            "min_cleanable_dirty_ratio",
+            float,
+            "Dirty/total ratio above which the cleaner compacts the log.",
+        ),
+        "max.message.bytes": (
+            "max_message_bytes",
+            int,
+            "Largest record batch size accepted.",
+        ),
+        "message.timestamp.type": (
+            "message_timestamp_type",
+            str,
+            "CreateTime or LogAppendTime.",
+        ),
+        "message.timestamp.difference.max.ms": (
+            "message_timestamp_difference_max_ms",
+            int,
+            "Largest allowed difference between a CreateTime timestamp and the broker's clock.",
+        ),
+        "message.timestamp.before.max.ms": (
+            "message_timestamp_before_max_ms",
+            int,
+            "How far in the past a CreateTime timestamp may be.",
+        ),
+        "message.timestamp.after.max.ms": (
+            "message_timestamp_after_max_ms",
+            int,
+            "How far in the future a CreateTime timestamp may be.",
+        ),
+        "file.delete.delay.ms": (
+            "file_delete_delay_ms",
+            int,
+            "Delay between renaming a deleted segment to .deleted and removing it.",
+        ),
+        "segment.jitter.ms": (
+            "segment_jitter_ms",
+            int,
+            "Random jitter subtracted from segment.ms.",
+        ),
+        "preallocate": ("preallocate", bool, "Preallocate segment files."),
+        "compression.type": (
+            "compression_type",
+            str,
+            "producer (keep the producer's codec), uncompressed, gzip, snappy, lz4 or zstd.",
+        ),
+        "min.insync.replicas": (
+            "min_insync_replicas",
+            int,
+            "Replicas that must acknowledge an acks=all produce.",
+        ),
+        "unclean.leader.election.enable": (
+            "unclean_leader_election_enable",
+            bool,
+            "Allow an out-of-sync replica to become leader.",
+        ),
+        "message.downconversion.enable": (
+            "message_downconversion_enable",
+            bool,
+            "Accepted for compatibility; odradek never down-converts.",
+        ),
+    }
+
+    def __post_init__(self) -> None:
+        for name, check in _CHECKS.items():
+            field_name = self.TOPIC_CONFIG_NAMES[name][0]
+            problem = check(getattr(self, field_name))
+            if problem:
+                raise InvalidConfig(f"invalid value for {name}: {problem}")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
+
+    @classmethod
+    def from_topic_config(
+        cls, overrides: Mapping[str, str | int | float | bool], defaults: LogConfig | None = None
+    ) -> LogConfig:
+        """``defaults`` (or Kafka's) with ``overrides`` keyed by Kafka topic config name."""
+        changes: dict[str, Any] = {}
+        for name, raw in overrides.items():
+            try:
+                field_name, kind, _doc = cls.TOPIC_CONFIG_NAMES[name]
+            except KeyError:
+                raise InvalidConfig(f"unknown topic config {name!r}") from None
+            changes[field_name] = _parse(name, kind, raw)
+        return dataclasses.replace(defaults or cls(), **changes)
+
+    def to_topic_config(self) -> dict[str, str]:
+        """Kafka-style string values by config name (what DescribeConfigs shows)."""
+        out = {}
+        for name, (field_name, kind, _doc) in self.TOPIC_CONFIG_NAMES.items():
+            value = getattr(self, field_name)
+            out[name] = str(value).lower() if kind is bool else str(value)
+        return out
+
+
+def _parse(name: str, kind: type, raw: str | int | float | bool) -> Any:
+    if kind is bool:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        raise InvalidConfig(f"invalid value for {name}: {raw!r} is not true or false")
+    if kind is int:
+        if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not an integer")
+        try:
+            return int(str(raw).strip()) if not isinstance(raw, (int, float)) else int(raw)
+        except ValueError:
+            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not an integer") from None
+    if kind is float:
+        try:
+            return float(raw)
+        except ValueError:
+            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not a number") from None
+    text = str(raw).strip()
+    if name == "cleanup.policy":
+        parts = sorted({part.strip() for part in text.split(",") if part.strip()})
+        return ",".join(parts)
+    return text
+
+
+def _at_least(minimum: int | float) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value >= minimum else f"{value} is below the minimum {minimum}"
+
+    return check
+
+
+def _one_of(allowed: set[str]) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in allowed else f"{value!r} is not one of {sorted(allowed)}"
+
+    return check
+
+
+def _ratio(value: Any) -> str | None:
+    return None if 0.0 <= value <= 1.0 else f"{value} is not between 0 and 1"
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "segment.bytes": _at_least(14),
+    "segment.ms": _at_least(1),
+    "segment.index.bytes": _at_least(12),
+    "index.interval.bytes": _at_least(0),
+    "flush.messages": _at_least(1),
+    "flush.ms": _at_least(0),
+    "retention.ms": _at_least(-1),
+    "retention.bytes": _at_least(-1),
+    "cleanup.policy": _one_of(_CLEANUP_POLICIES),
+    "delete.retention.ms": _at_least(0),
+    "min.compaction.lag.ms": _at_least(0),
+    "max.compaction.lag.ms": _at_least(1),
+    "min.cleanable.dirty.ratio": _ratio,
+    "max.message.bytes": _at_least(0),
+    "message.timestamp.type": _one_of(_TIMESTAMP_TYPES),
+    "file.delete.delay.ms": _at_least(0),
+    "segment.jitter.ms": _at_least(0),
+    "compression.type": _one_of(_COMPRESSION_TYPES),
+    "min.insync.replicas": _at_least(1),
+}

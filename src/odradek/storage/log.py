@@ -1,0 +1,830 @@
+"""The log of one partition: an ordered list of segments plus offsets and producer state.
+
+Directory ``<log.dir>/<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex``
+segments (see :mod:`odradek.storage.segment`), ``<offset>.snapshot`` producer snapshots,
+and ``leader-epoch-checkpoint``. Offsets seen by callers are always absolute.
+
+Threading and asyncio (what may run concurrently, what blocks)
+---------------------------------------------------------------
+* **Appends** (:meth:`PartitionLog.append`, :meth:`~PartitionLog.append_as_follower`) and
+  every structural change (roll, truncation, retention deletes, cleaner swaps, delete-records)
+  are serialized by one per-log ``threading.RLock``. Under the lock the log does only
+  in-memory work, ``pwrite`` into the page cache, and renames. It never fsyncs under the lock
+  unless ``flush.messages`` asks for it (then the append that reaches the count pays for the
+  fsync, as in Kafka). So the broker may call ``append`` directly on its event loop thread:
+  an append costs one CRC check per batch, a few ``struct.pack_into`` and one ``pwrite``.
+  Rolling a segment creates three files (plus a producer-state snapshot); the fsync of the
+  old segment goes to the background scheduler.
+* **Reads** (:meth:`~PartitionLog.read`, :meth:`~PartitionLog.offset_for_timestamp`, offset
+  properties) take no lock. Each starts from an immutable :class:`LogState` (segment tuple,
+  log end offset, readable bytes of the active segment) that appends publish with one
+  reference assignment, so a reader never sees a half-written batch. A read returns a
+  :class:`FileRegion` holding its file descriptor: a segment deleted or cleaned afterwards
+  stays readable through it (see :mod:`odradek.storage.file_region`). Reads do small
+  ``pread`` calls on the index tail (page cache); they can block on disk for cold data, so
+  the broker should run fetches for cold offsets in an executor if it cares.
+* **Flush** (:meth:`~PartitionLog.flush`) fsyncs outside the lock and may run on any thread
+  (the LogManager's flusher runs it in the background).
+* **Retention, cleaner, file removal** run on LogManager threads and take the log lock only
+  for the moment they swap the segment list.
+
+Crash safety: data is durable once flushed (``recovery_point``); everything after the
+recovery point is re-validated on the next start (:mod:`odradek.storage.recovery`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from odradek.protocol import records as rec
+from odradek.protocol.compression import CODEC_BY_NAME
+from odradek.protocol.errors import (
+    CorruptRecord,
+    InvalidRecord,
+    InvalidTimestamp,
+    MessageTooLarge,
+    OffsetOutOfRange,
+    RecordListTooLarge,
+)
+from odradek.protocol.records import BatchHeader
+from odradek.storage.config import LogConfig
+from odradek.storage.file_region import FileRegion
+from odradek.storage.leader_epoch import FILE_NAME as LEADER_EPOCH_FILE
+from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.producer_state import ProducerStateManager
+from odradek.storage.scheduler import Scheduler
+from odradek.storage.segment import LogSegment
+
+__all__ = ["AppendInfo", "LogState", "PartitionLog", "ReadResult", "parse_log_dir_name"]
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+DELETED_SUFFIX = ".deleted"
+_DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_log_dir_name(name: str) -> tuple[str, int]:
+    """``"<topic>-<partition>"`` -> (topic, partition); ValueError if it is not one."""
+    match = _DIR_NAME.match(name)
+    if not match:
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return match["topic"], int(match["partition"])
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+    max_timestamp: int
+    duplicate: bool = False
+    offset_of_max_timestamp: int = -1
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    region: FileRegion | None  # None when there is nothing to read
+    first_offset: int  # base offset of the first batch in ``region`` (-1 when None)
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    next_offset: int = -1  # offset just after ``region`` (where the next read starts)
+
+
+class LogState(NamedTuple):
+    """What readers see, replaced as a whole after each change (never mutated)."""
+
+    segments: tuple[LogSegment, ...]
+    base_offsets: tuple[int, ...]
+    log_end_offset: int
+    active_size: int  # readable bytes of the last segment
+
+
+class PartitionLog:
+    """Append-only log of one partition. Construct through :func:`odradek.storage.recovery.
+    open_log` or ``LogManager``; the constructor takes already-loaded segments."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        high_watermark: int = 0,
+        producer_state: ProducerStateManager | None = None,
+        scheduler: Scheduler | None = None,
+    ) -> None:
+        self.dir = directory
+        self.topic, self.partition = parse_log_dir_name(directory.name)
+        self.config = config
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._scheduler = scheduler
+        assert segments, "a log always has at least one segment"
+        active = segments[-1]
+        self._state = LogState(
+            tuple(segments),
+            tuple(segment.base_offset for segment in segments),
+            active.next_offset,
+            active.size,
+        )
+        self._log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self._log_start_offset = min(self._log_start_offset, active.next_offset)
+        self.recovery_point = min(recovery_point, active.next_offset)
+        self._high_watermark = min(max(high_watermark, self._log_start_offset), active.next_offset)
+        self._hw_position: tuple[int, int, int] | None = None  # (hw, segment base, position)
+        self.leader_epoch_cache = LeaderEpochFileCache(directory / LEADER_EPOCH_FILE)
+        self.leader_epoch_cache.truncate_from_end(active.next_offset)
+        self.producer_state = producer_state or ProducerStateManager(directory)
+        self._unflushed_messages = 0
+        self.last_flush_ms = now_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.closed = False
+
+    # ------------------------------------------------------------------ offsets
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._state.segments
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._state.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def earliest_offset(self) -> int:
+        """Property: the log start offset (ListOffsets EARLIEST)."""
+        return self._log_start_offset
+
+    @property
+    def latest_offset(self) -> int:
+        """Property: the log end offset (ListOffsets LATEST before isolation capping)."""
+        return self._state.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log start, log end]; returns the value set."""
+        offset = min(max(offset, self._log_start_offset), self._state.log_end_offset)
+        self._high_watermark = offset
+        return offset
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Raise the high watermark to ``offset`` (never lower it); True if it moved."""
+        offset = min(offset, self._state.log_end_offset)
+        if offset > self._high_watermark:
+            self._high_watermark = offset
+            return True
+        return False
+
+    def size_bytes(self) -> int:
+        state = self._state
+        return sum(segment.size for segment in state.segments[:-1]) + state.active_size
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._state.segments[-1]
+
+    def _publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
+        segments = segments if segments is not None else self._state.segments
+        active = segments[-1]
+        self._state = LogState(
+            segments,
+            tuple(segment.base_offset for segment in segments),
+            active.next_offset,
+            active.size,
+        )
+
+    # ------------------------------------------------------------------ appends
+
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int,
+        now_ms: int | None = None,
+    ) -> AppendInfo:
+        """Validate ``records`` (one or more batches from a producer), assign offsets, write.
+
+        Raises CorruptRecord (bad CRC or framing), InvalidRecord (impossible header fields),
+        MessageTooLarge (a batch above ``max.message.bytes``), RecordListTooLarge (the request
+        does not fit a segment), InvalidTimestamp, and the producer-state errors. A duplicate
+        idempotent batch is not written; its original offsets come back with
+        ``duplicate=True``. Magic 0/1 message sets are converted to one v2 batch first.
+        """
+        now = now_ms if now_ms is not None else _now_ms()
+        data: bytes | bytearray | memoryview = memoryview(records).cast("B")
+        if rec.is_legacy_message_set(data):
+            data = rec.convert_legacy_message_set(data)
+        batches = rec.validate_batches(data)
+        if not batches:
+            raise InvalidRecord("produce request holds no record batch")
+        if len(data) > self.config.segment_bytes:
+            raise RecordListTooLarge(
+                f"{len(data)} bytes of batches do not fit segment.bytes={self.config.segment_bytes}"
+            )
+        for _pos, header in batches:
+            self._validate_leader_batch(header, now)
+        data, batches = self._maybe_recompress(data, batches)
+        with self._lock:
+            if len(batches) == 1:
+                duplicate = self.producer_state.check(batches[0][1])
+                if duplicate is not None:
+                    return AppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        -1,
+                        self._log_start_offset,
+                        batches[0][1].record_count,
+                        batches[0][1].max_timestamp,
+                        duplicate=True,
+                    )
+            else:
+                for _pos, header in batches:
+                    if self.producer_state.check(header) is not None:
+                        raise InvalidRecord(
+                            "duplicate idempotent batch inside a multi-batch append"
+                        )
+            first_offset = self._state.log_end_offset
+            next_offset = first_offset
+            log_append_time = now if self.config.log_append_time else -1
+            # No copy of the records: each batch is written as a patched copy of its 61-byte
+            # header followed by a view of the caller's bytes, in one pwritev.
+            view = memoryview(data)
+            buffers: list[bytes | bytearray | memoryview] = []
+            assigned: list[tuple[int, BatchHeader]] = []
+            for pos, header in batches:
+                head = bytearray(view[pos : pos + rec.BATCH_HEADER_SIZE])
+                rest = view[pos + rec.BATCH_HEADER_SIZE : pos + header.size]
+                rec.rewrite_offsets(head, 0, next_offset, leader_epoch)
+                header = header._replace(
+                    base_offset=next_offset, partition_leader_epoch=leader_epoch
+                )
+                if log_append_time >= 0:
+                    rec.set_log_append_time_split(head, rest, log_append_time)
+                    header = header._replace(max_timestamp=log_append_time)
+                buffers.append(head)
+                buffers.append(rest)
+                assigned.append((pos, header))
+                next_offset = header.next_offset
+            info = self._append_locked(buffers, assigned, leader_epoch)
+            return AppendInfo(
+                first_offset,
+                next_offset - 1,
+                log_append_time,
+                self._log_start_offset,
+                info[0],
+                info[1],
+                offset_of_max_timestamp=info[2],
+            )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs.
+
+        Checks CRCs and that offsets continue the log (``base offset >= log end``); a batch
+        below the log end raises :class:`OffsetOutOfRange` (the follower must truncate
+        first). Producer state is updated without sequence checks.
+        """
+        data = bytes(records)
+        batches = rec.validate_batches(data)
+        if not batches:
+            return AppendInfo(-1, -1, -1, self._log_start_offset, 0, -1)
+        with self._lock:
+            expected = self._state.log_end_offset
+            for _pos, header in batches:
+                if header.base_offset < expected:
+                    raise OffsetOutOfRange(
+                        f"follower append at offset {header.base_offset} below log end {expected}"
+                    )
+                expected = header.next_offset
+            first_offset = batches[0][1].base_offset
+            count, max_ts, offset_of_max = self._append_locked(data, batches, None)
+            return AppendInfo(
+                first_offset,
+                batches[-1][1].last_offset,
+                -1,
+                self._log_start_offset,
+                count,
+                max_ts,
+                offset_of_max_timestamp=offset_of_max,
+            )
+
+    def _append_locked(
+        self,
+        data: bytes | list[bytes | bytearray | memoryview],
+        batches: list[tuple[int, BatchHeader]],
+        leader_epoch: int | None,
+    ) -> tuple[int, int, int]:
+        if self.closed:
+            raise CorruptRecord(f"log {self.dir.name} is closed")
+        first = batches[0][1]
+        last = batches[-1][1]
+        size = sum(len(b) for b in data) if isinstance(data, list) else len(data)
+        segment = self._maybe_roll(size, first, last)
+        segment.append(data, batches)
+        count = 0
+        max_ts = -1
+        offset_of_max = -1
+        epoch_cache = self.leader_epoch_cache
+        producer_state = self.producer_state
+        for _pos, header in batches:
+            count += header.record_count
+            if header.max_timestamp > max_ts:
+                max_ts, offset_of_max = header.max_timestamp, header.last_offset
+            epoch = header.partition_leader_epoch if leader_epoch is None else leader_epoch
+            if epoch >= 0 and epoch > epoch_cache.latest_epoch:
+                epoch_cache.assign(epoch, header.base_offset)
+            if header.producer_id >= 0:
+                producer_state.update(header)
+        producer_state.map_end_offset = last.next_offset
+        self._publish()
+        self._unflushed_messages += count
+        if self._unflushed_messages >= self.config.flush_messages:
+            self.flush()
+        return count, max_ts, offset_of_max
+
+    def _validate_leader_batch(self, header: BatchHeader, now: int) -> None:
+        if header.size > self.config.max_message_bytes:
+            raise MessageTooLarge(
+                f"batch of {header.size} bytes exceeds max.message.bytes="
+                f"{self.config.max_message_bytes}"
+            )
+        if header.record_count <= 0 or header.last_offset_delta != header.record_count - 1:
+            raise InvalidRecord(
+                f"batch claims {header.record_count} records but lastOffsetDelta "
+                f"{header.last_offset_delta}"
+            )
+        if header.is_control:
+            raise InvalidRecord("clients may not produce control batches")
+        if header.timestamp_type == rec.CREATE_TIME and not self.config.log_append_time:
+            config = self.config
+            before = min(
+                config.message_timestamp_before_max_ms, config.message_timestamp_difference_max_ms
+            )
+            after = min(
+                config.message_timestamp_after_max_ms, config.message_timestamp_difference_max_ms
+            )
+            # Header-only check: the batch's first (base) and largest timestamps.
+            if (header.base_timestamp >= 0 and now - header.base_timestamp > before) or (
+                header.max_timestamp - now > after
+            ):
+                raise InvalidTimestamp(
+                    f"timestamps {header.base_timestamp}..{header.max_timestamp} are outside the "
+                    f"allowed range around {now}"
+                )
+
+    def _maybe_recompress(
+        self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
+    ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+        """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case)."""
+        wanted = self.config.compression_type
+        if wanted == "producer":
+            return data, batches
+        codec = 0 if wanted == "uncompressed" else CODEC_BY_NAME[wanted]
+        if all(header.compression == codec for _pos, header in batches):
+            return data, batches
+        out = bytearray()
+        for pos, header in batches:
+            if header.compression == codec:
+                out += data[pos : pos + header.size]
+                continue
+            _h, records = rec.decode_batch(data, pos)
+            out += rec.encode_batch(
+                records,
+                compression=codec,
+                producer_id=header.producer_id,
+                producer_epoch=header.producer_epoch,
+                base_sequence=header.base_sequence,
+                timestamp_type=header.timestamp_type,
+                is_transactional=header.is_transactional,
+                base_timestamp=header.base_timestamp,
+                max_timestamp=header.max_timestamp,
+            )
+        return out, rec.validate_batches(out)
+
+    # ------------------------------------------------------------------ rolling
+
+    def _maybe_roll(self, size: int, first: BatchHeader, last: BatchHeader) -> LogSegment:
+        segment = self._state.segments[-1]
+        config = self.config
+        if segment.size == 0:
+            return segment
+        reason = None
+        if segment.size + size > config.segment_bytes:
+            reason = "segment.bytes"
+        elif _now_ms() - segment.created_ms > config.segment_ms - config.segment_jitter_ms:
+            reason = "segment.ms"
+        elif segment.indexes_full:
+            reason = "index full"
+        elif last.last_offset - segment.base_offset > INT_MAX:
+            reason = "relative offset overflow"
+        if reason is None:
+            return segment
+        log.debug("rolling %s at offset %d (%s)", self.dir.name, first.base_offset, reason)
+        return self._roll_locked(first.base_offset)
+
+    def roll(self) -> LogSegment:
+        """Start a new segment at the log end (no-op if the active one is empty)."""
+        with self._lock:
+            if self.active_segment.size == 0:
+                return self.active_segment
+            return self._roll_locked(self._state.log_end_offset)
+
+    def _roll_locked(self, base_offset: int) -> LogSegment:
+        old = self._state.segments[-1]
+        base_offset = max(base_offset, old.next_offset)
+        new = LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_size=self.config.segment_index_bytes,
+        )
+        new.make_active()
+        old.on_become_inactive()
+        self._publish((*self._state.segments, new))
+        self.producer_state.map_end_offset = base_offset
+        try:
+            self.producer_state.take_snapshot(sync=False)  # no fsync under the append lock
+            self.producer_state.retain_snapshots(3)
+        except OSError as exc:
+            log.warning("%s: could not write producer snapshot: %s", self.dir.name, exc)
+        self._run_in_background(f"flush {old.log_path.name}", lambda: self._flush_segment(old))
+        return new
+
+    def _flush_segment(self, segment: LogSegment) -> None:
+        try:
+            segment.flush()
+        except (OSError, ValueError) as exc:  # deleted or closed meanwhile
+            log.debug("flush of %s skipped: %s", segment.log_path, exc)
+
+    def _run_in_background(self, name: str, task: Callable[[], None]) -> None:
+        if self._scheduler is not None:
+            self._scheduler.schedule(name, task)
+        else:
+            task()
+
+    # ------------------------------------------------------------------ flush
+
+    def flush(self) -> None:
+        """fsync everything appended so far and advance the recovery point. No log lock held
+        during the fsyncs, so appends continue meanwhile."""
+        with self._flush_lock:
+            state = self._state
+            target = state.log_end_offset
+            if target <= self.recovery_point and self._unflushed_messages == 0:
+                return
+            start = bisect.bisect_right(state.base_offsets, self.recovery_point) - 1
+            for segment in state.segments[max(start, 0) :]:
+                self._flush_segment(segment)
+            self.recovery_point = max(self.recovery_point, target)
+            self._unflushed_messages = 0
+            self.last_flush_ms = now_ms()
+
+    # ------------------------------------------------------------------ reads
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        isolation_high_watermark: bool = True,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``, as a file region for sendfile.
+
+        ``offset`` below the log start or above the log end raises OffsetOutOfRange. Reading
+        at the end bound (high watermark, or log end without isolation) returns no region.
+        With isolation, an offset between the high watermark and the log end also returns no
+        region rather than an error, as Kafka does: a new leader's high watermark may lag a
+        consumer's position for a moment, and an error would make the consumer reset.
+        """
+        state = self._state
+        log_start = self._log_start_offset
+        hw = min(self._high_watermark, state.log_end_offset)
+        end = hw if isolation_high_watermark else state.log_end_offset
+        if offset < log_start or offset > state.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
+                f"{self.dir.name}"
+            )
+
+        def result(region: FileRegion | None, first: int, following: int = -1) -> ReadResult:
+            return ReadResult(region, first, hw, log_start, state.log_end_offset, following)
+
+        if offset >= end:
+            return result(None, -1)
+        bound_segment, bound_position = self._end_position(state, end)
+        index = max(bisect.bisect_right(state.base_offsets, offset) - 1, 0)
+        for number, segment in enumerate(state.segments[index:], start=index):
+            if segment.base_offset > bound_segment:
+                break
+            if segment.base_offset == bound_segment:
+                max_position, end_offset = bound_position, end
+            elif segment is state.segments[-1]:
+                max_position, end_offset = state.active_size, state.log_end_offset
+            else:
+                max_position = segment.size
+                end_offset = state.base_offsets[number + 1]
+            try:
+                found = segment.read(offset, max_bytes, max_position, min_one_batch, end_offset)
+            except (ValueError, OSError):
+                # The segment was deleted or truncated under us; retry on the new state.
+                if self._state is state:
+                    raise
+                return self.read(
+                    offset,
+                    max_bytes,
+                    isolation_high_watermark=isolation_high_watermark,
+                    min_one_batch=min_one_batch,
+                )
+            if found is not None:
+                region, header, following = found
+                return result(region, header.base_offset, following)
+            if not min_one_batch:
+                break
+        return result(None, -1)
+
+    def _end_position(self, state: LogState, end: int) -> tuple[int, int]:
+        """(segment base, byte position) below which all batches end before ``end``."""
+        if end >= state.log_end_offset:
+            return state.base_offsets[-1], state.active_size
+        cached = self._hw_position
+        if cached is not None and cached[0] == end and cached[1] in state.base_offsets:
+            return cached[1], cached[2]
+        index = bisect.bisect_right(state.base_offsets, end) - 1
+        segment = state.segments[max(index, 0)]
+        max_position = state.active_size if segment is state.segments[-1] else segment.size
+        found = segment.translate_offset(end, max_position)
+        position = found[0] if found is not None else max_position
+        self._hw_position = (end, segment.base_offset, position)
+        return segment.base_offset, position
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp_ms``.
+
+        Special values as in ListOffsets: -2 earliest -> (log start, -1); -1 latest ->
+        (log end, -1); -3 max timestamp -> the record with the largest timestamp.
+        Uses each segment's time index, then decodes the one batch that holds the answer.
+        """
+        state = self._state
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self._log_start_offset, -1
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return state.log_end_offset, -1
+        if timestamp_ms == MAX_TIMESTAMP:
+            best: tuple[int, int] | None = None
+            for segment in state.segments:
+                if segment.size and (best is None or segment.max_timestamp > best[1]):
+                    best = (segment.offset_of_max_timestamp, segment.max_timestamp)
+            return best
+        start = self._log_start_offset
+        for segment in state.segments:
+            if segment.next_offset <= start and segment is not state.segments[-1]:
+                continue
+            if segment.max_timestamp < timestamp_ms:
+                continue
+            max_position = state.active_size if segment is state.segments[-1] else segment.size
+            found = segment.find_offset_by_timestamp(timestamp_ms, start, max_position)
+            if found is not None:
+                return found
+        return None
+
+    def end_offset_for_leader_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch, self._state.log_end_offset)
+
+    # ------------------------------------------------------------------ truncation
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding offsets >= ``offset`` (follower truncation)."""
+        with self._lock:
+            state = self._state
+            if offset >= state.log_end_offset:
+                return
+            if offset <= state.base_offsets[0]:
+                self._truncate_fully_locked(offset)
+                return
+            keep = [s for s in state.segments if s.base_offset < offset]
+            removed = [s for s in state.segments if s.base_offset >= offset]
+            active = keep[-1]
+            active.truncate_to(offset)
+            if removed:
+                active.make_active()
+            self._publish(tuple(keep))
+            self._schedule_delete(removed)
+            new_end = self._state.log_end_offset
+            self._after_truncation(new_end)
+
+    def _after_truncation(self, new_end: int) -> None:
+        self.recovery_point = min(self.recovery_point, new_end)
+        self._high_watermark = min(self._high_watermark, new_end)
+        self._log_start_offset = min(self._log_start_offset, new_end)
+        self._hw_position = None
+        self.leader_epoch_cache.truncate_from_end(new_end)
+        self._rebuild_producer_state()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop all data; the log restarts empty at ``offset`` (log start = end = hw)."""
+        with self._lock:
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        # Old files move aside first: the new segment may take the same name.
+        self._schedule_delete(list(self._state.segments))
+        new = LogSegment(
+            self.dir,
+            offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_size=self.config.segment_index_bytes,
+        )
+        new.make_active()
+        self._publish((new,))
+        self._log_start_offset = offset
+        self._high_watermark = offset
+        self.recovery_point = offset
+        self._hw_position = None
+        self.leader_epoch_cache.clear()
+        self.producer_state.clear()
+        self.producer_state.delete_all_snapshots()
+        self.producer_state.map_end_offset = offset
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start to ``offset`` (<= high watermark); returns the
+        new log start. Whole segments below it are deleted at once, asynchronously."""
+        with self._lock:
+            if offset > self._high_watermark:
+                raise OffsetOutOfRange(
+                    f"cannot delete records before {offset}: above the high watermark "
+                    f"{self._high_watermark}"
+                )
+            if offset > self._log_start_offset:
+                self._advance_log_start(offset)
+                self.delete_segments_below_log_start()
+            return self._log_start_offset
+
+    def _advance_log_start(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self.producer_state.truncate_head(offset)
+
+    def delete_segments_below_log_start(self) -> int:
+        """Delete segments whose every offset is below the log start (never the active one)."""
+        with self._lock:
+            state = self._state
+            count = 0
+            for _segment, following in zip(state.segments, state.segments[1:], strict=False):
+                if following.base_offset <= self._log_start_offset:
+                    count += 1
+                else:
+                    break
+            return self.delete_oldest_segments(count, "log start offset")
+
+    def delete_oldest_segments(self, count: int, reason: str) -> int:
+        """Remove the ``count`` oldest segments (capped to keep the active one)."""
+        with self._lock:
+            state = self._state
+            count = min(count, len(state.segments) - 1)
+            if count <= 0:
+                return 0
+            doomed = list(state.segments[:count])
+            self._publish(state.segments[count:])
+            new_start = self._state.base_offsets[0]
+            if new_start > self._log_start_offset:
+                self._advance_log_start(new_start)
+            log.info(
+                "%s: deleting %d segment(s) by %s, log start now %d",
+                self.dir.name,
+                count,
+                reason,
+                self._log_start_offset,
+            )
+            self._schedule_delete(doomed)
+            return count
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Rename to ``.deleted`` now, unlink after ``file.delete.delay.ms``."""
+        due = now_ms() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.deleted = True
+            try:
+                segment.change_suffix(DELETED_SUFFIX)
+            except OSError as exc:
+                log.warning("could not rename %s for deletion: %s", segment.log_path, exc)
+            self._pending_deletes.append((due, segment))
+
+    def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
+        """Unlink ``.deleted`` files whose delay has passed; returns how many segments."""
+        now = now if now is not None else now_ms()
+        with self._lock:
+            due = [item for item in self._pending_deletes if force or item[0] <= now]
+            self._pending_deletes = [item for item in self._pending_deletes if item not in due]
+        for _due, segment in due:
+            segment.delete_files()
+        return len(due)
+
+    def replace_segments(
+        self, new_segments: list[LogSegment], old_segments: list[LogSegment]
+    ) -> bool:
+        """Swap cleaned segments in for ``old_segments`` (which must still be contiguous in the
+        log). Returns False (and changes nothing) if the log changed meanwhile."""
+        with self._lock:
+            current = list(self._state.segments)
+            try:
+                start = current.index(old_segments[0])
+            except ValueError:
+                return False
+            if current[start : start + len(old_segments)] != old_segments or (
+                start + len(old_segments) >= len(current)
+            ):
+                return False
+            for segment in new_segments:
+                segment.change_suffix(".swap")
+            self._schedule_delete(old_segments)
+            for segment in new_segments:
+                segment.change_suffix("")
+            current[start : start + len(old_segments)] = new_segments
+            self._publish(tuple(current))
+            self._hw_position = None
+            return True
+
+    # ------------------------------------------------------------------ producer state
+
+    def _rebuild_producer_state(self) -> None:
+        end = self._state.log_end_offset
+        self.producer_state.delete_snapshots_after(end)
+        start = self.producer_state.load_latest_snapshot(self._log_start_offset, end)
+        self.scan_producer_state_from(start)
+
+    def scan_producer_state_from(self, start_offset: int) -> None:
+        """Replay batch headers from ``start_offset`` to the log end (no record decoding)."""
+        state = self._state
+        index = max(bisect.bisect_right(state.base_offsets, start_offset) - 1, 0)
+        for segment in state.segments[index:]:
+            max_position = state.active_size if segment is state.segments[-1] else segment.size
+            found = segment.translate_offset(start_offset, max_position)
+            if found is None:
+                continue
+            for _pos, header in segment.iter_headers(found[0], max_position):
+                if header.next_offset > start_offset:
+                    self.producer_state.update(header)
+        self.producer_state.map_end_offset = state.log_end_offset
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self._state.segments:
+            segment.index_interval_bytes = config.index_interval_bytes
+
+    def close(self) -> None:
+        """Flush, write a producer snapshot at the log end, trim indexes, release files."""
+        with self._lock:
+            if self.closed:
+                return
+            self.flush()
+            try:
+                self.producer_state.map_end_offset = self._state.log_end_offset
+                self.producer_state.take_snapshot()
+            except OSError as exc:
+                log.warning("%s: no producer snapshot on close: %s", self.dir.name, exc)
+            for segment in self._state.segments:
+                segment.close()
+            self.remove_deleted_segments(force=True)
+            self.closed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.dir.name}, start={self._log_start_offset}, "
+            f"end={self.log_end_offset}, hw={self._high_watermark}, "
+            f"segments={len(self._state.segments)})"
+        )
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

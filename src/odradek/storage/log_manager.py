@@ -1,0 +1,395 @@
+"""All partition logs of a broker across its log dirs, and the background work on them.
+
+Each log dir holds ``<topic>-<partition>/`` directories, the offset checkpoints of
+:mod:`odradek.storage.checkpoint`, ``meta.properties`` (written by the broker) and, between a
+clean shutdown and the next start, the empty marker file ``.kafka_cleanshutdown``.
+
+Start-up: every log is opened (:func:`odradek.storage.recovery.open_log`) with the recovery
+point, log start offset and high watermark from the checkpoints. If the marker is present no
+segment is scanned; it is then removed, so a crash from here on is detected as unclean.
+A checkpoint file that does not parse counts as an unclean shutdown with unknown offsets
+(full recovery of that dir). Directories named ``*-delete`` are removed in the background.
+
+Background work (``background=True``), on one scheduler thread plus a cleaner thread:
+
+* flusher, every ``log_flush_scheduler_interval_ms``: flushes logs whose ``flush.ms`` elapsed;
+* retention, every ``log_retention_check_interval_ms``;
+* checkpoints: recovery points and log start offsets every 60 s, high watermarks every 5 s;
+* removal of ``.deleted`` segment files whose ``file.delete.delay.ms`` passed, every second;
+* the cleaner, every ``log_cleaner_backoff_ms`` (compacted logs only).
+
+Shutdown flushes and closes every log, writes every checkpoint, then the marker.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from odradek.storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CorruptCheckpoint,
+    OffsetCheckpointFile,
+    fsync_directory,
+    read_meta_properties,
+    write_meta_properties,
+)
+from odradek.storage.cleaner import clean_log, needs_cleaning
+from odradek.storage.config import LogConfig
+from odradek.storage.log import PartitionLog, now_ms, parse_log_dir_name
+from odradek.storage.recovery import open_log
+from odradek.storage.retention import apply_retention
+from odradek.storage.scheduler import Scheduler
+
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
+
+log = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: LogConfig,
+        *,
+        background: bool = True,
+        topic_configs: Mapping[str, LogConfig] | None = None,
+        log_retention_check_interval_ms: int = 300000,
+        log_flush_scheduler_interval_ms: int = 1000,
+        log_flush_offset_checkpoint_interval_ms: int = 60000,
+        log_flush_start_offset_checkpoint_interval_ms: int = 60000,
+        replica_high_watermark_checkpoint_interval_ms: int = 5000,
+        log_cleaner_enable: bool = True,
+        log_cleaner_backoff_ms: int = 15000,
+        log_cleaner_dedupe_buffer_size: int = 134217728,
+        file_delete_check_interval_ms: int = 1000,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(directory) for directory in log_dirs]
+        self.default_config = default_config
+        self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
+        self._deleted_dirs: list[tuple[int, Path]] = []
+        self.dedupe_buffer_size = log_cleaner_dedupe_buffer_size
+        self._closed = False
+        self._scheduler = Scheduler() if background else None
+        for directory in self.log_dirs:
+            self._load_dir(directory)
+        self._cleaner_stop = threading.Event()
+        self._cleaner_thread: threading.Thread | None = None
+        if self._scheduler is not None:
+            schedule = self._scheduler.schedule
+            schedule(
+                "flusher",
+                self._flush_due_logs,
+                delay_ms=log_flush_scheduler_interval_ms,
+                period_ms=log_flush_scheduler_interval_ms,
+            )
+            schedule(
+                "retention",
+                self.run_retention_once,
+                delay_ms=log_retention_check_interval_ms,
+                period_ms=log_retention_check_interval_ms,
+            )
+            schedule(
+                "recovery-point-checkpoint",
+                self._checkpoint_recovery_points,
+                delay_ms=log_flush_offset_checkpoint_interval_ms,
+                period_ms=log_flush_offset_checkpoint_interval_ms,
+            )
+            schedule(
+                "log-start-checkpoint",
+                self._checkpoint_log_start_offsets,
+                delay_ms=log_flush_start_offset_checkpoint_interval_ms,
+                period_ms=log_flush_start_offset_checkpoint_interval_ms,
+            )
+            schedule(
+                "high-watermark-checkpoint",
+                self._checkpoint_high_watermarks,
+                delay_ms=replica_high_watermark_checkpoint_interval_ms,
+                period_ms=replica_high_watermark_checkpoint_interval_ms,
+            )
+            schedule(
+                "delete-files",
+                self.remove_deleted_files,
+                delay_ms=file_delete_check_interval_ms,
+                period_ms=file_delete_check_interval_ms,
+            )
+            if log_cleaner_enable:
+                self._cleaner_thread = threading.Thread(
+                    target=self._cleaner_loop,
+                    args=(log_cleaner_backoff_ms,),
+                    name="odradek-log-cleaner",
+                    daemon=True,
+                )
+                self._cleaner_thread.start()
+
+    # ------------------------------------------------------------------ loading
+
+    def _load_dir(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        marker = directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        try:
+            recovery_points = OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).read()
+            log_starts = OffsetCheckpointFile(directory / LOG_START_OFFSET_CHECKPOINT).read()
+        except CorruptCheckpoint as exc:
+            log.warning("%s; recovering every log of %s", exc, directory)
+            recovery_points, log_starts, clean = {}, {}, False
+        high_watermarks = self._read_optional(directory / REPLICATION_OFFSET_CHECKPOINT)
+        self._cleaner_offsets.update(self._read_optional(directory / CLEANER_OFFSET_CHECKPOINT))
+        started = time.monotonic()
+        for child in sorted(directory.iterdir()):
+            if not child.is_dir():
+                continue
+            if child.name.endswith(DELETE_DIR_SUFFIX):
+                self._deleted_dirs.append((0, child))
+                continue
+            try:
+                topic, partition = parse_log_dir_name(child.name)
+            except ValueError:
+                continue
+            key = (topic, partition)
+            partition_log = open_log(
+                child,
+                self._topic_configs.get(topic, self.default_config),
+                recovery_point=recovery_points.get(key, 0),
+                log_start_offset=log_starts.get(key, 0),
+                high_watermark=high_watermarks.get(key, 0),
+                had_clean_shutdown=clean,
+                scheduler=self._scheduler,
+            )
+            self._logs[key] = partition_log
+            self._log_dir_of[key] = directory
+        marker.unlink(missing_ok=True)
+        log.info(
+            "loaded %d logs from %s in %.3f s (%s shutdown)",
+            sum(1 for d in self._log_dir_of.values() if d == directory),
+            directory,
+            time.monotonic() - started,
+            "clean" if clean else "unclean",
+        )
+
+    @staticmethod
+    def _read_optional(path: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except CorruptCheckpoint as exc:
+            log.warning("ignoring %s", exc)
+            return {}
+
+    # ------------------------------------------------------------------ logs
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(
+        self, topic: str, partition: int, config: LogConfig | None = None
+    ) -> PartitionLog:
+        key = (topic, partition)
+        with self._lock:
+            existing = self._logs.get(key)
+            if existing is not None:
+                return existing
+            if config is not None:
+                self._topic_configs[topic] = config
+            config = self._topic_configs.get(topic, self.default_config)
+            counts = {directory: 0 for directory in self.log_dirs}
+            for directory in self._log_dir_of.values():
+                counts[directory] += 1
+            directory = min(self.log_dirs, key=lambda d: counts[d])
+            partition_log = open_log(
+                directory / f"{topic}-{partition}",
+                config,
+                had_clean_shutdown=True,
+                scheduler=self._scheduler,
+            )
+            self._logs[key] = partition_log
+            self._log_dir_of[key] = directory
+            return partition_log
+
+    def all_logs(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    def topic_config(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic, self.default_config)
+
+    def update_config(self, topic: str, config: LogConfig) -> None:
+        with self._lock:
+            self._topic_configs[topic] = config
+            for (log_topic, _partition), partition_log in self._logs.items():
+                if log_topic == topic:
+                    partition_log.update_config(config)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Close the log, rename its dir to ``<topic>-<p>.<uuid>-delete``, remove it later."""
+        key = (topic, partition)
+        with self._lock:
+            partition_log = self._logs.pop(key, None)
+            directory = self._log_dir_of.pop(key, None)
+            self._cleaner_offsets.pop(key, None)
+        if partition_log is None or directory is None:
+            return
+        partition_log.close()
+        target = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        partition_log.dir.rename(target)
+        fsync_directory(directory)
+        due = now_ms() + partition_log.config.file_delete_delay_ms
+        with self._lock:
+            self._deleted_dirs.append((due, target))
+        self.checkpoint()
+
+    # ------------------------------------------------------------------ background work
+
+    def run_retention_once(self, now: int | None = None) -> int:
+        """Apply retention to every log; returns the number of segments deleted."""
+        total = 0
+        for partition_log in self.all_logs():
+            if not partition_log.closed:
+                total += apply_retention(partition_log, now)
+        return total
+
+    def run_cleaner_once(self, now: int | None = None) -> int:
+        """One cleaning pass over every compacted log that needs it; returns logs cleaned."""
+        cleaned = 0
+        for key, partition_log in list(self._logs.items()):
+            if partition_log.closed or not partition_log.config.compact:
+                continue
+            first_dirty = self._cleaner_offsets.get(key, 0)
+            current = now if now is not None else now_ms()
+            if not needs_cleaning(partition_log, first_dirty, current):
+                continue
+            result = clean_log(
+                partition_log,
+                first_dirty,
+                dedupe_buffer_size=self.dedupe_buffer_size,
+                now=current,
+            )
+            if result is not None:
+                self._cleaner_offsets[key] = result.first_dirty_offset
+                cleaned += 1
+        if cleaned:
+            self._checkpoint_cleaner_offsets()
+        return cleaned
+
+    def _cleaner_loop(self, backoff_ms: int) -> None:
+        while not self._cleaner_stop.wait(backoff_ms / 1000):
+            try:
+                self.run_cleaner_once()
+            except Exception:
+                log.exception("log cleaner pass failed")
+
+    def _flush_due_logs(self) -> None:
+        now = now_ms()
+        for partition_log in self.all_logs():
+            if (
+                not partition_log.closed
+                and now - partition_log.last_flush_ms >= partition_log.config.flush_ms
+            ):
+                partition_log.flush()
+
+    def remove_deleted_files(self, now: int | None = None, *, force: bool = False) -> int:
+        """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay passed."""
+        now = now if now is not None else now_ms()
+        removed = 0
+        for partition_log in self.all_logs():
+            removed += partition_log.remove_deleted_segments(now, force=force)
+        with self._lock:
+            due = [item for item in self._deleted_dirs if force or item[0] <= now]
+            self._deleted_dirs = [item for item in self._deleted_dirs if item not in due]
+        for _due, directory in due:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed += 1
+        return removed
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _write_per_dir(self, file_name: str, values: dict[TopicPartition, int]) -> None:
+        for directory in self.log_dirs:
+            entries = {
+                key: value
+                for key, value in values.items()
+                if self._log_dir_of.get(key) == directory
+            }
+            OffsetCheckpointFile(directory / file_name).write(entries)
+
+    def _checkpoint_recovery_points(self) -> None:
+        self._write_per_dir(
+            RECOVERY_POINT_CHECKPOINT,
+            {key: partition_log.recovery_point for key, partition_log in self._logs.items()},
+        )
+
+    def _checkpoint_log_start_offsets(self) -> None:
+        self._write_per_dir(
+            LOG_START_OFFSET_CHECKPOINT,
+            {key: partition_log.log_start_offset for key, partition_log in self._logs.items()},
+        )
+
+    def _checkpoint_high_watermarks(self) -> None:
+        self._write_per_dir(
+            REPLICATION_OFFSET_CHECKPOINT,
+            {key: partition_log.high_watermark for key, partition_log in self._logs.items()},
+        )
+
+    def _checkpoint_cleaner_offsets(self) -> None:
+        self._write_per_dir(
+            CLEANER_OFFSET_CHECKPOINT,
+            {key: offset for key, offset in self._cleaner_offsets.items() if key in self._logs},
+        )
+
+    def checkpoint(self) -> None:
+        """Write every checkpoint file now."""
+        with self._lock:
+            self._checkpoint_recovery_points()
+            self._checkpoint_log_start_offsets()
+            self._checkpoint_high_watermarks()
+            self._checkpoint_cleaner_offsets()
+
+    def flush_all(self) -> None:
+        for partition_log in self.all_logs():
+            partition_log.flush()
+
+    # ------------------------------------------------------------------ meta.properties
+
+    def read_meta_properties(self) -> list[dict[str, str]]:
+        return [read_meta_properties(directory) for directory in self.log_dirs]
+
+    def write_meta_properties(self, properties: Mapping[str, str]) -> None:
+        for directory in self.log_dirs:
+            write_meta_properties(directory, properties)
+
+    # ------------------------------------------------------------------ shutdown
+
+    def shutdown(self) -> None:
+        """Stop background work, flush and close logs, checkpoint, write the clean marker."""
+        if self._closed:
+            return
+        self._closed = True
+        self._cleaner_stop.set()
+        if self._cleaner_thread is not None:
+            self._cleaner_thread.join(60)
+        if self._scheduler is not None:
+            self._scheduler.shutdown()
+        for partition_log in self.all_logs():
+            partition_log.close()
+        self.checkpoint()
+        for directory in self.log_dirs:
+            marker = directory / CLEAN_SHUTDOWN_FILE
+            marker.touch()
+            fsync_directory(directory)

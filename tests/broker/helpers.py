@@ -1,0 +1,95 @@
+"""Small helpers shared by broker tests: topics, records, raw produce/fetch requests."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.static.primitive import Records
+
+from odradek.protocol import records as rec
+
+from .inprocess import InProcessBroker
+
+
+def create_topic(broker: InProcessBroker, name: str, partitions: int = 1, **config: str) -> None:
+    """Create through the broker's own cluster facade and wait until we lead it."""
+
+    async def create() -> None:
+        services = broker.broker.services  # type: ignore[union-attr]
+        await services.cluster.create_topic(name, partitions, 1, config)
+        await services.cluster.view.wait_for(
+            lambda view: name in view.topics
+            and len(view.topics[name].partitions) == partitions
+            and all(p.leader >= 0 for p in view.topics[name].partitions.values()),
+            30,
+        )
+
+    broker.run(create())
+
+
+def batch(*values: bytes, timestamp: int | None = None, **kwargs: Any) -> bytes:
+    return rec.encode_batch(rec.records_from_values(values, timestamp=timestamp), **kwargs)
+
+
+def produce_request(
+    topic: str, records: bytes, partition: int = 0, acks: int = -1, timeout_ms: int = 5000
+) -> ProduceRequest:
+    return ProduceRequest(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(milliseconds=timeout_ms),
+        topic_data=(
+            TopicProduceData(
+                name=topic,
+                partition_data=(PartitionProduceData(index=partition, records=Records(records)),),
+            ),
+        ),
+    )
+
+
+def fetch_request(
+    topic: str,
+    offset: int,
+    *,
+    partition: int = 0,
+    max_wait_ms: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+) -> FetchRequest:
+    return FetchRequest(
+        replica_id=-1,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(
+            FetchTopic(
+                topic=topic,
+                partitions=(
+                    FetchPartition(partition=partition, current_leader_epoch=-1,
+                                   fetch_offset=offset, last_fetched_epoch=-1,
+                                   log_start_offset=-1, partition_max_bytes=max_bytes),
+                ),
+            ),
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def partition_response(response: Any) -> Any:
+    """The single partition of a one-topic, one-partition Produce or Fetch response."""
+    (topic,) = response.responses
+    parts = getattr(topic, "partition_responses", None) or topic.partitions
+    (part,) = parts
+    return part
+
+
+def values_of(records: bytes | None) -> list[bytes | None]:
+    return [r.value for _h, batch_records in rec.decode_batches(records or b"")
+            for r in batch_records]
