@@ -3,6 +3,7 @@ broker keeps serving everyone else."""
 
 from __future__ import annotations
 
+import datetime
 import logging
 
 import pytest
@@ -62,15 +63,20 @@ def test_bad_frames_close_the_connection(
     assert_still_serving(shared_broker, topic_name)
 
 
-def test_group_api_is_parseable_but_not_served(
+def test_group_api_above_the_advertised_range_closes_the_connection(
     shared_broker: InProcessBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest
+    from kio.schema.join_group.v8.request import JoinGroupRequest, JoinGroupRequestProtocol
 
     from odradek.protocol.messages import encode_request
 
-    frame = encode_request(FindCoordinatorRequest(key="g", key_type=0), 1)
-    closed_with_one_log_line(shared_broker, frame, caplog, "api key 10")
+    body = JoinGroupRequest(group_id="g", session_timeout=datetime.timedelta(seconds=10),
+                            rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+                            group_instance_id=None, protocol_type="consumer",
+                            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+                            reason=None)
+    frame = encode_request(body, 1)
+    closed_with_one_log_line(shared_broker, frame, caplog, "api key 11 version 8")
 
 
 def test_batch_with_bad_crc_is_corrupt_message(

@@ -30,7 +30,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(item, f"rep_{report.when}", report)
 
 
-def _attach_logs(request: pytest.FixtureRequest, processes: list[ManagedProcess]) -> None:
+def attach_process_logs(request: pytest.FixtureRequest, processes: list[ManagedProcess]) -> None:
     report = getattr(request.node, "rep_call", None)
     if report is None or not report.failed:
         return
@@ -86,7 +86,7 @@ def broker_factory(
         return process
 
     yield start
-    _attach_logs(request, list(started))
+    attach_process_logs(request, list(started))
     for process in started:
         process.stop()
 
@@ -123,6 +123,6 @@ def cluster_factory(
 
     yield start
     for cluster in clusters:
-        _attach_logs(request, list(cluster.brokers))
+        attach_process_logs(request, list(cluster.brokers))
         cluster.stop()
 

@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.local_cluster import BrokerProcess, ManagedProcess, ZooKeeperProcess, free_port
 from tests.harness.apache_kafka import ApacheKafka, KafkaBrokerProcess
-from tests.harness.fixtures import _attach_logs
+from tests.harness.fixtures import attach_process_logs
 
 TARGET_ENV = "ODRADEK_INTEROP_TARGET"
 BOOTSTRAP_ENV = "ODRADEK_INTEROP_BOOTSTRAP"
@@ -139,7 +139,7 @@ def target(_session_target: Target, request: pytest.FixtureRequest) -> Iterator[
     _session_target.check_alive()
     yield _session_target
     if _session_target.process is not None:
-        _attach_logs(request, [_session_target.process])
+        attach_process_logs(request, [_session_target.process])
 
 
 @pytest.fixture

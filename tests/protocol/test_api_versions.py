@@ -14,11 +14,18 @@ def test_every_advertised_and_parseable_version_has_a_codec() -> None:
             load_response_schema(int(key), version)
 
 
-def test_group_apis_are_parseable_but_not_advertised() -> None:
-    for key in (ApiKey.JOIN_GROUP, ApiKey.OFFSET_COMMIT, ApiKey.FIND_COORDINATOR):
+def test_group_apis_are_advertised_with_their_compat_ranges() -> None:
+    # librdkafka enables lz4 (among others) only when FindCoordinator is advertised.
+    expected = {
+        ApiKey.FIND_COORDINATOR: (0, 4), ApiKey.JOIN_GROUP: (0, 7), ApiKey.SYNC_GROUP: (0, 5),
+        ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 4), ApiKey.OFFSET_COMMIT: (2, 8),
+        ApiKey.OFFSET_FETCH: (1, 7), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 4),
+        ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0),
+    }
+    for key, (low, high) in expected.items():
+        assert (ADVERTISED[key].min_version, ADVERTISED[key].max_version) == (low, high), key
         assert key in PARSEABLE
-        assert key not in ADVERTISED
-        assert not is_advertised(key, 0)
+    assert not is_advertised(ApiKey.OFFSET_FETCH, 8), "v8 is the batched-groups format"
 
 
 def test_ranges_clients_need() -> None:

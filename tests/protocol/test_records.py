@@ -178,3 +178,10 @@ def test_garbage_compressed_payload_is_corrupt_record() -> None:
     for codec in (1, 2, 3, 4):
         with pytest.raises(CorruptRecord):
             compression.decompress(codec, b"\x00not compressed at all")
+
+
+def test_lz4_frames_use_independent_blocks_as_kafkas_java_reader_requires() -> None:
+    frame = compression.compress(3, bytes(range(256)) * 2000)
+    flags = frame[4]
+    assert flags & 0x20, "the FLG byte must set Block Independence (Java rejects linked blocks)"
+    assert compression.decompress(3, frame) == bytes(range(256)) * 2000

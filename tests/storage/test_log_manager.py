@@ -163,3 +163,29 @@ def test_cleaner_runs_for_compacted_topics_after_config_change(tmp_path: Path) -
     manager.shutdown()
     checkpoint = OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read()
     assert checkpoint[("c", 0)] > 0
+
+
+def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
+    compact = small_config(
+        segment_bytes=1024, cleanup_policy="compact", min_cleanable_dirty_ratio=0.01
+    )
+    manager = LogManager([tmp_path], compact, background=False)
+    log = manager.get_or_create_log("c", 0)
+    for i in range(100):
+        log.append(batch([b"%d" % i], keys=[b"k%d" % (i % 5)]), leader_epoch=0)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    assert manager.run_cleaner_once() == 1
+    log.truncate_to(log.segments[1].base_offset)  # below the cleaner's first dirty offset
+    # re-fill up to the old first dirty offset (100) with duplicates, then other keys only
+    while log.log_end_offset < 100:
+        offset = log.log_end_offset
+        log.append(batch([b"new%d" % offset], keys=[b"k%d" % (offset % 5)]), leader_epoch=1)
+    for i in range(10):
+        log.append(batch([b"z%d" % i], keys=[b"z%d" % i]), leader_epoch=1)
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    assert manager.run_cleaner_once() == 1
+    keys = [r.key for r in all_records(log)]
+    assert len(keys) == len(set(keys)) == 15, "data appended after the truncation is cleaned"
+    manager.shutdown()

@@ -91,8 +91,15 @@ class LogMachine(RuleBasedStateMachine):
 
     @rule()
     def reopen(self) -> None:
+        # what LogManager's checkpoints carry across a restart
+        high_watermark, log_start = self.log.high_watermark, self.log.log_start_offset
         self.log.close()
-        self.log = open_log(self.tmp / "prop-0", self.config)
+        self.log = open_log(
+            self.tmp / "prop-0",
+            self.config,
+            high_watermark=high_watermark,
+            log_start_offset=log_start,
+        )
 
     @invariant()
     def log_is_consistent(self) -> None:

@@ -197,3 +197,19 @@ def test_sigkill_mid_append_recovers_every_flushed_batch(tmp_path: Path) -> None
     # and the recovered log accepts appends at the right offset
     assert log.append(batch([b"next"]), leader_epoch=0).first_offset == len(values)
     assert len(read_all(log)) == len(values) + 1
+
+
+def test_unclean_reopen_rebuilds_indexes_larger_than_the_trimmed_files(tmp_path: Path) -> None:
+    # Found by the property test: truncation left a trimmed index with fewer entries than the
+    # rebuild needs; recovery must re-extend the index before rebuilding it.
+    size = len(batch([b"0"]))
+    config = small_config(index_interval_bytes=size + size // 2)  # an entry every 2nd batch
+    log = new_log(tmp_path, config)
+    for i in range(2):
+        log.append(batch([b"%d" % i]), leader_epoch=0)
+    log.truncate_to(1)  # drops the only index entry
+    log.append(batch([b"2"]), leader_epoch=0)  # counting restarted: no entry
+    log.close()  # index trimmed to 0 entries
+    reopened = open_log(tmp_path / "topic-0", config)  # unclean: rebuild needs 1 entry
+    assert _values(reopened) == [b"0", b"2"]
+    assert reopened.segments[0].offset_index.entries == 1

@@ -72,3 +72,15 @@ def test_deleted_segment_stays_readable_through_a_held_region(tmp_path: Path) ->
     assert log.remove_deleted_segments(force=True) > 0
     assert not (log.dir / (first_name + ".deleted")).exists()
     assert held.read_bytes() == expected, "an unlinked file stays readable through the region"
+
+
+def test_retention_decision_on_a_stale_segment_list_deletes_nothing_unjudged(
+    tmp_path: Path,
+) -> None:
+    log = new_log(tmp_path, small_config(segment_bytes=1024))
+    _fill(log, 100)
+    judged = log.segments
+    log.truncate_fully_and_start_at(100)  # the log changed after the decision
+    _fill(log, 100)
+    assert log.delete_oldest_segments(3, "test", decided_on=judged) == 0
+    assert log.segments[0].base_offset == 100

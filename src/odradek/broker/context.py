@@ -10,6 +10,8 @@ from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
+    from odradek.coordinator import GroupCoordinator
+
     from .producer_ids import ProducerIdManager
     from .replica_manager import ReplicaManager
 
@@ -26,6 +28,13 @@ class BrokerServices:
     replica_manager: ReplicaManager
     producer_ids: ProducerIdManager
     log_manager: Any  # odradek.storage.LogManager
+    group_coordinator: GroupCoordinator | None = None  # set once the broker has started
+
+    @property
+    def coordinator(self) -> GroupCoordinator:
+        """The group coordinator (group handlers run only on a started broker)."""
+        assert self.group_coordinator is not None, "group coordinator not started"
+        return self.group_coordinator
 
     async def wait_for_view(self, predicate: Callable[[Any], bool], timeout_s: float) -> None:
         """Wait until the cluster view satisfies ``predicate`` (admin requests' timeout)."""

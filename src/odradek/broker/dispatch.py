@@ -100,4 +100,37 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+        **_group_handlers(),
+        **_controller_handlers(),
+    }
+
+
+def _controller_handlers() -> dict[int, Handler]:
+    """Requests only the active controller answers (others: NOT_CONTROLLER)."""
+    from .handlers import controller_apis
+
+    return {
+        ApiKey.CONTROLLED_SHUTDOWN: controller_apis.handle_controlled_shutdown,
+        ApiKey.ELECT_LEADERS: controller_apis.handle_elect_leaders,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: controller_apis.handle_alter_partition_reassignments,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: controller_apis.handle_list_partition_reassignments,
+    }
+
+
+def _group_handlers() -> dict[int, Handler]:
+    """The consumer-group APIs, served through ``services.group_coordinator``."""
+    from .handlers import find_coordinator, group_admin, group_offsets, groups
+
+    return {
+        ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
+        ApiKey.JOIN_GROUP: groups.handle_join_group,
+        ApiKey.SYNC_GROUP: groups.handle_sync_group,
+        ApiKey.HEARTBEAT: groups.handle_heartbeat,
+        ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+        ApiKey.OFFSET_COMMIT: group_offsets.handle_offset_commit,
+        ApiKey.OFFSET_FETCH: group_offsets.handle_offset_fetch,
+        ApiKey.OFFSET_DELETE: group_offsets.handle_offset_delete,
+        ApiKey.DESCRIBE_GROUPS: group_admin.handle_describe_groups,
+        ApiKey.LIST_GROUPS: group_admin.handle_list_groups,
+        ApiKey.DELETE_GROUPS: group_admin.handle_delete_groups,
     }

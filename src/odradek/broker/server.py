@@ -8,7 +8,8 @@ completed early), close the logs, then leave the cluster (our ephemeral znode va
 
 Leadership follows the cluster view: every view change is applied to the replica manager,
 which opens logs for partitions this broker now leads and stops serving those it no longer
-does.
+does. The group coordinator listens to the replica manager: leading a ``__consumer_offsets``
+partition means coordinating its groups (loaded from the log), losing it means dropping them.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ import logging
 import socket
 from typing import Any
 
+from odradek.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 
 from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
+from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .replication_config import ReplicationConfig
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -94,13 +99,25 @@ class Broker:
                 session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
                 connection_timeout_ms=int(config["zookeeper.connection.timeout.ms"]),
                 unclean_leader_election=bool(config["unclean.leader.election.enable"]),
+                auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
+                leader_imbalance_check_interval_s=float(
+                    config["leader.imbalance.check.interval.seconds"]
+                ),
+                leader_imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
                 validate_config=config.log_config,
             )
         cluster = self._cluster
         await cluster.start()
+        from .stray_logs import delete_stray_logs
+
+        delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
         replica_manager = ReplicaManager(
-            self.broker_id, self._log_manager, self._log_config_for
+            self.broker_id, self._log_manager, self._log_config_for,
+            replication=ReplicationConfig.from_broker_config(config),
+            isr_writer=getattr(cluster, "isr", None),
+            broker_address=self._broker_address,
         )
+        await replica_manager.start()
         self._services = BrokerServices(
             broker_id=self.broker_id,
             config=config,
@@ -108,6 +125,7 @@ class Broker:
             replica_manager=replica_manager,
             producer_ids=ProducerIdManager(cluster.allocate_producer_id_block),
             log_manager=self._log_manager,
+            group_coordinator=self._start_group_coordinator(replica_manager),
         )
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
@@ -140,6 +158,7 @@ class Broker:
             return
         self._stopped.set()
         log.info("broker %d shutting down", self.broker_id)
+        await self._controlled_shutdown()
         for task in self._accept_tasks:
             task.cancel()
         for _name, sock in self._listen_sockets:
@@ -149,6 +168,10 @@ class Broker:
         if self._services is not None:
             self._services.replica_manager.fetch_purgatory.expire_all()
             self._services.replica_manager.produce_purgatory.expire_all()
+            if self._services.group_coordinator is not None:
+                # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
+                # the shutdown grace period; members find the next coordinator.
+                await self._services.group_coordinator.close()
         if self._connections:
             _done, pending = await asyncio.wait(
                 list(self._connections), timeout=_SHUTDOWN_GRACE_S
@@ -158,11 +181,33 @@ class Broker:
         if self._services is not None:
             self._services.producer_ids.close()
             self._cluster.view.remove_listener(self._on_cluster_change)
+            await self._services.replica_manager.shutdown()
         if self._log_manager is not None:
             self._log_manager.shutdown()
         if self._cluster is not None:
             await self._cluster.stop()
         log.info("broker %d stopped", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Hand leadership to other replicas while we still answer (clients follow the
+        NOT_LEADER_OR_FOLLOWER hints), then stop following so no leader re-adds us to an
+        ISR we are about to leave."""
+        config = self.config
+        if self._services is None or not bool(config["controlled.shutdown.enable"]):
+            return
+        from .controlled_shutdown import request_controlled_shutdown
+
+        listener = config["inter.broker.listener.name"] or config["listeners"][0].name
+        await request_controlled_shutdown(
+            self._cluster, self.broker_id, listener,
+            max_retries=int(config["controlled.shutdown.max.retries"]),
+            backoff_s=int(config["controlled.shutdown.retry.backoff.ms"]) / 1000,
+            timeout_s=int(config["request.timeout.ms"]) / 1000,
+        )
+        self._cluster.view.remove_listener(self._on_cluster_change)
+        fetchers = getattr(self._services.replica_manager, "fetchers", None)
+        if fetchers is not None:
+            await fetchers.shutdown()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
@@ -227,6 +272,27 @@ class Broker:
             log.error("connection task failed", exc_info=task.exception())
 
     # Cluster -----------------------------------------------------------------------------
+    def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:
+        config = GroupCoordinatorConfig.from_broker_config(self.config)
+        coordinator = GroupCoordinator(
+            config,
+            ReplicatedOffsetsLog(
+                replica_manager, commit_timeout_ms=config.offset_commit_timeout_ms
+            ),
+        )
+
+        def on_leadership(topic: str, partition: int, is_leader: bool) -> None:
+            if topic != CONSUMER_OFFSETS_TOPIC:
+                return
+            if is_leader:
+                coordinator.on_become_leader(partition)
+            else:
+                coordinator.on_resign(partition)
+
+        replica_manager.add_leadership_listener(on_leadership)
+        coordinator.start()
+        return coordinator
+
     def _log_config_for(self, topic: str) -> Any:
         metadata = self._cluster.view.topics.get(topic)
         overrides = dict(metadata.config) if metadata is not None else {}
@@ -235,6 +301,11 @@ class Broker:
         except Exception:
             log.exception("topic %s has invalid config overrides; using broker defaults", topic)
             return self.config.log_config()
+
+    def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where a follower reaches ``broker_id`` (its first advertised endpoint)."""
+        info = self._cluster.view.brokers.get(broker_id)
+        return (info.host, int(info.port)) if info is not None else None
 
     def _on_cluster_change(self, change: Any) -> None:
         self._apply_view()

@@ -84,5 +84,18 @@ def cluster(brokers: int, data_dir: Path, base_port: int, zookeeper_port: int,
     sys.exit(run_dev_cluster(brokers, data_dir, base_port, zookeeper_port, list(overrides)))
 
 
+from odradek.cli.consume import consume  # noqa: E402
+from odradek.cli.groups import groups  # noqa: E402
+from odradek.cli.perf import perf  # noqa: E402
+from odradek.cli.produce import produce  # noqa: E402
+from odradek.cli.topics import topics  # noqa: E402
+
+cli.add_command(topics)
+cli.add_command(produce)
+cli.add_command(consume)
+cli.add_command(groups)
+cli.add_command(perf)
+
+
 def main() -> None:
     cli(prog_name="odradek")

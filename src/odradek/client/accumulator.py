@@ -240,7 +240,11 @@ class RecordAccumulator:
                value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None,
                callback: DeliveryCallback | None = None
                ) -> tuple[RecordFuture, bool, bool]:
-        """Add a record; returns (future, batch_now_full, new_batch_created)."""
+        """Add a record; returns (future, batch_full_or_rolled, new_batch_created).
+
+        ``batch_full_or_rolled`` is true when this record filled its batch or did not fit in
+        the previous one: the moment a sticky partitioner moves on.
+        """
         key_size = len(key) if key is not None else -1
         value_size = len(value) if value is not None else -1
         with self.lock:
@@ -251,9 +255,11 @@ class RecordAccumulator:
                 queue = self.batches[tp] = collections.deque()
             batch = queue[-1] if queue else None
             created = False
+            rolled = False
             if (batch is None or batch.in_retry or batch.encoded is not None
                     or batch.size + key_size + value_size + 32 > self.batch_size
                     and batch.record_count > 0):
+                rolled = batch is not None
                 batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout)
                 queue.append(batch)
                 self.incomplete.add(batch)
@@ -266,7 +272,7 @@ class RecordAccumulator:
                 if batch.user_callbacks is None:
                     batch.user_callbacks = []
                 batch.user_callbacks.append((index, callback, future))
-            return future, batch.size >= self.batch_size, created
+            return future, rolled or batch.size >= self.batch_size, created
 
     def wait_for_space(self, timeout: float) -> bool:
         """Block (threads) until buffered bytes fall below ``buffer.memory``."""

@@ -20,12 +20,27 @@ right after failover ("rebuild from ZooKeeper") at the cost of O(partitions) rea
 event — the place to add an incremental context when clusters grow.
 
 Brokers do not get LeaderAndIsr requests: each broker's ClusterView watches the state
-znodes directly. Extension points for the next issue, deliberately not faked here:
-``/admin/reassign_partitions`` (reassignment), ``/isr_change_notification`` (leaders'
-ISR updates — state writes here already tolerate concurrent writers via znode versions),
-preferred-leader election and controlled shutdown (add rules to ``election`` and a trigger
-here). Topic deletion removes the znodes at once; brokers delete logs when the topic
-leaves their view (Kafka waits for StopReplica acknowledgements first).
+znodes directly (and the topic znodes, for replica lists).
+
+**Beyond leader election** (each rule pure, in its own module):
+
+* partition reassignment (:mod:`~odradek.cluster.reassignment`): requests come from
+  ``/admin/reassign_partitions`` (Kafka's tools in ZK mode) or the AlterPartitionReassignments
+  API; progress lives in the topic znode's ``adding_replicas``/``removing_replicas``, so a
+  new controller resumes it. The controller re-reads when a leader announces an ISR change
+  under ``/isr_change_notification`` (and deletes the notification, as Kafka does) and
+  watches the state znodes of partitions being moved;
+* preferred-leader election on request (ElectLeaders, ``/admin/preferred_replica_election``)
+  and periodically (:mod:`~odradek.cluster.preferred`, ``auto.leader.rebalance.enable``);
+* controlled shutdown: a broker about to stop asks the controller to move its leaderships
+  and drop it from every ISR; it stays "shutting down" (never elected) until its
+  registration (identified by its broker epoch) disappears.
+
+Requests from the API handlers and the reconcile loop take one lock: like Kafka's
+single-threaded controller event queue, they never interleave (znode versions would catch
+it, but serial is simpler to reason about). Topic deletion removes the znodes at once;
+brokers delete logs when the topic leaves their view (Kafka waits for StopReplica
+acknowledgements first).
 """
 
 from __future__ import annotations
@@ -33,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import (
@@ -47,33 +62,56 @@ from kazoo.exceptions import (
 from kazoo.protocol.states import WatchedEvent
 
 from odradek.cluster import znodes
-from odradek.cluster.election import LeaderAndIsr, initial_leader_and_isr, next_leader_and_isr
+from odradek.cluster.controller_errors import ControllerMoved
+from odradek.cluster.controller_requests import ControllerRequests
+from odradek.cluster.election import (
+    LeaderAndIsr,
+    decide,
+    initial_leader_and_isr,
+    reassignment_complete_leader_and_isr,
+)
+from odradek.cluster.model import TopicPartition
+from odradek.cluster.reassignment import ReplicaAssignment, validate_target
+from odradek.cluster.topic_znode import TopicZnode, read_topic_znode
 from odradek.cluster.zk import SessionEvent, ZkSession
+from odradek.protocol.errors import KafkaError
+
+__all__ = ["Controller", "ControllerMoved"]
 
 log = logging.getLogger(__name__)
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 
-class ControllerMoved(Exception):
-    """Another broker became controller; this one's writes are fenced off."""
-
-
-class Controller:
+class Controller(ControllerRequests):
     def __init__(
-        self, session: ZkSession, broker_id: int, *, unclean_leader_election: bool = False
+        self,
+        session: ZkSession,
+        broker_id: int,
+        *,
+        unclean_leader_election: bool = False,
+        auto_leader_rebalance: bool = False,
+        leader_imbalance_check_interval_s: float = 300.0,
+        leader_imbalance_percentage: int = 10,
     ) -> None:
         self.session = session
         self.broker_id = broker_id
         self.unclean_leader_election = unclean_leader_election
+        self.auto_leader_rebalance = auto_leader_rebalance
+        self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
+        self.leader_imbalance_percentage = leader_imbalance_percentage
         self.epoch: int | None = None
         self._epoch_zk_version = -1
         self._need_election = True
         self._need_reconcile = False
         self._wake = asyncio.Event()
+        self._lock = asyncio.Lock()
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
+        self._rebalance_task: asyncio.Task[None] | None = None
         self._changed: list[Callable[[], None]] = []
+        # broker id -> broker epoch (registration czxid) of brokers in controlled shutdown.
+        self._shutting_down: dict[int, int] = {}
         # One watch function per purpose: kazoo keeps watchers in sets, so re-arming with
         # the same function object never stacks duplicates.
         self._controller_watch = session.watcher(self._on_controller_znode)
@@ -90,16 +128,33 @@ class Controller:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"controller-{self.broker_id}")
+        if self.auto_leader_rebalance:
+            self._rebalance_task = asyncio.create_task(
+                self._rebalance_loop(), name=f"leader-rebalance-{self.broker_id}"
+            )
         self._wake.set()
 
     async def stop(self) -> None:
+        """Stop taking part; an active controller resigns (deletes ``/controller``) so the
+        others elect a successor at once instead of after our session closes."""
         self._stopped = True
         self._wake.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._rebalance_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self.is_active:
+            with contextlib.suppress(KazooException, Exception):
+                await asyncio.wait_for(self.session.call(self._resign_sync), 5)
         self._set_epoch(None)
+
+    def _resign_sync(self) -> None:
+        client = self.session.client
+        stat = client.exists(znodes.CONTROLLER)
+        if stat is not None and stat.ephemeralOwner == self.session.session_id:
+            client.delete(znodes.CONTROLLER, version=stat.version)
+            log.info("controller %d resigned", self.broker_id)
 
     # -- events (all on the loop) ----------------------------------------------------------
 
@@ -126,6 +181,8 @@ class Controller:
         changed = (epoch is None) != (self.epoch is None)
         self.epoch = epoch
         if changed:
+            if epoch is None:
+                self._shutting_down.clear()
             for callback in list(self._changed):
                 try:
                     callback()
@@ -142,7 +199,9 @@ class Controller:
                     await self._elect()
                 if self.is_active and self._need_reconcile:
                     self._need_reconcile = False
-                    if await self.session.call(self._reconcile_sync):
+                    async with self._lock:
+                        again = await self.session.call(self._reconcile_sync)
+                    if again:
                         self._need_reconcile = True
                         self._wake.set()
             except ControllerMoved:
@@ -161,6 +220,21 @@ class Controller:
                 self._need_election = self._need_reconcile = True
                 await asyncio.sleep(0.5)
                 self._wake.set()
+
+    async def _rebalance_loop(self) -> None:
+        """Kafka's auto leader rebalance task: a periodic check, not a synchronisation."""
+        while not self._stopped:
+            await asyncio.sleep(self.leader_imbalance_check_interval_s)
+            if not self.is_active:
+                continue
+            try:
+                async with self._lock:
+                    await self.session.call(self._auto_rebalance_sync)
+            except ControllerMoved:
+                self._need_election = True
+                self._wake.set()
+            except KazooException as exc:
+                log.warning("controller %d: leader rebalance failed: %s", self.broker_id, exc)
 
     # -- election -----------------------------------------------------------------------------
 
@@ -235,7 +309,42 @@ class Controller:
         results = self._fenced(lambda txn: txn.set_data(path, data, version=version))
         return not isinstance(results[0], Exception)
 
+    def _write_topic_and_states(
+        self,
+        topic: TopicZnode,
+        assignment: Mapping[int, ReplicaAssignment],
+        states: Mapping[int, tuple[LeaderAndIsr, int]],
+    ) -> bool:
+        """Rewrite the topic znode and some partition states atomically (fenced, each
+        conditional on the version read); False if anything changed meanwhile."""
+        encoded = topic.encode(assignment)
+
+        def build(txn: TransactionRequest) -> None:
+            txn.set_data(znodes.topic_path(topic.name), encoded, version=topic.version)
+            for partition, (decided, version) in sorted(states.items()):
+                path = znodes.partition_state_path(topic.name, partition)
+                txn.set_data(path, self._encode_state(decided), version=version)
+
+        results = self._fenced(build)
+        if any(isinstance(r, Exception) for r in results):
+            return False
+        for partition, (decided, _) in sorted(states.items()):
+            self._log_change(topic.name, partition, decided)
+        return True
+
     # -- reconcile ---------------------------------------------------------------------------
+
+    def _live_brokers(self, client: KazooClient, watch: bool = True) -> set[int]:
+        children = client.get_children(znodes.BROKER_IDS, watch=self._work_watch if watch else None)
+        return {int(b) for b in children}
+
+    def _current_shutting_down(self, client: KazooClient, live: Set[int]) -> frozenset[int]:
+        """Brokers in controlled shutdown whose registration is still the one that asked."""
+        for broker_id, broker_epoch in list(self._shutting_down.items()):
+            stat = client.exists(znodes.broker_path(broker_id)) if broker_id in live else None
+            if stat is None or stat.czxid != broker_epoch:
+                del self._shutting_down[broker_id]
+        return frozenset(self._shutting_down)
 
     def _reconcile_sync(self) -> bool:
         """One pass over the cluster; returns True if a conflicting write needs another."""
@@ -243,54 +352,99 @@ class Controller:
             return False
         client = self.session.client
         watch = self._work_watch
-        live = {int(b) for b in client.get_children(znodes.BROKER_IDS, watch=watch)}
+        live = self._live_brokers(client)
+        shutting_down = self._current_shutting_down(client, live)
         deleting = set(client.get_children(znodes.DELETE_TOPICS, watch=watch))
-        retry = False
+        requested, requested_version = self._read_reassign_requests(client)
+        retry = self._consume_isr_change_notifications(client)
         for topic in sorted(deleting):
             retry |= self._delete_topic(client, topic)
-        for topic in sorted(client.get_children(znodes.BROKER_TOPICS, watch=watch)):
-            if topic in deleting:
+        topics: dict[str, TopicZnode] = {}
+        for name in sorted(client.get_children(znodes.BROKER_TOPICS, watch=watch)):
+            if name in deleting:
                 continue
-            try:
-                data, stat = client.get(znodes.topic_path(topic), watch=watch)
-            except NoNodeError:
+            topic = read_topic_znode(client, name, watch)
+            if topic is None:
                 continue
-            topic_id, assignment = znodes.decode_topic_assignment(data)
-            if topic_id is None:  # written by a pre-2.8 tool: give the topic an id
-                encoded = znodes.encode_topic_assignment(znodes.random_kafka_uuid(), assignment)
-                retry |= not self._set_fenced(znodes.topic_path(topic), encoded, stat.version)
-            for partition, replicas in sorted(assignment.items()):
-                retry |= self._reconcile_partition(client, topic, partition, replicas, live)
+            topics[name] = topic
+            if topic.topic_id is None:  # written by a pre-2.8 tool: give the topic an id
+                retry |= not self._set_fenced(
+                    znodes.topic_path(name), topic.encode(topic.assignment), topic.version
+                )
+                continue
+            wanted = {p: t for (n, p), t in requested.items() if n == name}
+            retry |= self._reconcile_topic(client, topic, live, shutting_down, wanted)
+        if requested_version >= 0:
+            retry |= self._prune_reassign_requests(requested, requested_version, topics, live)
+        retry |= self._run_preferred_election_request(client)
         return retry
 
-    def _reconcile_partition(
+    def _reconcile_topic(
         self,
         client: KazooClient,
-        topic: str,
-        partition: int,
-        replicas: Sequence[int],
-        live: set[int],
+        topic: TopicZnode,
+        live: Set[int],
+        shutting_down: Set[int],
+        requested: Mapping[int, Sequence[int]],
     ) -> bool:
-        path = znodes.partition_state_path(topic, partition)
-        try:
-            data, stat = client.get(path)
-        except NoNodeError:
-            initial = initial_leader_and_isr(replicas, live)
-            if initial is None:
-                return False
-            return self._create_state(client, topic, partition, initial)
-        current = znodes.decode_partition_state(data, replicas, stat.version)
-        unclean = self.unclean_leader_election
-        if current.leader not in live and not any(r in live for r in current.isr):
-            unclean = self._topic_unclean(client, topic)
-        decided = next_leader_and_isr(current, live, unclean=unclean)
-        if decided is None:
-            return False
-        encoded = self._encode_state(decided)
-        if not self._set_fenced(path, encoded, stat.version):
-            return True  # someone (a leader's ISR update) wrote first: re-read next pass
-        self._log_change(topic, partition, decided)
-        return False
+        starts: dict[int, Sequence[int] | None] = {}
+        for partition, target in requested.items():
+            moving = topic.assignment.get(partition)
+            if moving is None or tuple(target) == moving.target:
+                continue
+            try:
+                validate_target(target, live)
+            except KafkaError:
+                continue  # pruned from the request znode; the error is logged there
+            starts[partition] = target
+        if starts:
+            self._start_reassignments(client, topic, starts, live)
+            return True  # re-read the rewritten topic next pass
+        retry = False
+        completions: dict[int, tuple[LeaderAndIsr, int]] = {}
+        electable = live - shutting_down
+        for partition, assigned in sorted(topic.assignment.items()):
+            path = znodes.partition_state_path(topic.name, partition)
+            try:
+                # Watch the partitions being moved: their ISR growing is what we wait for.
+                data, stat = client.get(
+                    path, watch=self._work_watch if assigned.is_reassigning else None
+                )
+            except NoNodeError:
+                initial = initial_leader_and_isr(assigned.replicas, electable)
+                if initial is not None:
+                    retry |= self._create_state(client, topic.name, partition, initial)
+                continue
+            current = znodes.decode_partition_state(data, assigned.replicas, stat.version)
+            unclean = self.unclean_leader_election
+            if current.leader not in live and not any(r in live for r in current.isr):
+                unclean = self._topic_unclean(client, topic.name)
+            decided = decide(current, live, shutting_down, unclean=unclean)
+            if decided is not None:
+                if not self._set_fenced(path, self._encode_state(decided), stat.version):
+                    retry = True  # someone (a leader's ISR update) wrote first: re-read
+                else:
+                    self._log_change(topic.name, partition, decided)
+                    retry |= assigned.is_reassigning
+                continue
+            if assigned.is_reassigning:
+                done = reassignment_complete_leader_and_isr(current, assigned.target, electable)
+                if done is not None:
+                    completions[partition] = (done, stat.version)
+        if completions:
+            assignment = {
+                p: (a.completed() if p in completions else a) for p, a in topic.assignment.items()
+            }
+            if self._write_topic_and_states(topic, assignment, completions):
+                log.info(
+                    "controller %d: reassignment of %s partitions %s completed",
+                    self.broker_id,
+                    topic.name,
+                    sorted(completions),
+                )
+            else:
+                retry = True
+        return retry
 
     def _create_state(
         self, client: KazooClient, topic: str, partition: int, decided: LeaderAndIsr
@@ -334,6 +488,83 @@ class Controller:
             decided.leader_epoch,
             list(decided.isr),
         )
+
+    def _consume_isr_change_notifications(self, client: KazooClient) -> bool:
+        """Delete leaders' ISR change notifications (this pass re-reads every state), then
+        re-arm the watch; True if more arrived meanwhile."""
+        path = znodes.ISR_CHANGE_NOTIFICATION
+        for child in client.get_children(path):
+            with contextlib.suppress(NoNodeError):
+                client.delete(f"{path}/{child}")
+        return bool(client.get_children(path, watch=self._work_watch))
+
+    def _read_reassign_requests(
+        self, client: KazooClient
+    ) -> tuple[dict[tuple[str, int], tuple[int, ...]], int]:
+        """``/admin/reassign_partitions`` as ``({(topic, p): target}, version)``; version -1
+        when absent (an exists-watch then waits for its creation)."""
+        while True:
+            try:
+                data, stat = client.get(znodes.REASSIGN_PARTITIONS, watch=self._work_watch)
+            except NoNodeError:
+                if client.exists(znodes.REASSIGN_PARTITIONS, watch=self._work_watch) is None:
+                    return {}, -1
+                continue
+            try:
+                return znodes.decode_reassignment(data), stat.version
+            except (ValueError, KeyError, TypeError):
+                log.error("ignoring unparseable %s: %r", znodes.REASSIGN_PARTITIONS, data)
+                return {}, stat.version
+
+    def _prune_reassign_requests(
+        self,
+        requested: Mapping[tuple[str, int], tuple[int, ...]],
+        version: int,
+        topics: Mapping[str, TopicZnode],
+        live: Set[int],
+    ) -> bool:
+        """Drop finished, unknown and invalid entries; delete the znode once it is empty."""
+        keep: dict[tuple[str, int], tuple[int, ...]] = {}
+        for (name, partition), target in requested.items():
+            topic = topics.get(name)
+            current = topic.assignment.get(partition) if topic else None
+            if current is None:
+                log.error("reassignment of unknown partition %s-%d dropped", name, partition)
+                continue
+            try:
+                validate_target(target, live)
+            except KafkaError as exc:
+                log.error("reassignment of %s-%d dropped: %s", name, partition, exc)
+                continue
+            if not current.is_reassigning and current.replicas == tuple(target):
+                continue  # done
+            keep[(name, partition)] = target
+        if keep == dict(requested):
+            return False
+        path = znodes.REASSIGN_PARTITIONS
+        if keep:
+            return not self._set_fenced(path, znodes.encode_reassignment(keep), version)
+        results = self._fenced(lambda txn: txn.delete(path, version=version))
+        if isinstance(results[0], Exception):
+            return True
+        log.info("controller %d: all requested reassignments done", self.broker_id)
+        return False
+
+    def _run_preferred_election_request(self, client: KazooClient) -> bool:
+        """Kafka's ZK-mode ``kafka-preferred-replica-election``: elect, then delete the znode."""
+        path = znodes.PREFERRED_REPLICA_ELECTION
+        try:
+            data, stat = client.get(path, watch=self._work_watch)
+        except NoNodeError:
+            client.exists(path, watch=self._work_watch)
+            return False
+        try:
+            wanted = [TopicPartition(t, p) for t, p in znodes.decode_partition_list(data)]
+        except (ValueError, KeyError, TypeError):
+            wanted = []
+        self._elect_partitions_sync(wanted, unclean=False)
+        results = self._fenced(lambda txn: txn.delete(path, version=stat.version))
+        return isinstance(results[0], Exception)
 
     def _delete_topic(self, client: KazooClient, topic: str) -> bool:
         """Remove every znode of ``topic`` and its deletion marker in one fenced transaction."""

@@ -15,8 +15,18 @@ can be tested exhaustively:
   otherwise the partition goes offline (leader ``-1``) and the ISR keeps its last leader,
   so the partition comes back, cleanly, exactly when that broker does.
 
-Every change bumps ``leader_epoch``. ISR shrink/expand driven by replication lag,
-preferred-leader election and controlled shutdown add rules here in the next issue.
+* **Controlled shutdown** — a broker that asked to shut down is neither elected nor kept in
+  an ISR: its partitions move to the first live ISR member in assignment order. A partition
+  with no other ISR member keeps it as leader (Kafka reports it as "remaining"): going
+  offline early would only turn a clean stop into an outage.
+* **Preferred leader** — the first replica leads again when it is live and in the ISR.
+* **Unclean election on request** (ElectLeaders type 1) — only for a partition without a
+  live leader: the first live replica, ISR reduced to it.
+* **Reassignment completion** — the first live ISR member of the *target* replicas leads
+  (the current leader stays if it is one of them); replicas being removed leave the ISR.
+
+Every change bumps ``leader_epoch``. ISR shrink/expand by replication lag is the leader's
+job (:mod:`odradek.cluster.isr`); the controller only re-reads the result.
 """
 
 from __future__ import annotations
@@ -61,3 +71,64 @@ def next_leader_and_isr(
         return None  # already offline; wait for an ISR member to return
     last_isr = (current.leader,) if current.leader in current.isr else current.isr
     return LeaderAndIsr(NO_LEADER, current.leader_epoch + 1, last_isr)
+
+
+def decide(
+    current: PartitionState,
+    live: Set[int],
+    shutting_down: Set[int] = frozenset(),
+    *,
+    unclean: bool = False,
+) -> LeaderAndIsr | None:
+    """The reconcile rule: :func:`next_leader_and_isr` with shutting-down brokers treated
+    as gone, except that a partition is never taken offline only because its leader is
+    shutting down (there is nobody to move it to, so it stays until the broker stops)."""
+    if not shutting_down:
+        return next_leader_and_isr(current, live, unclean=unclean)
+    electable = live - shutting_down
+    leader_live = current.leader in live
+    decided = next_leader_and_isr(current, electable, unclean=unclean and not leader_live)
+    if decided is not None and decided.leader == NO_LEADER and leader_live:
+        isr = tuple(r for r in current.isr if r in live)
+        if isr == current.isr:
+            return None
+        return LeaderAndIsr(current.leader, current.leader_epoch + 1, isr)
+    return decided
+
+
+def preferred_leader_and_isr(
+    current: PartitionState, live: Set[int], shutting_down: Set[int] = frozenset()
+) -> LeaderAndIsr | None:
+    """Leadership back to the first replica, or None if it leads already or cannot."""
+    if not current.replicas or current.leader == current.replicas[0]:
+        return None
+    preferred = current.replicas[0]
+    if preferred in live and preferred in current.isr and preferred not in shutting_down:
+        return LeaderAndIsr(preferred, current.leader_epoch + 1, current.isr)
+    return None
+
+
+def unclean_leader_and_isr(
+    current: PartitionState, live: Set[int], shutting_down: Set[int] = frozenset()
+) -> LeaderAndIsr | None:
+    """ElectLeaders' UNCLEAN type: a clean choice if there is one, else any live replica."""
+    electable = live - shutting_down
+    return next_leader_and_isr(current, electable, unclean=True)
+
+
+def reassignment_complete_leader_and_isr(
+    current: PartitionState, target: Sequence[int], live: Set[int]
+) -> LeaderAndIsr | None:
+    """The state that ends a reassignment to ``target``, or None while it cannot end yet
+    (some target replica is not in the ISR, or no target replica can lead)."""
+    if any(r not in current.isr for r in target):
+        return None
+    isr = tuple(r for r in current.isr if r in target)
+    if current.leader in target and current.leader in live:
+        leader = current.leader
+    else:
+        found = next((r for r in target if r in live and r in isr), None)
+        if found is None:
+            return None
+        leader = found
+    return LeaderAndIsr(leader, current.leader_epoch + 1, isr)

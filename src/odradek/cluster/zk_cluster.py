@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from odradek.cluster.assignment import Assignment
 from odradek.cluster.controller import Controller
+from odradek.cluster.isr import IsrWriter
 from odradek.cluster.model import BrokerInfo, TopicMetadata
 from odradek.cluster.producer_ids import DEFAULT_BLOCK_SIZE, allocate_producer_id_block
 from odradek.cluster.registry import BrokerRegistry
@@ -39,6 +40,9 @@ class ZkCluster:
         unclean_leader_election: bool = False,
         validate_config: ConfigValidator | None = None,
         controller_enabled: bool = True,
+        auto_leader_rebalance: bool = False,
+        leader_imbalance_check_interval_s: float = 300.0,
+        leader_imbalance_percentage: int = 10,
         rng: random.Random | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -49,9 +53,15 @@ class ZkCluster:
         )
         self.registry = BrokerRegistry(self.session, broker_id)
         self.view = ClusterView(self.session)
+        self.isr = IsrWriter(self.session)  # leaders' conditional ISR updates
         self.admin = TopicAdmin(self.session, validate_config=validate_config, rng=rng)
         self.controller = Controller(
-            self.session, broker_id, unclean_leader_election=unclean_leader_election
+            self.session,
+            broker_id,
+            unclean_leader_election=unclean_leader_election,
+            auto_leader_rebalance=auto_leader_rebalance,
+            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
+            leader_imbalance_percentage=leader_imbalance_percentage,
         )
         self._controller_enabled = controller_enabled
         self.cluster_id = ""

@@ -23,7 +23,14 @@ Kafka's Jackson encoder writes it. Formats, as of Kafka 3.x in ZK mode:
 ``/config/topics/<t>``          ``{"version":1,"config":{"retention.ms":"1000"}}``
 ``/config/changes/config_change_<seq>``  ``{"version":2,"entity_path":"topics/<t>"}``
 ``/admin/delete_topics/<t>``    no data; its existence is the request
+``/admin/reassign_partitions``  ``{"version":1,"partitions":[{"topic":"t","partition":0,
+                                "replicas":[1,2]}]}`` (Kafka's tools may add ``log_dirs``)
+``/admin/preferred_replica_election``  ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``
+``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
+                                "partition":0}]}``
 ``/latest_producer_id_block``   ``{"version":1,"broker":N,"block_start":"0","block_end":"999"}``
+``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
+                                "partition":0}]}`` (a leader changed these partitions' ISR)
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
@@ -215,16 +223,38 @@ def decode_controller_epoch(data: bytes) -> int:
 # -- topics -------------------------------------------------------------------------------
 
 
-def encode_topic_assignment(topic_id: uuid.UUID, assignment: Mapping[int, Sequence[int]]) -> bytes:
+def encode_topic_assignment(
+    topic_id: uuid.UUID,
+    assignment: Mapping[int, Sequence[int]],
+    adding: Mapping[int, Sequence[int]] | None = None,
+    removing: Mapping[int, Sequence[int]] | None = None,
+) -> bytes:
+    """``adding``/``removing`` hold the replicas of ongoing reassignments (only non-empty
+    entries are written, as Kafka does)."""
     return _dumps(
         {
             "version": 3,
             "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
             "topic_id": uuid_to_base64(topic_id),
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(r) for p, r in sorted((adding or {}).items()) if r},
+            "removing_replicas": {
+                str(p): list(r) for p, r in sorted((removing or {}).items()) if r
+            },
         }
     )
+
+
+def decode_ongoing_reassignment(
+    data: bytes,
+) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+    """``(adding_replicas, removing_replicas)`` of a topic znode, by partition."""
+    obj = _loads(data) or {}
+
+    def read(key: str) -> dict[int, tuple[int, ...]]:
+        raw = obj.get(key) or {}
+        return {int(p): tuple(int(b) for b in r) for p, r in raw.items() if r}
+
+    return read("adding_replicas"), read("removing_replicas")
 
 
 def decode_topic_assignment(data: bytes) -> tuple[uuid.UUID | None, dict[int, tuple[int, ...]]]:
@@ -303,3 +333,60 @@ def encode_producer_id_block(broker_id: int, block: range) -> bytes:
 def decode_producer_id_block(data: bytes) -> range:
     obj = _loads(data)
     return range(int(obj["block_start"]), int(obj["block_end"]) + 1)
+
+
+# -- ISR change notifications ---------------------------------------------------------------
+
+ISR_CHANGE_PREFIX = "isr_change_"
+
+
+def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> bytes:
+    """``/isr_change_notification/isr_change_<seq>``: the partitions whose ISR a leader
+    changed, ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``."""
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [{"topic": topic, "partition": p} for topic, p in partitions],
+        }
+    )
+
+
+def decode_isr_change_notification(data: bytes) -> list[tuple[str, int]]:
+    obj = _loads(data) or {}
+    return [(str(e["topic"]), int(e["partition"])) for e in obj.get("partitions", [])]
+
+
+# -- admin requests and notifications ---------------------------------------------------
+
+
+def encode_reassignment(targets: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    return _dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": list(r)}
+                for (t, p), r in sorted(targets.items())
+            ],
+        }
+    )
+
+
+def decode_reassignment(data: bytes | None) -> dict[tuple[str, int], tuple[int, ...]]:
+    """``{(topic, partition): target replicas}`` of ``/admin/reassign_partitions``."""
+    obj = _loads(data) or {}
+    return {
+        (str(e["topic"]), int(e["partition"])): tuple(int(b) for b in e.get("replicas") or ())
+        for e in obj.get("partitions") or ()
+    }
+
+
+def encode_partition_list(partitions: Sequence[tuple[str, int]]) -> bytes:
+    return _dumps(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_partition_list(data: bytes | None) -> list[tuple[str, int]]:
+    """Partitions of ``/admin/preferred_replica_election`` or an ISR change notification."""
+    obj = _loads(data) or {}
+    return [(str(e["topic"]), int(e["partition"])) for e in obj.get("partitions") or ()]

@@ -2,9 +2,9 @@
 
 Everything that decides version negotiation lives here. ``ADVERTISED`` is what the
 ApiVersions response lists: only versions the broker fully implements (DESIGN.md §2,
-"advertise honest version ranges"). ``PARSEABLE`` adds APIs whose codecs are tested but
-whose handlers belong to a later issue (consumer groups): a request for them is answered
-like any other unadvertised API, by closing the connection.
+"advertise honest version ranges"). ``PARSEABLE`` may add APIs whose codecs are tested
+but whose handlers are not written yet: a request for them is answered like any other
+unadvertised API, by closing the connection.
 
 The minimums follow what the codec (kio, generated from Kafka 4.x schemas) can read:
 Kafka 4 dropped CreateTopics v0-1, DeleteTopics v0 and DescribeConfigs v0, and every
@@ -33,6 +33,7 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    CONTROLLED_SHUTDOWN = 7
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
@@ -55,7 +56,11 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
 
 
@@ -89,7 +94,8 @@ ADVERTISED: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),
 }
 
-# Codecs exist and are round-trip tested; handlers arrive with the consumer-group issue.
+# The classic group protocol (``odradek.coordinator``). librdkafka also reads the presence
+# of FindCoordinator as "broker >= 0.9" and only then enables lz4 (and other features).
 _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.OFFSET_COMMIT: VersionRange(2, 8),
     ApiKey.OFFSET_FETCH: VersionRange(1, 7),
@@ -101,9 +107,22 @@ _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
     ApiKey.LIST_GROUPS: VersionRange(0, 4),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
+    ApiKey.OFFSET_DELETE: VersionRange(0, 0),
 }
+ADVERTISED.update(_GROUP_APIS)
 
-PARSEABLE: dict[ApiKey, VersionRange] = {**ADVERTISED, **_GROUP_APIS}
+# Requests the controller answers (``broker/handlers/controller_apis.py``). ControlledShutdown
+# is inter-broker; its codec is odradek's own (``protocol.controlled_shutdown``: Kafka 4 and
+# so kio dropped it), v3 only — the version every ZK-mode Kafka broker since 2.4 sends.
+_CONTROLLER_APIS: dict[ApiKey, VersionRange] = {
+    ApiKey.CONTROLLED_SHUTDOWN: VersionRange(3, 3),
+    ApiKey.ELECT_LEADERS: VersionRange(0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
+}
+ADVERTISED.update(_CONTROLLER_APIS)
+
+PARSEABLE: dict[ApiKey, VersionRange] = dict(ADVERTISED)
 
 # Plain-int lookups for the request path (IntEnum hashing is slower than int's).
 _ADVERTISED_BY_INT = {int(key): rng for key, rng in ADVERTISED.items()}

@@ -12,7 +12,8 @@ Wire formats, as Kafka's Java client reads and writes them:
   ``int32 compressed length`` + raw snappy block. We write that framing so Java consumers can
   read our compacted batches, and on read accept both xerial and plain raw snappy (which
   librdkafka and some older clients send).
-* lz4: the LZ4 *frame* format (magic ``04 22 4D 18``), as Kafka >= 0.10 on magic 2.
+* lz4: the LZ4 *frame* format (magic ``04 22 4D 18``) with *independent* blocks, as Kafka
+  >= 0.10 on magic 2 (Java's reader refuses linked blocks).
 * zstd: a zstd frame.
 """
 
@@ -65,7 +66,11 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec == SNAPPY:
         return _xerial_compress(data)
     if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        # Kafka's Java reader rejects dependent (linked) blocks: "Dependent block stream is
+        # unsupported". Independent blocks, as Kafka's own writer and kafka-python produce.
+        compressor = cramjam.lz4.Compressor(block_linked=False)
+        compressor.compress(data if isinstance(data, bytes) else bytes(data))
+        return bytes(compressor.finish())
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data))
     raise UnsupportedCompressionType(f"unknown compression codec {codec}")

@@ -17,7 +17,7 @@ import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
@@ -25,6 +25,7 @@ from kio.serial.errors import DecodeError
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from .api_versions import is_parseable
+from .controlled_shutdown import SCHEMAS as _EXTRA_SCHEMAS  # APIs kio no longer generates
 from .errors import MalformedRequest, UnsupportedApi
 from .framing import size_prefix
 from .primitives import INT16, INT32, read_tagged_fields_end
@@ -63,11 +64,17 @@ class Request:
 
 @cache
 def request_type(api_key: int, api_version: int) -> type[RequestPayload]:
+    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    if extra is not None:
+        return cast(type[RequestPayload], extra[0])
     return load_request_schema(api_key, api_version)
 
 
 @cache
 def response_type(api_key: int, api_version: int) -> type[ResponsePayload]:
+    extra = _EXTRA_SCHEMAS.get((api_key, api_version))
+    if extra is not None:
+        return cast(type[ResponsePayload], extra[1])
     return load_response_schema(api_key, api_version)
 
 

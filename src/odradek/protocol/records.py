@@ -58,7 +58,10 @@ __all__ = [
     "encode_batch",
     "is_legacy_message_set",
     "iter_batch_headers",
+    "iter_record_keys",
+    "iter_record_spans",
     "parse_batch_header",
+    "rebuild_batch",
     "rewrite_offsets",
     "set_log_append_time",
     "set_log_append_time_split",
@@ -273,6 +276,12 @@ def _put_varint(out: bytearray, value: int) -> None:
 
 
 def _get_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    try:
+        first = buf[pos]
+    except IndexError:
+        raise CorruptRecord("truncated varint in record") from None
+    if first < 0x80:  # one-byte varints are the common case (small lengths and deltas)
+        return (first >> 1) ^ -(first & 1), pos + 1
     result = 0
     shift = 0
     while True:
@@ -449,6 +458,95 @@ def _get_bytes(payload: bytes, pos: int) -> tuple[bytes | None, int]:
     if end > len(payload):
         raise CorruptRecord("record field runs past the batch")
     return payload[pos:end], end
+
+
+class RecordSpan(NamedTuple):
+    """Where one record sits in a batch's (decompressed) records payload, and what compaction
+    needs to know about it."""
+
+    start: int
+    end: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    is_tombstone: bool
+
+
+def batch_payload(buf: bytes | bytearray | memoryview, pos: int = 0) -> tuple[BatchHeader, bytes]:
+    """The header and the decompressed records bytes of the batch at ``pos``."""
+    header = parse_batch_header(buf, pos)
+    raw = memoryview(buf)[pos + BATCH_HEADER_SIZE : pos + header.size]
+    payload = codecs.decompress(header.compression, raw) if header.compression else bytes(raw)
+    return header, payload
+
+
+def iter_record_spans(header: BatchHeader, payload: bytes) -> Iterator[RecordSpan]:
+    """Walk the records of ``payload`` reading only length, timestamp, offset and key; values
+    and headers are skipped, never copied."""
+    cursor = 0
+    base = header.base_offset
+    base_timestamp = header.base_timestamp
+    for _ in range(header.record_count):
+        start = cursor
+        length, cursor = _get_varint(payload, cursor)
+        record_end = cursor + length
+        if length < 0 or record_end > len(payload):
+            raise CorruptRecord("record length runs past the batch")
+        timestamp_delta, cursor = _get_varint(payload, cursor + 1)
+        offset_delta, cursor = _get_varint(payload, cursor)
+        key, cursor = _get_bytes(payload, cursor)
+        value_length, cursor = _get_varint(payload, cursor)
+        yield RecordSpan(
+            start,
+            record_end,
+            base + offset_delta,
+            base_timestamp + timestamp_delta,
+            key,
+            value_length < 0,
+        )
+        cursor = record_end
+
+
+def iter_record_keys(
+    buf: bytes | bytearray | memoryview, pos: int = 0
+) -> Iterator[tuple[int, bytes | None, bool]]:
+    """``(offset, key, is_tombstone)`` of each record of the batch at ``pos``."""
+    header, payload = batch_payload(buf, pos)
+    for span in iter_record_spans(header, payload):
+        yield span.offset, span.key, span.is_tombstone
+
+
+def rebuild_batch(
+    header: BatchHeader, records_bytes: bytes, record_count: int, max_timestamp: int
+) -> bytes:
+    """A batch with ``header``'s fields (base offset, lastOffsetDelta, base timestamp, producer
+    fields, codec, epoch) around already-encoded records (a subset of the original batch's
+    records, copied byte for byte: their deltas stay valid because the base offset and base
+    timestamp are kept). Recompresses with the batch's codec and computes a new CRC."""
+    payload = (
+        codecs.compress(header.compression, records_bytes) if header.compression else records_bytes
+    )
+    out = bytearray(BATCH_HEADER_SIZE)
+    out += payload
+    _HEADER.pack_into(
+        out,
+        0,
+        header.base_offset,
+        len(out) - LOG_OVERHEAD,
+        header.partition_leader_epoch,
+        2,
+        0,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        record_count,
+    )
+    _CRC.pack_into(out, 17, _crc32c.crc32c(memoryview(out)[CRC_START:]))
+    return bytes(out)
 
 
 def decode_batches(

@@ -9,8 +9,9 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
 2. **Offset map.** Records of the dirty section are decoded and each key's latest offset is
    put in an :class:`OffsetMap` keyed by a 16-byte BLAKE2b digest of the key (Kafka uses
    MD5): a ``bytearray`` of ``log.cleaner.dedupe.buffer.size`` bytes, 24 bytes per entry,
-   filled to a 0.9 load factor, as Kafka's. When the map is full the pass stops at that batch: this pass
-   cleans up to there, the rest stays dirty for the next pass ("clean in passes").
+   filled to a 0.9 load factor, as Kafka's. When the map is full the pass stops at that
+   batch: this pass cleans up to there, the rest stays dirty for the next pass ("clean in
+   passes").
 3. **Copy.** Segments from the log start up to the map's end are rewritten, in groups that
    fit ``segment.bytes``, into ``<base>.log.cleaned`` (same base offset as the group's first
    segment). A record survives if no later record has its key; a tombstone (null value)
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 
 ENTRY_BYTES = 24  # 16-byte digest + 8-byte offset, as Kafka's SkimpyOffsetMap accounts
 LOAD_FACTOR = 0.9
-_WRITE_BUFFER = 1024 * 1024
+_WRITE_BUFFER = 256 * 1024
 
 
 _FREE = bytes(16)
@@ -89,7 +90,7 @@ class OffsetMap:
         while True:
             start = slot * ENTRY_BYTES
             existing = table[start : start + 16]
-            if existing == digest or existing == _FREE:
+            if existing in (digest, _FREE):
                 return start
             slot += 1
             if slot == self.slots:
@@ -202,10 +203,9 @@ def _build_offset_map(
                 return mapped_end, bytes_read
             data = segment.read_bytes(position, header.size)
             bytes_read += header.size
-            _h, records = rec.decode_batch(data)
-            for record in records:
-                if record.key is not None and record.offset >= start:
-                    offset_map.put(record.key, record.offset)
+            for offset, key, _tombstone in rec.iter_record_keys(data):
+                if key is not None and offset >= start:
+                    offset_map.put(key, offset)
             mapped_end = header.next_offset
     return mapped_end, bytes_read
 
@@ -231,37 +231,34 @@ def _filter_batch(
     retain_tombstones: bool,
     producer_last_offsets: dict[int, int],
 ) -> bytes | None:
-    """The batch as it should be after cleaning, or None to drop it."""
+    """The batch as it should be after cleaning, or None to drop it.
+
+    Surviving records are copied byte for byte out of the decompressed payload (their offset
+    and timestamp deltas stay valid: base offset and base timestamp are kept), so cleaning
+    never decodes values or re-encodes records.
+    """
     if header.is_control:
         return data
-    _h, records = rec.decode_batch(data)
-    kept = []
-    for record in records:
-        if record.key is not None and offset_map.get(record.key) > record.offset:
+    _header, payload = rec.batch_payload(data)
+    kept: list[rec.RecordSpan] = []
+    total = 0
+    for span in rec.iter_record_spans(header, payload):
+        total += 1
+        if span.key is not None and offset_map.get(span.key) > span.offset:
             continue  # a later record has this key
-        if record.value is None and not retain_tombstones:
+        if span.is_tombstone and not retain_tombstones:
             continue
-        kept.append(record)
-    if len(kept) == len(records):
+        kept.append(span)
+    if len(kept) == total:
         return data
     if not kept and producer_last_offsets.get(header.producer_id, -2) != header.last_offset:
         return None
-    log_append_time = header.timestamp_type == rec.LOG_APPEND_TIME
-    return rec.encode_batch(
-        kept,
-        base_offset=header.base_offset,
-        compression=header.compression,
-        producer_id=header.producer_id,
-        producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence,
-        timestamp_type=header.timestamp_type,
-        is_transactional=header.is_transactional,
-        partition_leader_epoch=header.partition_leader_epoch,
-        preserve_offset_deltas=True,
-        last_offset_delta=header.last_offset_delta,
-        max_timestamp=header.max_timestamp if log_append_time else None,
-        base_timestamp=header.base_timestamp if log_append_time or not kept else None,
-    )
+    if header.timestamp_type == rec.LOG_APPEND_TIME:
+        max_timestamp = header.max_timestamp
+    else:
+        max_timestamp = max((span.timestamp for span in kept), default=header.max_timestamp)
+    records_bytes = b"".join(payload[span.start : span.end] for span in kept)
+    return rec.rebuild_batch(header, records_bytes, len(kept), max_timestamp)
 
 
 def _clean_group(

@@ -12,15 +12,23 @@ Threading and asyncio (what may run concurrently, what blocks)
   in-memory work, ``pwrite`` into the page cache, and renames. It never fsyncs under the lock
   unless ``flush.messages`` asks for it (then the append that reaches the count pays for the
   fsync, as in Kafka). So the broker may call ``append`` directly on its event loop thread:
-  an append costs one CRC check per batch, a few ``struct.pack_into`` and one ``pwrite``.
-  Rolling a segment creates three files (plus a producer-state snapshot); the fsync of the
-  old segment goes to the background scheduler.
+  an append costs one CRC-32C check per batch (C extension), a patched copy of each batch's
+  61-byte header, and one ``pwritev`` of those headers plus views of the caller's bytes -
+  the record data is never copied in Python.
+  Rolling a segment creates three files (plus a producer-state snapshot written without
+  fsync, protected by its CRC); the fsync of the old segment goes to the background
+  scheduler. The one synchronous fsync on the append path is the tiny
+  ``leader-epoch-checkpoint`` rewrite on the first append of a new leader epoch (Kafka does
+  the same: followers depend on that history).
 * **Reads** (:meth:`~PartitionLog.read`, :meth:`~PartitionLog.offset_for_timestamp`, offset
   properties) take no lock. Each starts from an immutable :class:`LogState` (segment tuple,
   log end offset, readable bytes of the active segment) that appends publish with one
   reference assignment, so a reader never sees a half-written batch. A read returns a
   :class:`FileRegion` holding its file descriptor: a segment deleted or cleaned afterwards
-  stays readable through it (see :mod:`odradek.storage.file_region`). Reads do small
+  stays readable through it (see :mod:`odradek.storage.file_region`). The exception is a
+  follower truncation (:meth:`~PartitionLog.truncate_to`), which cuts the file in place as
+  Kafka does; it only removes data above the high watermark, which consumers never read.
+  Reads do small
   ``pread`` calls on the index tail (page cache); they can block on disk for cold data, so
   the broker should run fetches for cold offsets in an executor if it cares.
 * **Flush** (:meth:`~PartitionLog.flush`) fsyncs outside the lock and may run on any thread
@@ -35,22 +43,21 @@ recovery point is re-validated on the next start (:mod:`odradek.storage.recovery
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
+import random
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol import records as rec
-from odradek.protocol.compression import CODEC_BY_NAME
 from odradek.protocol.errors import (
-    CorruptRecord,
     InvalidRecord,
-    InvalidTimestamp,
-    MessageTooLarge,
+    KafkaStorageError,
     OffsetOutOfRange,
     RecordListTooLarge,
 )
@@ -62,6 +69,7 @@ from odradek.storage.leader_epoch import LeaderEpochFileCache
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment
+from odradek.storage.validation import apply_compression_type, validate_leader_batch
 
 __all__ = ["AppendInfo", "LogState", "PartitionLog", "ReadResult", "parse_log_dir_name"]
 
@@ -160,7 +168,15 @@ class PartitionLog:
         self._unflushed_messages = 0
         self.last_flush_ms = now_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._roll_jitter_ms = self._draw_roll_jitter()
+        self._truncated_to: int | None = None
         self.closed = False
+
+    def _draw_roll_jitter(self) -> int:
+        """Kafka's ``segment.jitter.ms``: a random amount taken off ``segment.ms`` per segment,
+        so that partitions created together do not all roll at the same moment."""
+        jitter = self.config.segment_jitter_ms
+        return random.randrange(jitter) if jitter > 0 else 0
 
     # ------------------------------------------------------------------ offsets
 
@@ -251,8 +267,8 @@ class PartitionLog:
                 f"{len(data)} bytes of batches do not fit segment.bytes={self.config.segment_bytes}"
             )
         for _pos, header in batches:
-            self._validate_leader_batch(header, now)
-        data, batches = self._maybe_recompress(data, batches)
+            validate_leader_batch(header, self.config, now)
+        data, batches = apply_compression_type(data, batches, self.config)
         with self._lock:
             if len(batches) == 1:
                 duplicate = self.producer_state.check(batches[0][1])
@@ -343,7 +359,7 @@ class PartitionLog:
         leader_epoch: int | None,
     ) -> tuple[int, int, int]:
         if self.closed:
-            raise CorruptRecord(f"log {self.dir.name} is closed")
+            raise KafkaStorageError(f"log {self.dir.name} is closed")
         first = batches[0][1]
         last = batches[-1][1]
         size = sum(len(b) for b in data) if isinstance(data, list) else len(data)
@@ -370,65 +386,6 @@ class PartitionLog:
             self.flush()
         return count, max_ts, offset_of_max
 
-    def _validate_leader_batch(self, header: BatchHeader, now: int) -> None:
-        if header.size > self.config.max_message_bytes:
-            raise MessageTooLarge(
-                f"batch of {header.size} bytes exceeds max.message.bytes="
-                f"{self.config.max_message_bytes}"
-            )
-        if header.record_count <= 0 or header.last_offset_delta != header.record_count - 1:
-            raise InvalidRecord(
-                f"batch claims {header.record_count} records but lastOffsetDelta "
-                f"{header.last_offset_delta}"
-            )
-        if header.is_control:
-            raise InvalidRecord("clients may not produce control batches")
-        if header.timestamp_type == rec.CREATE_TIME and not self.config.log_append_time:
-            config = self.config
-            before = min(
-                config.message_timestamp_before_max_ms, config.message_timestamp_difference_max_ms
-            )
-            after = min(
-                config.message_timestamp_after_max_ms, config.message_timestamp_difference_max_ms
-            )
-            # Header-only check: the batch's first (base) and largest timestamps.
-            if (header.base_timestamp >= 0 and now - header.base_timestamp > before) or (
-                header.max_timestamp - now > after
-            ):
-                raise InvalidTimestamp(
-                    f"timestamps {header.base_timestamp}..{header.max_timestamp} are outside the "
-                    f"allowed range around {now}"
-                )
-
-    def _maybe_recompress(
-        self, data: bytes | bytearray | memoryview, batches: list[tuple[int, BatchHeader]]
-    ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
-        """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case)."""
-        wanted = self.config.compression_type
-        if wanted == "producer":
-            return data, batches
-        codec = 0 if wanted == "uncompressed" else CODEC_BY_NAME[wanted]
-        if all(header.compression == codec for _pos, header in batches):
-            return data, batches
-        out = bytearray()
-        for pos, header in batches:
-            if header.compression == codec:
-                out += data[pos : pos + header.size]
-                continue
-            _h, records = rec.decode_batch(data, pos)
-            out += rec.encode_batch(
-                records,
-                compression=codec,
-                producer_id=header.producer_id,
-                producer_epoch=header.producer_epoch,
-                base_sequence=header.base_sequence,
-                timestamp_type=header.timestamp_type,
-                is_transactional=header.is_transactional,
-                base_timestamp=header.base_timestamp,
-                max_timestamp=header.max_timestamp,
-            )
-        return out, rec.validate_batches(out)
-
     # ------------------------------------------------------------------ rolling
 
     def _maybe_roll(self, size: int, first: BatchHeader, last: BatchHeader) -> LogSegment:
@@ -439,7 +396,7 @@ class PartitionLog:
         reason = None
         if segment.size + size > config.segment_bytes:
             reason = "segment.bytes"
-        elif _now_ms() - segment.created_ms > config.segment_ms - config.segment_jitter_ms:
+        elif _now_ms() - segment.created_ms > config.segment_ms - self._roll_jitter_ms:
             reason = "segment.ms"
         elif segment.indexes_full:
             reason = "index full"
@@ -467,6 +424,7 @@ class PartitionLog:
             max_index_size=self.config.segment_index_bytes,
         )
         new.make_active()
+        self._roll_jitter_ms = self._draw_roll_jitter()
         old.on_become_inactive()
         self._publish((*self._state.segments, new))
         self.producer_state.map_end_offset = base_offset
@@ -503,7 +461,8 @@ class PartitionLog:
             start = bisect.bisect_right(state.base_offsets, self.recovery_point) - 1
             for segment in state.segments[max(start, 0) :]:
                 self._flush_segment(segment)
-            self.recovery_point = max(self.recovery_point, target)
+            # a truncation may have happened during the fsyncs
+            self.recovery_point = max(self.recovery_point, min(target, self._state.log_end_offset))
             self._unflushed_messages = 0
             self.last_flush_ms = now_ms()
 
@@ -542,7 +501,9 @@ class PartitionLog:
             return result(None, -1)
         bound_segment, bound_position = self._end_position(state, end)
         index = max(bisect.bisect_right(state.base_offsets, offset) - 1, 0)
-        for number, segment in enumerate(state.segments[index:], start=index):
+        segments = state.segments
+        for number in range(index, len(segments)):  # no slicing: O(1) per read, not O(n)
+            segment = segments[number]
             if segment.base_offset > bound_segment:
                 break
             if segment.base_offset == bound_segment:
@@ -576,8 +537,10 @@ class PartitionLog:
         if end >= state.log_end_offset:
             return state.base_offsets[-1], state.active_size
         cached = self._hw_position
-        if cached is not None and cached[0] == end and cached[1] in state.base_offsets:
-            return cached[1], cached[2]
+        if cached is not None and cached[0] == end:
+            slot = bisect.bisect_left(state.base_offsets, cached[1])
+            if slot < len(state.base_offsets) and state.base_offsets[slot] == cached[1]:
+                return cached[1], cached[2]
         index = bisect.bisect_right(state.base_offsets, end) - 1
         segment = state.segments[max(index, 0)]
         max_position = state.active_size if segment is state.segments[-1] else segment.size
@@ -641,7 +604,16 @@ class PartitionLog:
             new_end = self._state.log_end_offset
             self._after_truncation(new_end)
 
+    def take_truncation_point(self) -> int | None:
+        """The lowest offset truncated to since the last call (the cleaner rewinds its
+        first-dirty checkpoint to it, as Kafka's cleaner does on truncation)."""
+        point, self._truncated_to = self._truncated_to, None
+        return point
+
     def _after_truncation(self, new_end: int) -> None:
+        self._truncated_to = (
+            new_end if self._truncated_to is None else min(self._truncated_to, new_end)
+        )
         self.recovery_point = min(self.recovery_point, new_end)
         self._high_watermark = min(self._high_watermark, new_end)
         self._log_start_offset = min(self._log_start_offset, new_end)
@@ -668,6 +640,7 @@ class PartitionLog:
         self._log_start_offset = offset
         self._high_watermark = offset
         self.recovery_point = offset
+        self._truncated_to = offset
         self._hw_position = None
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
@@ -698,18 +671,32 @@ class PartitionLog:
         with self._lock:
             state = self._state
             count = 0
-            for _segment, following in zip(state.segments, state.segments[1:], strict=False):
+            for _segment, following in itertools.pairwise(state.segments):
                 if following.base_offset <= self._log_start_offset:
                     count += 1
                 else:
                     break
             return self.delete_oldest_segments(count, "log start offset")
 
-    def delete_oldest_segments(self, count: int, reason: str) -> int:
-        """Remove the ``count`` oldest segments (capped to keep the active one)."""
+    def delete_oldest_segments(
+        self, count: int, reason: str, *, decided_on: Sequence[LogSegment] | None = None
+    ) -> int:
+        """Remove the ``count`` oldest segments (capped to keep the active one).
+
+        ``decided_on`` is the segment list the caller looked at without the lock; only the
+        prefix of it that is still the log's prefix is deleted, so a concurrent cleaner swap
+        or truncation can never make retention delete segments it did not judge.
+        """
         with self._lock:
             state = self._state
             count = min(count, len(state.segments) - 1)
+            if decided_on is not None:
+                still = 0
+                for judged, current in zip(decided_on[:count], state.segments, strict=False):
+                    if judged is not current:
+                        break
+                    still += 1
+                count = still
             if count <= 0:
                 return 0
             doomed = list(state.segments[:count])
@@ -754,6 +741,8 @@ class PartitionLog:
         """Swap cleaned segments in for ``old_segments`` (which must still be contiguous in the
         log). Returns False (and changes nothing) if the log changed meanwhile."""
         with self._lock:
+            if self.closed:
+                return False
             current = list(self._state.segments)
             try:
                 start = current.index(old_segments[0])

@@ -272,6 +272,9 @@ class LogManager:
             if partition_log.closed or not partition_log.config.compact:
                 continue
             first_dirty = self._cleaner_offsets.get(key, 0)
+            truncated = partition_log.take_truncation_point()
+            if truncated is not None and truncated < first_dirty:
+                first_dirty = self._cleaner_offsets[key] = truncated
             current = now if now is not None else now_ms()
             if not needs_cleaning(partition_log, first_dirty, current):
                 continue

@@ -128,7 +128,8 @@ class MmapIndex:
         with self._lock:
             new_size -= new_size % self.ENTRY_SIZE
             if self._mmap is not None:
-                self._mmap.flush()
+                # No msync here: this runs on roll under the append lock. Dirty pages stay in
+                # the page cache; the segment flush (background) or recovery takes care.
                 self._mmap.close()
                 self._mmap = None
             os.truncate(self.path, new_size)

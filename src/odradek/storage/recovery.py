@@ -118,8 +118,7 @@ def open_log(
                 segment.rebuild_indexes()
         if segments:
             last = segments[-1]
-            check_index_or_rebuild(last)
-            last.load_next_offset()
+            check_index_or_rebuild(last, is_last=True)
     else:
         segments = _recover(segments, recovery_point)
     if not segments:

@@ -31,20 +31,26 @@ def apply_retention(log: PartitionLog, now: int | None = None) -> int:
         return deleted
     if config.retention_ms >= 0:
         horizon = now - config.retention_ms
+        segments = log.segments
         count = 0
-        for segment in log.segments[:-1]:
+        for segment in segments[:-1]:
             if segment.largest_timestamp_for_retention() < horizon:
                 count += 1
             else:
                 break
-        deleted += log.delete_oldest_segments(count, f"retention.ms={config.retention_ms}")
+        deleted += log.delete_oldest_segments(
+            count, f"retention.ms={config.retention_ms}", decided_on=segments
+        )
     if config.retention_bytes >= 0:
-        excess = log.size_bytes() - config.retention_bytes
+        segments = log.segments
+        excess = sum(segment.size for segment in segments) - config.retention_bytes
         count = 0
-        for segment in log.segments[:-1]:
+        for segment in segments[:-1]:
             if excess - segment.size < 0:
                 break
             excess -= segment.size
             count += 1
-        deleted += log.delete_oldest_segments(count, f"retention.bytes={config.retention_bytes}")
+        deleted += log.delete_oldest_segments(
+            count, f"retention.bytes={config.retention_bytes}", decided_on=segments
+        )
     return deleted

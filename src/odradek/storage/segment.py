@@ -56,7 +56,8 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-_SCAN_CHUNK = 64 * 1024
+_FIRST_SCAN_CHUNK = 8 * 1024
+_SCAN_CHUNK = 256 * 1024
 _RECOVERY_CHUNK = 8 * 1024 * 1024
 
 
@@ -67,17 +68,20 @@ def segment_file_name(base_offset: int, suffix: str) -> str:
 def scan_headers(file: SegmentFile, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
     """Yield ``(position, header)`` for batches starting in ``[start, end)``.
 
-    Reads the file in 64 KiB chunks and jumps over large batches, so the cost is one small
-    read per chunk of headers, not per batch. Raises :class:`CorruptBatch` on an impossible
-    length or a batch running past ``end``.
+    Reads the file in chunks (8 KiB, doubling up to 256 KiB) and jumps over large batches, so
+    the cost is one read per chunk of headers, not per batch. Raises :class:`CorruptBatch` on
+    an impossible length or a batch running past ``end``.
     """
     position = start
     chunk = b""
     chunk_start = start
+    # Lookups usually stop within one index interval: start small, grow for long scans.
+    chunk_size = _FIRST_SCAN_CHUNK
     while position < end:
         relative = position - chunk_start
         if relative < 0 or relative + BATCH_HEADER_SIZE > len(chunk):
-            chunk = file.pread(min(_SCAN_CHUNK, end - position), position)
+            chunk = file.pread(min(chunk_size, end - position), position)
+            chunk_size = min(chunk_size * 2, _SCAN_CHUNK)
             chunk_start = position
             relative = 0
             if len(chunk) < BATCH_HEADER_SIZE:
@@ -383,6 +387,7 @@ class LogSegment:
         Returns the number of bytes truncated. Reads 8 MiB at a time; one CRC per batch.
         """
         file_size = self.file.size()
+        self.make_active()  # indexes preallocated for the rebuild; the caller trims them
         offset_index = self.offset_index
         time_index = self.time_index
         offset_index.reset()
@@ -468,11 +473,6 @@ class LogSegment:
             next_offset = header.next_offset
         self.next_offset = next_offset
 
-    def sanity_check_indexes(self) -> None:
-        """Raise :class:`CorruptIndex` if either index is inconsistent with the log."""
-        self.offset_index.sanity_check(max(self.size, 1))
-        self.time_index.sanity_check(self.next_offset)
-
     def rebuild_indexes(self) -> None:
         """Delete and rebuild both indexes from the log (used when they are missing or bad)."""
         self.close_indexes()
@@ -556,12 +556,19 @@ class LogSegment:
         return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
 
 
-def check_index_or_rebuild(segment: LogSegment) -> None:
-    """Sanity-check a loaded segment's indexes; rebuild them from the log when damaged."""
+def check_index_or_rebuild(segment: LogSegment, *, is_last: bool = False) -> None:
+    """Sanity-check a loaded segment's indexes; rebuild them from the log when damaged.
+
+    For the last segment its exact next offset is found first (a header scan from the last
+    index entry), because the time index check needs it.
+    """
     try:
         if not segment.index_path.exists() or not segment.time_index_path.exists():
             raise CorruptIndex("index file missing")
-        segment.sanity_check_indexes()
+        segment.offset_index.sanity_check(max(segment.size, 1))
+        if is_last:
+            segment.load_next_offset()
+        segment.time_index.sanity_check(segment.next_offset)
         interval = segment.index_interval_bytes
         if segment.offset_index.entries == 0 and segment.size > 2 * interval > 0:
             # Appends index every batch once ``interval`` bytes passed, so this was emptied.

@@ -9,7 +9,10 @@ answer always comes by ``max_wait_ms``. Incremental fetch sessions are not offer
 (session id 0 in every response), so every request is a full fetch.
 
 A Fetch with ``replica_id >= 0`` comes from a follower: it reads up to the log end, not
-the high watermark, and its fetch offset advances the HW (replication issue hook).
+the high watermark; its fetch offset (once checked to lie inside our log) is the
+follower's log end offset, which may advance the HW and bring the follower into the ISR
+(``ReplicaManager.record_follower_fetch``). Consumers (``replica_id == -1``) read only
+below the HW.
 """
 
 from __future__ import annotations
@@ -103,17 +106,16 @@ def _read_one(
     partition = replica_manager.leader_partition(wanted.topic, wanted.partition)
     partition.check_leader_epoch(wanted.current_leader_epoch)
     partition_log = partition.log
-    if params.from_follower:
-        if partition.record_follower_fetch(params.replica_id, wanted.fetch_offset):
-            replica_manager.after_high_watermark_change(partition.key)
-        upper = partition_log.log_end_offset
-    else:
-        upper = partition_log.high_watermark
+    upper = partition_log.log_end_offset if params.from_follower else partition_log.high_watermark
     if wanted.fetch_offset > upper or wanted.fetch_offset < partition_log.log_start_offset:
         raise OffsetOutOfRange(
             f"{wanted.topic}-{wanted.partition}: offset {wanted.fetch_offset} outside "
             f"[{partition_log.log_start_offset}, {upper}]"
         )
+    if params.from_follower:
+        # Only an offset inside our log is the follower's LEO: one past our end would be
+        # a diverged follower, and must never count towards the high watermark.
+        replica_manager.record_follower_fetch(partition, params.replica_id, wanted.fetch_offset)
     region = None
     if wanted.fetch_offset < upper and (max_bytes > 0 or min_one_batch):
         read = partition_log.read(

@@ -1,9 +1,14 @@
 """Produce (v3-v9): append batches to partition logs; answer per acks.
 
 acks=0 sends nothing back (a failure closes the connection, as Kafka does, so the client
-notices); acks=1 answers once the leader has appended; acks=-1 answers once the high
-watermark covers the appended records (immediately while the ISR is only the leader),
-waiting in the produce purgatory otherwise. Produce never creates topics.
+notices); acks=1 answers once the leader has appended; acks=-1 is refused with
+NOT_ENOUGH_REPLICAS before appending when the ISR is below ``min.insync.replicas``, and
+answers once the high watermark covers the appended records (immediately while the ISR is
+only the leader), waiting in the produce purgatory otherwise. If the ISR shrank below
+``min.insync.replicas`` by the time the HW covers them, the answer is
+NOT_ENOUGH_REPLICAS_AFTER_APPEND (Kafka's rule); if leadership was lost meanwhile —
+even if regained since, as the log may have been truncated in between — it is
+NOT_LEADER_OR_FOLLOWER. Produce never creates topics.
 Record data is handed to storage as the bytes kio parsed — no per-record Python work.
 """
 
@@ -38,6 +43,15 @@ class PartitionAppendResult:
     message: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Awaiting:
+    """An acks=-1 append waiting for the HW, in the leadership term that appended it."""
+
+    partition: Partition
+    required_offset: int
+    leader_generation: int
+
+
 def _append_one(
     replica_manager: ReplicaManager, topic: str, index: int, records: Any, acks: int
 ) -> tuple[PartitionAppendResult, Partition | None, int]:
@@ -70,7 +84,7 @@ class DelayedProduce(DelayedOperation[Any]):
     def __init__(
         self,
         results: dict[tuple[str, int], PartitionAppendResult],
-        waiting: dict[tuple[str, int], tuple[Partition, int]],
+        waiting: dict[tuple[str, int], _Awaiting],
         respond: Any,
     ) -> None:
         super().__init__()
@@ -79,11 +93,16 @@ class DelayedProduce(DelayedOperation[Any]):
         self._respond = respond
 
     def try_complete(self) -> bool:
-        for key, (partition, required) in list(self._waiting.items()):
-            if not partition.is_leader:
+        for key, awaiting in list(self._waiting.items()):
+            partition = awaiting.partition
+            if not partition.is_leader or (
+                partition.leader_generation != awaiting.leader_generation
+            ):
                 self._results[key].error = ErrorCode.not_leader_or_follower
                 del self._waiting[key]
-            elif partition.log.high_watermark >= required:
+            elif partition.log.high_watermark >= awaiting.required_offset:
+                if len(partition.isr) < partition.min_insync_replicas:
+                    self._results[key].error = ErrorCode.not_enough_replicas_after_append
                 del self._waiting[key]
         if self._waiting:
             return False
@@ -100,7 +119,7 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
     replica_manager = ctx.services.replica_manager
     acks = int(request.acks)
     results: dict[tuple[str, int], PartitionAppendResult] = {}
-    waiting: dict[tuple[str, int], tuple[Partition, int]] = {}
+    waiting: dict[tuple[str, int], _Awaiting] = {}
     for topic_data in request.topic_data:
         topic = topic_data.name
         for partition_data in topic_data.partition_data:
@@ -112,8 +131,8 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
                 replica_manager, topic, key[1], partition_data.records, acks
             )
             results[key] = result
-            if acks == -1 and partition is not None and partition.log.high_watermark < required:
-                waiting[key] = (partition, required)
+            if acks == -1 and partition is not None:
+                waiting[key] = _Awaiting(partition, required, partition.leader_generation)
 
     if acks == 0:
         failed = any(result.error != ErrorCode.none for result in results.values())

@@ -1,0 +1,83 @@
+"""Group administration: DescribeGroups (v0-v5), ListGroups (v0-v4), DeleteGroups (v0-v2).
+
+Each broker answers for the groups it coordinates (ListGroups lists only those, which is why
+admin tools ask every broker). DescribeGroups members carry their raw subscription metadata
+and assignment bytes, which ``kafka-consumer-groups --describe`` decodes to show who owns
+which partition. ListGroups v4 filters by state names (case-insensitive, as Kafka).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from odradek.protocol.api_versions import ApiKey
+
+from ..context import RequestContext
+from ._build import NO_THROTTLE, build, response_module
+
+__all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
+
+_NO_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
+    coordinator = ctx.services.coordinator
+    described = []
+    for group_id in request.groups:
+        group = coordinator.describe_group(str(group_id))
+        described.append(
+            build(
+                module.DescribedGroup,
+                error_code=group.error,
+                group_id=group.group_id,
+                group_state=group.state,
+                protocol_type=group.protocol_type,
+                protocol_data=group.protocol,
+                members=tuple(
+                    build(
+                        module.DescribedGroupMember,
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in group.members
+                ),
+                authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+            )
+        )
+    return build(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
+                 groups=tuple(described))
+
+
+def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
+    states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
+    error, listings = ctx.services.coordinator.list_groups(states)
+    return build(
+        module.ListGroupsResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=error,
+        groups=tuple(
+            build(module.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type,
+                  group_state=g.state.value)
+            for g in listings
+        ),
+    )
+
+
+async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.DELETE_GROUPS, ctx.api_version)
+    names = [str(name) for name in request.groups_names]
+    results = await ctx.services.coordinator.delete_groups(names)
+    return build(
+        module.DeleteGroupsResponse,
+        throttle_time=NO_THROTTLE,
+        results=tuple(
+            build(module.DeletableGroupResult, group_id=name, error_code=error)
+            for name, error in results.items()
+        ),
+    )

@@ -1,0 +1,171 @@
+"""Committed offsets: OffsetCommit (v2-v8), OffsetFetch (v1-v7), OffsetDelete (v0).
+
+Version differences handled here:
+
+* OffsetCommit v2-v4 carry ``retention_time_ms``; anything but -1 becomes an absolute
+  expiry (now + retention), as Kafka did before KIP-211 removed the field in v5. v6 adds the
+  committed leader epoch, v7 ``group_instance_id``. A group-level failure (NOT_COORDINATOR,
+  ILLEGAL_GENERATION, ...) is reported on every partition, since the response has no
+  top-level error field. Like Kafka (``KafkaApis``), partitions of topics the cluster does
+  not have are refused with UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees them.
+* OffsetFetch v1 has no top-level error: a group-level failure is repeated on each requested
+  partition. From v2 it is top-level (with no partitions, as Kafka answers), and a null topic
+  list asks for every committed offset of the group. ``require_stable`` (v7) needs
+  transactions to mean anything and is accepted as a no-op.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.coordinator import OffsetCommitEntry, PartitionOffset
+from odradek.protocol.api_versions import ApiKey
+
+from ..context import RequestContext
+from ._build import NO_THROTTLE, build, millis, response_module
+
+__all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
+
+_NO_RETENTION = -1
+
+
+def _expire_timestamp_ms(request: Any, version: int) -> int:
+    if version > 4:
+        return -1
+    retention_ms = millis(request.retention_time)
+    if retention_ms == _NO_RETENTION:
+        return -1
+    return time.time_ns() // 1_000_000 + retention_ms
+
+
+def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
+    metadata = ctx.services.cluster.view.topics.get(topic)
+    return metadata is not None and partition in metadata.partitions
+
+
+async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    expire = _expire_timestamp_ms(request, version)
+    unknown = {
+        (topic.name, int(p.partition_index))
+        for topic in request.topics
+        for p in topic.partitions
+        if not _exists(ctx, topic.name, int(p.partition_index))
+    }
+    entries = [
+        OffsetCommitEntry(
+            topic=topic.name,
+            partition=int(partition.partition_index),
+            offset=int(partition.committed_offset),
+            leader_epoch=int(getattr(partition, "committed_leader_epoch", -1)),
+            metadata=partition.committed_metadata,
+            expire_timestamp_ms=expire,
+        )
+        for topic in request.topics
+        for partition in topic.partitions
+        if (topic.name, int(partition.partition_index)) not in unknown
+    ]
+    errors = dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
+    if entries:
+        errors.update(await ctx.services.coordinator.commit_offsets(
+            str(request.group_id),
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            int(request.generation_id_or_member_epoch),
+            entries,
+        ))
+    module = response_module(ApiKey.OFFSET_COMMIT, version)
+    return build(
+        module.OffsetCommitResponse,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            build(
+                module.OffsetCommitResponseTopic,
+                name=topic.name,
+                partitions=tuple(
+                    build(
+                        module.OffsetCommitResponsePartition,
+                        partition_index=p.partition_index,
+                        error_code=errors.get(
+                            (topic.name, int(p.partition_index)), ErrorCode.unknown_server_error
+                        ),
+                    )
+                    for p in topic.partitions
+                ),
+            )
+            for topic in request.topics
+        ),
+    )
+
+
+def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    wanted: list[tuple[str, int]] | None = None
+    if request.topics is not None or version < 2:
+        wanted = [
+            (topic.name, int(index))
+            for topic in request.topics or ()
+            for index in topic.partition_indexes
+        ]
+    error, offsets = ctx.services.coordinator.fetch_offsets(str(request.group_id), wanted)
+    module = response_module(ApiKey.OFFSET_FETCH, version)
+    if error != ErrorCode.none:
+        if version >= 2:
+            return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                         error_code=error, topics=())
+        offsets = [PartitionOffset(topic, index) for topic, index in wanted or ()]
+    return build(
+        module.OffsetFetchResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        topics=_fetch_topics(module, offsets, error),
+    )
+
+
+def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorCode) -> Any:
+    by_topic: dict[str, list[Any]] = {}
+    for offset in offsets:
+        by_topic.setdefault(offset.topic, []).append(
+            build(
+                module.OffsetFetchResponsePartition,
+                partition_index=offset.partition,
+                committed_offset=offset.offset,
+                committed_leader_epoch=offset.leader_epoch,
+                metadata=offset.metadata,
+                error_code=error,
+            )
+        )
+    return tuple(
+        build(module.OffsetFetchResponseTopic, name=name, partitions=tuple(partitions))
+        for name, partitions in by_topic.items()
+    )
+
+
+async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
+    partitions = [
+        (topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
+    ]
+    top, errors = await ctx.services.coordinator.delete_offsets(
+        str(request.group_id), partitions
+    )
+    module = response_module(ApiKey.OFFSET_DELETE, ctx.api_version)
+    by_topic: dict[str, list[Any]] = {}
+    if top == ErrorCode.none:
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(
+                build(module.OffsetDeleteResponsePartition, partition_index=index,
+                      error_code=errors.get((topic, index), ErrorCode.none))
+            )
+    return build(
+        module.OffsetDeleteResponse,
+        error_code=top,
+        throttle_time=NO_THROTTLE,
+        topics=tuple(
+            build(module.OffsetDeleteResponseTopic, name=name, partitions=tuple(parts))
+            for name, parts in by_topic.items()
+        ),
+    )

@@ -1,0 +1,421 @@
+"""The follower's half of replication: fetch from the leader, truncate where logs diverged.
+
+One :class:`ReplicaFetcher` task per (leader broker, fetcher index), where a partition's
+index is ``hash(topic, partition) % num.replica.fetchers``. Each keeps one connection to
+its leader (odradek's client :class:`~odradek.client.connection.Connection`) and loops:
+
+1. **Truncate** partitions that just became followers (or saw a new leader epoch) before
+   fetching anything (KIP-101/279). Ask the leader, with OffsetForLeaderEpoch, where our
+   latest epoch ends in *its* log: truncate to that offset when it is below our LEO. If
+   the leader's answer names an older epoch than we asked, our later epochs never
+   happened there: truncate to where our own copy of that epoch ends and ask again. With
+   no epoch history, or when the leader does not know the epoch, truncate to our HW.
+   After this step our log is a prefix of the leader's, so replicas never diverge.
+2. **Fetch** (``replica_id`` = our broker id, the current leader epoch, long-poll
+   ``replica.fetch.wait.max.ms``/``min.bytes``, ``replica.fetch.max.bytes`` per
+   partition). Batches are appended with ``append_as_follower`` (offsets and epochs kept);
+   the follower HW becomes ``min(leader HW, our LEO)`` and never moves back.
+3. **OFFSET_OUT_OF_RANGE**: if the leader's log start is above our LEO (it deleted what we
+   miss) the log restarts empty at the leader's log start; otherwise our LEO is above the
+   leader's (only after an unclean election): truncate to the leader's HW and go on.
+
+Every append and truncation first re-checks that the partition still belongs to this
+fetcher in the same term: a leadership change that arrives while a request is in flight
+wins, and the late answer is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.client.connection import Connection, NodeAddress
+from odradek.client.errors import KafkaClientError
+from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.errors import KafkaError
+
+if TYPE_CHECKING:
+    from .replica_manager import Partition, ReplicaManager, TopicPartitionKey
+
+__all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
+
+log = logging.getLogger(__name__)
+
+_OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # first version carrying replica_id
+_EARLIEST, _LATEST = -2, -1
+_UNDEFINED = -1
+
+
+@dataclass(eq=False)
+class FollowerFetchState:
+    """One partition inside a fetcher: which term it follows and where it is."""
+
+    partition: Partition
+    leader: int
+    leader_epoch: int
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+    @property
+    def key(self) -> TopicPartitionKey:
+        return self.partition.key
+
+    def current(self) -> bool:
+        """Still following this leader in this epoch (leadership may have moved)."""
+        partition = self.partition
+        return (
+            not partition.is_leader
+            and partition.leader == self.leader
+            and partition.leader_epoch == self.leader_epoch
+        )
+
+
+class ReplicaFetcherManager:
+    """Assigns follower partitions to fetcher tasks, one set per leader broker."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        broker_address: Callable[[int], tuple[str, int] | None],
+    ) -> None:
+        self._replica_manager = replica_manager
+        self._broker_address = broker_address
+        self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._assigned: dict[TopicPartitionKey, tuple[int, int]] = {}
+
+    def add_partition(self, partition: Partition) -> None:
+        """Follow ``partition.leader`` at ``partition.leader_epoch``, truncating first."""
+        self.remove_partition(partition.key)
+        count = self._replica_manager.replication.num_replica_fetchers
+        fetcher_key = (partition.leader, hash(partition.key) % count)
+        fetcher = self._fetchers.get(fetcher_key)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self._replica_manager, partition.leader, fetcher_key[1],
+                                     self._broker_address)
+            self._fetchers[fetcher_key] = fetcher
+            fetcher.start()
+        fetcher.add(FollowerFetchState(partition, partition.leader, partition.leader_epoch))
+        self._assigned[partition.key] = fetcher_key
+        log.info("following %s-%d: leader %d epoch %d, log end %d", partition.topic,
+                 partition.index, partition.leader, partition.leader_epoch,
+                 partition.log.log_end_offset)
+
+    def remove_partition(self, key: TopicPartitionKey) -> None:
+        fetcher_key = self._assigned.pop(key, None)
+        if fetcher_key is None:
+            return
+        fetcher = self._fetchers.get(fetcher_key)
+        if fetcher is None:
+            return
+        fetcher.remove(key)
+        if fetcher.idle:
+            del self._fetchers[fetcher_key]
+            fetcher.stop()
+
+    def fetcher_for(self, key: TopicPartitionKey) -> ReplicaFetcher | None:
+        fetcher_key = self._assigned.get(key)
+        return self._fetchers.get(fetcher_key) if fetcher_key is not None else None
+
+    async def shutdown(self) -> None:
+        fetchers = list(self._fetchers.values())
+        self._fetchers.clear()
+        self._assigned.clear()
+        for fetcher in fetchers:
+            fetcher.stop()
+        for fetcher in fetchers:
+            await fetcher.wait_stopped()
+
+
+class ReplicaFetcher:
+    """One task fetching a set of partitions from one leader broker."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        leader: int,
+        index: int,
+        broker_address: Callable[[int], tuple[str, int] | None],
+    ) -> None:
+        self._replica_manager = replica_manager
+        self.broker_id = replica_manager.broker_id
+        self.leader = leader
+        self.index = index
+        self._broker_address = broker_address
+        self._config = replica_manager.replication
+        self._states: dict[TopicPartitionKey, FollowerFetchState] = {}
+        self._changed = asyncio.Event()
+        self._connection: Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def idle(self) -> bool:
+        return not self._states
+
+    def add(self, state: FollowerFetchState) -> None:
+        self._states[state.key] = state
+        self._changed.set()
+
+    def remove(self, key: TopicPartitionKey) -> None:
+        self._states.pop(key, None)
+        self._changed.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(
+            self._run(), name=f"replica-fetcher-{self.leader}-{self.index}"
+        )
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        self._close()
+
+    async def wait_stopped(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    # Loop --------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        backoff = self._config.replica_fetch_backoff_ms / 1000
+        while True:
+            ready = self._ready_states()
+            if not ready:
+                await self._wait_for_work()
+                continue
+            try:
+                connection = await self._connect()
+                truncating = [s for s in ready if s.truncating]
+                if truncating:
+                    await self._truncate(connection, truncating)
+                    continue
+                await self._fetch(connection, ready)
+            except (TimeoutError, KafkaClientError, OSError) as exc:
+                log.info("fetcher for leader %d: %s; retrying in %.1fs", self.leader, exc,
+                         backoff)
+                self._close()
+                await self._wait_for_work(backoff)
+
+    def _ready_states(self) -> list[FollowerFetchState]:
+        now = asyncio.get_running_loop().time()
+        return [s for s in self._states.values() if s.delayed_until <= now and s.current()]
+
+    async def _wait_for_work(self, timeout: float | None = None) -> None:
+        """Until partitions change, or ``timeout`` (default: the earliest delayed one)."""
+        if timeout is None and self._states:
+            now = asyncio.get_running_loop().time()
+            timeout = max(min(s.delayed_until for s in self._states.values()) - now, 0.01)
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def _delay(self, state: FollowerFetchState) -> None:
+        backoff = self._config.replica_fetch_backoff_ms / 1000
+        state.delayed_until = asyncio.get_running_loop().time() + backoff
+
+    async def _connect(self) -> Connection:
+        if self._connection is not None and not self._connection.closed:
+            return self._connection
+        address = self._broker_address(self.leader)
+        if address is None:
+            raise OSError(f"leader {self.leader} is not registered")
+        timeout = self._config.replica_socket_timeout_ms / 1000
+        self._connection = await Connection.open(
+            NodeAddress(self.leader, address[0], address[1]),
+            client_id=f"broker-{self.broker_id}-fetcher-{self.index}", timeout=timeout,
+        )
+        return self._connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _send(self, connection: Connection, api_key: int, body: dict[str, Any],
+                    version: int | None = None, extra_wait_s: float = 0.0) -> Any:
+        timeout = self._config.replica_socket_timeout_ms / 1000 + extra_wait_s
+        return await asyncio.wait_for(connection.send(api_key, body, version=version), timeout)
+
+    # Truncation --------------------------------------------------------------------------
+    async def _truncate(self, connection: Connection, states: list[FollowerFetchState]) -> None:
+        asking: list[tuple[FollowerFetchState, int]] = []
+        for state in states:
+            epoch = state.partition.log.leader_epoch_cache.latest_epoch
+            if epoch == _UNDEFINED:
+                self._truncate_to(state, state.partition.log.high_watermark, done=True)
+            else:
+                asking.append((state, epoch))
+        if not asking:
+            return
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for state, epoch in asking:
+            topics.setdefault(state.partition.topic, []).append({
+                "partition": state.partition.index,
+                "current_leader_epoch": state.leader_epoch,
+                "leader_epoch": epoch,
+            })
+        response = await self._send(connection, ApiKey.OFFSET_FOR_LEADER_EPOCH, {
+            "replica_id": self.broker_id,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+        }, version=_OFFSET_FOR_LEADER_EPOCH_VERSION)
+        answers = {
+            (topic.topic, int(part.partition)): part
+            for topic in response.topics for part in topic.partitions
+        }
+        for state, asked_epoch in asking:
+            answer = answers.get(state.key)
+            if answer is None or int(answer.error_code) != ErrorCode.none:
+                code = int(answer.error_code) if answer is not None else -1
+                log.info("OffsetForLeaderEpoch %s-%d from leader %d: error %d", *state.key,
+                         self.leader, code)
+                self._delay(state)
+                continue
+            self._truncate_to_leader_answer(
+                state, asked_epoch, int(answer.leader_epoch), int(answer.end_offset)
+            )
+
+    def _truncate_to_leader_answer(
+        self, state: FollowerFetchState, asked_epoch: int, leader_epoch: int, end_offset: int
+    ) -> None:
+        partition_log = state.partition.log
+        leo = int(partition_log.log_end_offset)
+        if end_offset == _UNDEFINED or leader_epoch == _UNDEFINED:
+            self._truncate_to(state, partition_log.high_watermark, done=True)
+            return
+        if leader_epoch == asked_epoch:
+            self._truncate_to(state, min(end_offset, leo), done=True)
+            return
+        own_epoch, own_end = partition_log.end_offset_for_leader_epoch(leader_epoch)
+        if own_epoch == leader_epoch:
+            self._truncate_to(state, min(end_offset, own_end, leo), done=True)
+        elif own_epoch == _UNDEFINED:
+            self._truncate_to(state, min(end_offset, leo), done=True)
+        else:
+            # Our history after ``own_epoch`` never happened on the leader: drop it and ask
+            # again with the epoch we are left with.
+            self._truncate_to(state, min(own_end, leo), done=False)
+
+    def _truncate_to(self, state: FollowerFetchState, offset: int, *, done: bool) -> None:
+        if not state.current():
+            return
+        partition_log = state.partition.log
+        if offset < partition_log.log_end_offset:
+            log.info("truncating %s-%d from %d to %d (leader %d, epoch %d)", *state.key,
+                     partition_log.log_end_offset, offset, self.leader, state.leader_epoch)
+            partition_log.truncate_to(offset)
+        state.truncating = not done
+
+    # Fetching ----------------------------------------------------------------------------
+    async def _fetch(self, connection: Connection, states: list[FollowerFetchState]) -> None:
+        config = self._config
+        topics: dict[str, list[dict[str, Any]]] = {}
+        offsets: dict[TopicPartitionKey, tuple[FollowerFetchState, int]] = {}
+        for state in states:
+            partition_log = state.partition.log
+            offset = int(partition_log.log_end_offset)
+            offsets[state.key] = (state, offset)
+            topics.setdefault(state.partition.topic, []).append({
+                "partition": state.partition.index,
+                "current_leader_epoch": state.leader_epoch,
+                "fetch_offset": offset,
+                "last_fetched_epoch": -1,
+                "log_start_offset": int(partition_log.log_start_offset),
+                "partition_max_bytes": config.replica_fetch_max_bytes,
+            })
+        response = await self._send(connection, ApiKey.FETCH, {
+            "cluster_id": None, "replica_id": self.broker_id,
+            "max_wait": config.replica_fetch_wait_max_ms,
+            "min_bytes": config.replica_fetch_min_bytes,
+            "max_bytes": config.replica_fetch_response_max_bytes,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
+            "forgotten_topics_data": [], "rack_id": "",
+        }, extra_wait_s=config.replica_fetch_wait_max_ms / 1000)
+        if int(getattr(response, "error_code", 0)):
+            raise OSError(f"fetch from leader {self.leader}: error {int(response.error_code)}")
+        out_of_range: list[FollowerFetchState] = []
+        for topic in response.responses:
+            for part in topic.partitions:
+                found = offsets.get((topic.topic, int(part.partition_index)))
+                if found is None:
+                    continue
+                state, offset = found
+                if self._states.get(state.key) is not state or not state.current():
+                    continue  # leadership moved while the request was in flight
+                code = int(part.error_code)
+                if code == ErrorCode.offset_out_of_range:
+                    out_of_range.append(state)
+                elif code != ErrorCode.none:
+                    log.info("fetch %s-%d from leader %d: error %d", *state.key, self.leader,
+                             code)
+                    self._delay(state)
+                else:
+                    self._append(state, offset, part)
+        if out_of_range:
+            await self._handle_out_of_range(connection, out_of_range)
+
+    def _append(self, state: FollowerFetchState, offset: int, part: Any) -> None:
+        partition_log = state.partition.log
+        if partition_log.log_end_offset != offset:
+            return  # truncated meanwhile; the next fetch starts from the new end
+        records = part.records
+        try:
+            if records:
+                partition_log.append_as_follower(records)
+        except KafkaError as exc:
+            log.warning("follower append to %s-%d failed: %s; truncating again", *state.key,
+                        exc)
+            state.truncating = True
+            return
+        leader_hw = int(part.high_watermark)
+        partition_log.maybe_increment_high_watermark(min(leader_hw, partition_log.log_end_offset))
+        leader_start = int(getattr(part, "log_start_offset", -1))
+        if partition_log.log_start_offset < leader_start <= partition_log.high_watermark:
+            partition_log.delete_records_before(leader_start)
+
+    async def _handle_out_of_range(
+        self, connection: Connection, states: list[FollowerFetchState]
+    ) -> None:
+        earliest = await self._list_offsets(connection, states, _EARLIEST)
+        latest = await self._list_offsets(connection, states, _LATEST)
+        for state in states:
+            if not state.current() or state.key not in earliest or state.key not in latest:
+                self._delay(state)
+                continue
+            partition_log = state.partition.log
+            leo = int(partition_log.log_end_offset)
+            leader_start, leader_hw = earliest[state.key], latest[state.key]
+            if leader_start > leo:
+                log.info("%s-%d: leader %d starts at %d, after our end %d; restarting there",
+                         *state.key, self.leader, leader_start, leo)
+                partition_log.truncate_fully_and_start_at(leader_start)
+            elif leo > leader_hw:
+                self._truncate_to(state, leader_hw, done=True)
+            else:
+                self._delay(state)
+
+    async def _list_offsets(
+        self, connection: Connection, states: list[FollowerFetchState], timestamp: int
+    ) -> dict[TopicPartitionKey, int]:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for state in states:
+            topics.setdefault(state.partition.topic, []).append({
+                "partition_index": state.partition.index,
+                "current_leader_epoch": state.leader_epoch,
+                "timestamp": timestamp,
+            })
+        response = await self._send(connection, ApiKey.LIST_OFFSETS, {
+            "replica_id": self.broker_id, "isolation_level": 0,
+            "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
+        })
+        found: dict[TopicPartitionKey, int] = {}
+        for topic in response.topics:
+            for part in topic.partitions:
+                if int(part.error_code) == ErrorCode.none and int(part.offset) >= 0:
+                    found[(topic.name, int(part.partition_index))] = int(part.offset)
+        return found

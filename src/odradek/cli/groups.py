@@ -1,0 +1,185 @@
+"""``odradek groups``: list, describe, reset offsets of, and delete consumer groups
+(like kafka-consumer-groups)."""
+
+from __future__ import annotations
+
+import datetime
+
+import click
+
+from .output import bootstrap_option, client_errors, output_option, print_json, print_table
+
+
+@click.group()
+@bootstrap_option
+@output_option
+@click.pass_context
+def groups(ctx: click.Context, bootstrap: str, output: str) -> None:
+    """Inspect and manage consumer groups."""
+    ctx.obj = {"bootstrap": bootstrap, "output": output}
+
+
+def _admin(ctx: click.Context):  # type: ignore[no-untyped-def]
+    from odradek.client import AdminClient
+
+    return AdminClient(ctx.obj["bootstrap"])
+
+
+@groups.command(name="list")
+@click.pass_context
+@client_errors
+def list_(ctx: click.Context) -> None:
+    """Every group known to the cluster."""
+    admin = _admin(ctx)
+    try:
+        found = admin.list_groups()
+    finally:
+        admin.close()
+    if ctx.obj["output"] == "json":
+        print_json([{"group": g, "protocol_type": t, "state": s} for g, t, s in found])
+    else:
+        print_table(None, ["Group", "Protocol type", "State"], found)
+
+
+@groups.command()
+@click.option("--group", "group_ids", multiple=True, required=True)
+@click.pass_context
+@client_errors
+def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
+    """Members, committed offsets and lag per partition."""
+    admin = _admin(ctx)
+    data = []
+    try:
+        descriptions = admin.describe_groups(group_ids)
+        for group in group_ids:
+            desc = descriptions[group]
+            committed = admin.list_group_offsets(group)
+            owner = {tp: m for m in desc.members for tp in m.assignment}
+            tps = sorted(set(committed) | set(owner))
+            ends = {tp: v.offset if v else None
+                    for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()} \
+                if tps else {}
+            rows = []
+            for tp in tps:
+                member = owner.get(tp)
+                offset = committed.get(tp)
+                end = ends.get(tp)
+                rows.append({
+                    "topic": tp.topic, "partition": tp.partition, "current_offset": offset,
+                    "log_end_offset": end,
+                    "lag": end - offset if end is not None and offset is not None else None,
+                    "member_id": member.member_id if member else None,
+                    "client_id": member.client_id if member else None,
+                    "host": member.client_host if member else None})
+            data.append({"group": group, "state": desc.state, "protocol": desc.protocol,
+                         "coordinator": desc.coordinator, "members": len(desc.members),
+                         "partitions": rows})
+    finally:
+        admin.close()
+    if ctx.obj["output"] == "json":
+        print_json(data)
+        return
+    for group in data:
+        print_table(f"{group['group']}  state={group['state']}  protocol="
+                    f"{group['protocol'] or '-'}  members={group['members']}  coordinator="
+                    f"{group['coordinator']}",
+                    ["Topic", "Partition", "Current offset", "Log end offset", "Lag",
+                     "Member", "Client", "Host"],
+                    [(r["topic"], r["partition"], r["current_offset"], r["log_end_offset"],
+                      r["lag"], r["member_id"] or "-", r["client_id"] or "-", r["host"] or "-")
+                     for r in group["partitions"]])
+
+
+@groups.command(name="reset-offsets")
+@click.option("--group", required=True)
+@click.option("--topic", "topics", multiple=True, required=True,
+              help="TOPIC or TOPIC:P1,P2 (repeatable).")
+@click.option("--to-earliest", is_flag=True)
+@click.option("--to-latest", is_flag=True)
+@click.option("--to-offset", type=click.IntRange(min=0), default=None)
+@click.option("--shift-by", type=int, default=None)
+@click.option("--to-datetime", default=None, help="ISO 8601, e.g. 2024-01-31T12:00:00Z.")
+@click.option("--execute", is_flag=True, help="Apply; without it only show the plan.")
+@click.pass_context
+@client_errors
+def reset_offsets(ctx: click.Context, group: str, topics: tuple[str, ...], to_earliest: bool,
+                  to_latest: bool, to_offset: int | None, shift_by: int | None,
+                  to_datetime: str | None, execute: bool) -> None:
+    """Move an inactive group's committed offsets (dry run unless --execute)."""
+    from rich.progress import Progress
+
+    from odradek.client import TopicPartition
+
+    chosen = [to_earliest, to_latest, to_offset is not None, shift_by is not None,
+              to_datetime is not None]
+    if sum(chosen) != 1:
+        raise click.UsageError("give exactly one of --to-earliest, --to-latest, --to-offset, "
+                               "--shift-by, --to-datetime")
+    admin = _admin(ctx)
+    try:
+        tps: list[TopicPartition] = []
+        for spec in topics:
+            name, _, parts = spec.partition(":")
+            if parts:
+                tps += [TopicPartition(name, int(p)) for p in parts.split(",")]
+            else:
+                info = admin.describe_topics([name])[name]
+                tps += [TopicPartition(name, p) for p in sorted(info.partitions)]
+        earliest = {tp: v.offset if v else 0
+                    for tp, v in admin.list_offsets({tp: -2 for tp in tps}).items()}
+        latest = {tp: v.offset if v else 0
+                  for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()}
+        current = admin.list_group_offsets(group, tps)
+        target: dict[TopicPartition, int] = {}
+        if to_datetime is not None:
+            try:
+                when = datetime.datetime.fromisoformat(to_datetime.replace("Z", "+00:00"))
+            except ValueError:
+                raise click.BadParameter("not an ISO 8601 date-time",
+                                         param_hint="--to-datetime") from None
+            if when.tzinfo is None:
+                when = when.astimezone()
+            found = admin.list_offsets({tp: int(when.timestamp() * 1000) for tp in tps})
+        with Progress(transient=True, disable=ctx.obj["output"] == "json") as progress:
+            task = progress.add_task("computing offsets", total=len(tps))
+            for tp in tps:
+                if to_earliest:
+                    value = earliest[tp]
+                elif to_latest:
+                    value = latest[tp]
+                elif to_offset is not None:
+                    value = to_offset
+                elif shift_by is not None:
+                    value = current.get(tp, earliest[tp]) + shift_by
+                else:
+                    hit = found[tp]
+                    value = hit.offset if hit is not None else latest[tp]
+                target[tp] = min(max(value, earliest[tp]), latest[tp])
+                progress.advance(task)
+        if execute:
+            admin.alter_group_offsets(group, target)
+    finally:
+        admin.close()
+    rows = [{"topic": tp.topic, "partition": tp.partition, "current_offset": current.get(tp),
+             "new_offset": off} for tp, off in sorted(target.items())]
+    if ctx.obj["output"] == "json":
+        print_json({"group": group, "executed": execute, "offsets": rows})
+        return
+    print_table(f"{group}: {'reset' if execute else 'plan (dry run; add --execute)'}",
+                ["Topic", "Partition", "Current offset", "New offset"],
+                [(r["topic"], r["partition"], r["current_offset"], r["new_offset"])
+                 for r in rows])
+
+
+@groups.command()
+@click.option("--group", "group_ids", multiple=True, required=True)
+@click.pass_context
+@client_errors
+def delete(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
+    """Delete inactive groups and their committed offsets."""
+    admin = _admin(ctx)
+    try:
+        admin.delete_groups(group_ids)
+    finally:
+        admin.close()
+    click.echo(f"Deleted group(s) {', '.join(group_ids)}.")

@@ -1,0 +1,83 @@
+"""Checks a leader applies to producer batches before they are written, and the topic's
+``compression.type``.
+
+Everything here reads only the 61-byte batch headers, except :func:`apply_compression_type`
+when a topic forces a codec different from the producer's (then the batch is decoded and
+re-encoded, as Kafka does).
+
+Deliberate limits, each a per-record loop we do not run on the append path: timestamps are
+checked on the batch's base (first) and max timestamps rather than every record, and
+compacted topics do not reject keyless records at append time (the cleaner keeps them).
+"""
+
+from __future__ import annotations
+
+from odradek.protocol import records as rec
+from odradek.protocol.compression import CODEC_BY_NAME
+from odradek.protocol.errors import InvalidRecord, InvalidTimestamp, MessageTooLarge
+from odradek.protocol.records import BatchHeader
+from odradek.storage.config import LogConfig
+
+__all__ = ["apply_compression_type", "validate_leader_batch"]
+
+
+def validate_leader_batch(header: BatchHeader, config: LogConfig, now: int) -> None:
+    """Header-only checks of one producer batch (no record is decoded)."""
+    if header.size > config.max_message_bytes:
+        raise MessageTooLarge(
+            f"batch of {header.size} bytes exceeds max.message.bytes={config.max_message_bytes}"
+        )
+    if header.record_count <= 0 or header.last_offset_delta != header.record_count - 1:
+        raise InvalidRecord(
+            f"batch claims {header.record_count} records but lastOffsetDelta "
+            f"{header.last_offset_delta}"
+        )
+    if header.is_control:
+        raise InvalidRecord("clients may not produce control batches")
+    if header.timestamp_type == rec.CREATE_TIME and not config.log_append_time:
+        before = min(
+            config.message_timestamp_before_max_ms, config.message_timestamp_difference_max_ms
+        )
+        after = min(
+            config.message_timestamp_after_max_ms, config.message_timestamp_difference_max_ms
+        )
+        # Header-only check: the batch's first (base) and largest timestamps.
+        if (header.base_timestamp >= 0 and now - header.base_timestamp > before) or (
+            header.max_timestamp - now > after
+        ):
+            raise InvalidTimestamp(
+                f"timestamps {header.base_timestamp}..{header.max_timestamp} are outside the "
+                f"allowed range around {now}"
+            )
+
+
+def apply_compression_type(
+    data: bytes | bytearray | memoryview,
+    batches: list[tuple[int, BatchHeader]],
+    config: LogConfig,
+) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+    """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case)."""
+    wanted = config.compression_type
+    if wanted == "producer":
+        return data, batches
+    codec = 0 if wanted == "uncompressed" else CODEC_BY_NAME[wanted]
+    if all(header.compression == codec for _pos, header in batches):
+        return data, batches
+    out = bytearray()
+    for pos, header in batches:
+        if header.compression == codec:
+            out += data[pos : pos + header.size]
+            continue
+        _h, records = rec.decode_batch(data, pos)
+        out += rec.encode_batch(
+            records,
+            compression=codec,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            timestamp_type=header.timestamp_type,
+            is_transactional=header.is_transactional,
+            base_timestamp=header.base_timestamp,
+            max_timestamp=header.max_timestamp,
+        )
+    return out, rec.validate_batches(out)
