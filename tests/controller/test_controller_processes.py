@@ -8,7 +8,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.alter_partition_reassignments.v0 import request as alter
@@ -98,8 +97,6 @@ def test_reassignment_copies_data_to_new_replicas_before_old_ones_drop(
         assert read_all(new_replicas, "moved") == values
 
 
-@pytest.mark.xfail(reason="needs replica_manager to delete logs of partitions reassigned "
-                          "away (replication helper's _stop_replica)", strict=False)
 def test_old_replicas_delete_their_logs_after_reassignment(cluster_factory: Any) -> None:
     cluster = cluster_factory(3, **FAST)
     with zk_client(cluster.zookeeper_connect) as zk:
@@ -111,7 +108,7 @@ def test_old_replicas_delete_their_logs_after_reassignment(cluster_factory: Any)
         wait_until(lambda: zk.exists("/admin/reassign_partitions") is None, 60,
                    "/admin/reassign_partitions deleted when done")
         assert read_json(zk, "/brokers/topics/away")["partitions"]["0"] == [1]
-        wait_until(lambda: not has_log(cluster.brokers[0].data_dir, "away", 0), 30,
+        wait_until(lambda: not has_log(cluster.brokers[0].data_dir, "away", 0), 15,
                    "broker 0 deleting its log of away-0")
 
 
@@ -186,14 +183,15 @@ def _preferred_leaders_restored(zk: Any, topic: str, partitions: int) -> bool:
     return True
 
 
-def _bounce_broker_zero(cluster: Any, zk: Any, topic: str) -> None:
+def _bounce_broker_zero(cluster: Any, zk: Any, topic: str, *, auto: bool = False) -> None:
     """Stop broker 0 (its leadership moves), bring it back and wait until it is in sync."""
     cluster.brokers[0].stop()
     wait_for_state(zk, topic, 0, "leadership moved off broker 0", lambda s: s["leader"] != 0)
     cluster.restart(0)
     for p in range(3):
         wait_for_state(zk, topic, p, "broker 0 back in the ISR", lambda s: 0 in s["isr"], 60)
-    assert not _preferred_leaders_restored(zk, topic, 3)
+    if not auto:  # with auto rebalance on, the controller may already have moved it back
+        assert not _preferred_leaders_restored(zk, topic, 3)
 
 
 def test_preferred_leader_election_via_api_after_broker_returns(cluster_factory: Any) -> None:
@@ -220,7 +218,7 @@ def test_auto_leader_rebalance_moves_leadership_back(cluster_factory: Any) -> No
         write_topic(zk, "auto", {0: [0, 1, 2], 1: [1, 2, 0], 2: [2, 0, 1]})
         for p in range(3):
             wait_for_state(zk, "auto", p, "full ISR", lambda s: len(s["isr"]) == 3)
-        _bounce_broker_zero(cluster, zk, "auto")
+        _bounce_broker_zero(cluster, zk, "auto", auto=True)
         wait_until(lambda: _preferred_leaders_restored(zk, "auto", 3), 30,
                    "auto rebalance restoring preferred leaders")
 

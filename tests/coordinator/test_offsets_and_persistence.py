@@ -193,3 +193,18 @@ def test_coordinator_parks_join_until_rebalance_completes() -> None:
         await coordinator.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
+
+
+def test_applying_a_commit_plan_equals_replaying_its_records() -> None:
+    entries = (OffsetCommitEntry("t", 0, 7, leader_epoch=3, metadata="m"),
+               OffsetCommitEntry("t", 1, 9, metadata=None, expire_timestamp_ms=123_456),
+               OffsetCommitEntry("u", 0, 1, metadata="x" * (CONFIG.offset_metadata_max_bytes + 1)))
+    applied, replayed = Driver(), Driver()
+    for driver in (applied, replayed):
+        driver.shard.groups.pop(GROUP, None)
+    plan = applied.shard.prepare_offset_commit(applied.now, GROUP, "", None, -1, entries)
+    applied.shard.apply_offset_commit(plan, applied.now)
+    twin = replayed.shard.prepare_offset_commit(replayed.now, GROUP, "", None, -1, entries)
+    replayed.shard.replay(twin.records, replayed.now, loading=False)
+    assert applied.shard.groups[GROUP].offsets == replayed.shard.groups[GROUP].offsets
+    assert sorted(applied.shard.groups[GROUP].offsets) == [("t", 0), ("t", 1)]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import uuid
 
 import confluent_kafka
-import pytest
 
 from odradek.coordinator.partitioning import partition_for_group
 from odradek.local_cluster import BrokerProcess, wait_until
@@ -75,7 +74,6 @@ def test_offsets_survive_a_coordinator_restart(group_broker: BrokerProcess) -> N
     assert resume_positions(bootstrap, group_id, topic, partitions, partitions) == wanted
 
 
-@pytest.mark.xfail(reason="needs replication (issue 5)", strict=False)
 def test_offsets_survive_kill_9_of_the_coordinator_with_rf3(
     cluster_factory: ClusterFactory,
 ) -> None:

@@ -321,8 +321,8 @@ class ReplicaManager:
                     self._become_leader(topic, index, state, topic_id)
                 elif self.broker_id in tuple(state.replicas):
                     self._become_follower(topic, index, state, topic_id)
-                else:
-                    self._stop_replica(key)
+                elif key in self._partitions:
+                    self._forget(key)  # reassigned away: Kafka's StopReplica(delete=true)
         self._known = seen
         for key in [k for k in self._partitions if k not in seen]:
             self._forget(key)
@@ -419,22 +419,9 @@ class ReplicaManager:
         else:
             self.fetchers.add_partition(partition)
 
-    def _stop_replica(self, key: TopicPartitionKey) -> None:
-        """We are no longer a replica (reassigned away): stop leading and fetching."""
-        current = self._partitions.get(key)
-        if current is None:
-            return
-        if self.fetchers is not None:
-            self.fetchers.remove_partition(key)
-        current.leader = NO_LEADER
-        if current.is_leader:
-            log.info("no longer leader of %s-%d", *key)
-            current.is_leader = False
-            self.after_high_watermark_change(key)
-            self._notify_leadership(key, False)
-
     def _forget(self, key: TopicPartitionKey) -> None:
-        """The topic is gone from the cluster: delete the local log."""
+        """We no longer hold this partition (topic deleted, or reassigned away from us):
+        stop leading and fetching, then delete the local log."""
         partition = self._partitions.pop(key)
         if self.fetchers is not None:
             self.fetchers.remove_partition(key)

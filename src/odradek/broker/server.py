@@ -282,8 +282,8 @@ class Broker:
         )
 
         def on_leadership(topic: str, partition: int, is_leader: bool) -> None:
-            if topic != CONSUMER_OFFSETS_TOPIC:
-                return
+            if topic != CONSUMER_OFFSETS_TOPIC or self._stopped.is_set():
+                return  # once stopping, the coordinator is closed: load nothing new
             if is_leader:
                 coordinator.on_become_leader(partition)
             else:

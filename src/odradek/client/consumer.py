@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .aio import wait_event
 from .batch_codec import ConsumerRecord
 from .cluster_client import ClusterClient
 from .errors import BrokerResponseError, KafkaClientError, NoOffsetForPartition
@@ -364,11 +365,10 @@ class AsyncConsumer:
             if not fetcher.assignment and self._group is None:
                 await asyncio.sleep(remaining)  # nothing assigned: just honour the timeout
                 return []
-            try:
-                await asyncio.wait_for(fetcher.data_ready.wait(), remaining)
-            except asyncio.TimeoutError:
+            if not await wait_event(fetcher.data_ready, remaining):
                 return []
-            fetcher.data_ready.clear() if not fetcher.has_buffered else None
+            if not fetcher.has_buffered:
+                fetcher.data_ready.clear()
 
     def _deserialize(self, records: list[ConsumerRecord]) -> None:
         kd, vd = self.key_deserializer, self.value_deserializer

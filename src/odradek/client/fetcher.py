@@ -23,6 +23,7 @@ from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
 
+from .aio import wait_event
 from .batch_codec import ConsumerRecord, decode_fetched
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import BrokerResponseError, KafkaClientError
@@ -75,6 +76,7 @@ class Fetcher:
         self._task: asyncio.Task[None] | None = None
         self.errors: collections.deque[BaseException] = collections.deque()
         self.needs_reset = asyncio.Event()
+        self._stopped = False
 
     # ------------------------------------------------------------------ assignment
 
@@ -194,6 +196,8 @@ class Fetcher:
                                                                  name="odradek-fetcher")
 
     async def stop(self) -> None:
+        self._stopped = True
+        self.wake()
         tasks = [t for t in (self._task, *self._in_flight.values()) if t is not None]
         for task in tasks:
             task.cancel()
@@ -203,7 +207,7 @@ class Fetcher:
 
     async def _run(self) -> None:
         backoff = self.client.retry_backoff
-        while True:
+        while not self._stopped:
             self._wakeup.clear()
             try:
                 delay = await self._send_fetches()
@@ -212,10 +216,7 @@ class Fetcher:
             except Exception as exc:
                 log.warning("fetcher: %s", exc)
                 delay = backoff
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), delay)
-            except asyncio.TimeoutError:
-                pass
+            await wait_event(self._wakeup, delay)
 
     async def _send_fetches(self) -> float:
         if self.client.needs_refresh:

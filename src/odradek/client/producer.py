@@ -28,6 +28,7 @@ from typing import Any
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.compression import CODEC_BY_NAME
 
+from .aio import wait_event
 from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import (
@@ -160,6 +161,7 @@ class AsyncProducer:
         self._producer_epoch = -1
         self._next_sequence: dict[TopicPartition, int] = {}
         self._closing = False
+        self._stopped = False
         self._fatal: BaseException | None = None
         self._responses: set[asyncio.Task[None]] = set()
 
@@ -186,7 +188,10 @@ class AsyncProducer:
             acc.flushing += 1
         try:
             self._wakeup.set()
-            await asyncio.wait_for(self._wait_idle(), timeout)
+            if timeout is None:
+                await self._wait_idle()
+            else:
+                await asyncio.wait_for(self._wait_idle(), timeout)
         finally:
             with acc.lock:
                 acc.flushing -= 1
@@ -214,6 +219,8 @@ class AsyncProducer:
         finally:
             self.accumulator.closed = True
             self._fail_all(ClientClosed("producer closed before the record was delivered"))
+            self._stopped = True
+            self._wakeup.set()
             if self._sender is not None:
                 self._sender.cancel()
                 await asyncio.gather(self._sender, return_exceptions=True)
@@ -333,7 +340,7 @@ class AsyncProducer:
 
     async def _run_sender(self) -> None:
         backoff = self.config.retry_backoff_ms / 1000
-        while True:
+        while not self._stopped:
             try:
                 delay = await self._send_ready()
             except asyncio.CancelledError:
@@ -345,10 +352,7 @@ class AsyncProducer:
                 self._idle.set()
             if delay > 0:
                 self._wakeup.clear()
-                try:
-                    await asyncio.wait_for(self._wakeup.wait(), delay)
-                except asyncio.TimeoutError:
-                    pass
+                await wait_event(self._wakeup, delay)
             else:
                 await asyncio.sleep(0)
 

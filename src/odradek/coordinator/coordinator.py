@@ -262,7 +262,7 @@ class GroupCoordinator:
             failed = append_error_to_coordinator_error(exc.code, for_commit=True)
             return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
         if self._slots.get(slot.shard.partition) is slot:
-            slot.shard.replay(plan.records, self._clock(), loading=False)
+            slot.shard.apply_offset_commit(plan, self._clock())
         return plan.errors
 
     def fetch_offsets(

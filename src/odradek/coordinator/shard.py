@@ -13,7 +13,7 @@ were committed to the log, so the cache and the log cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
@@ -57,10 +57,17 @@ class OffsetCommitEntry:
 
 @dataclass(frozen=True, slots=True)
 class CommitPlan:
-    """Per-partition outcome of validation, and the records to append for accepted ones."""
+    """Per-partition outcome of validation, and the records to append for accepted ones.
+
+    ``offsets`` holds the same accepted offsets decoded, so that once the append commits
+    :meth:`CoordinatorShard.apply_offset_commit` can install them without decoding the
+    records just encoded (that round trip was a quarter of a commit's CPU time).
+    """
 
     errors: dict[TopicPartition, ErrorCode]
     records: list[Record]
+    group_id: str = ""
+    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +217,7 @@ class CoordinatorShard:
             group.touch_member(now_ms, member)
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         for entry in entries:
             metadata = entry.metadata or ""
             if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
@@ -220,7 +228,19 @@ class CoordinatorShard:
                 entry.offset, entry.leader_epoch, metadata, now_ms, entry.expire_timestamp_ms
             )
             records.append(offset_record(group_id, entry.topic, entry.partition, offset, now_ms))
-        return CommitPlan(errors, records)
+            accepted[(entry.topic, entry.partition)] = offset
+        return CommitPlan(errors, records, group_id, accepted)
+
+    def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
+        """Install a plan's offsets once its records are committed; the same effect as
+        :meth:`replay` of ``plan.records`` (a group deleted meanwhile comes back, as it
+        would on replay)."""
+        if not plan.offsets:
+            return
+        group = self.groups.get(plan.group_id)
+        if group is None:
+            group = self._create_group(plan.group_id, now_ms)
+        group.offsets.update(plan.offsets)
 
     @staticmethod
     def _reject(entries: Sequence[OffsetCommitEntry], error: ErrorCode) -> CommitPlan:
