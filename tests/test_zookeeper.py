@@ -26,9 +26,15 @@ def _start_cli(port: int, data_dir: Path) -> subprocess.Popen[str]:
 def test_zookeeper_command_serves_kazoo_create_ephemeral_and_watch(tmp_path: Path) -> None:
     port = free_port()
     process = _start_cli(port, tmp_path / "zk")
+    lines: list[str] = []
+    assert process.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
     try:
         wait_until(lambda: process.poll() is None and zookeeper_ready("127.0.0.1", port), 60,
                    "odradek zookeeper to accept sessions")
+        wait_until(lambda: any(f"ZooKeeper serving on 127.0.0.1:{port}" in line
+                               for line in lines), 30, "the command to announce it is serving")
         owner = KazooClient(hosts=f"127.0.0.1:{port}", timeout=10)
         watcher = KazooClient(hosts=f"127.0.0.1:{port}", timeout=10)
         owner.start(timeout=15)
@@ -64,9 +70,10 @@ def test_zookeeper_command_serves_kazoo_create_ephemeral_and_watch(tmp_path: Pat
             watcher.close()
     finally:
         process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=30)
+        process.wait(timeout=30)
+        reader.join(10)
+    output = "".join(lines)
     assert process.returncode == 0, f"exit code {process.returncode} on SIGTERM:\n{output}"
-    assert f"ZooKeeper serving on 127.0.0.1:{port}" in output
 
 
 def test_zookeeper_command_without_java_says_how_to_install_it(tmp_path: Path) -> None:

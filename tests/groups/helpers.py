@@ -14,7 +14,7 @@ import json
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,6 @@ class Member:
     process: ManagedProcess
     out: Path
     client: str
-    events_cache: list[dict[str, Any]] = field(default_factory=list)
 
     def events(self) -> list[dict[str, Any]]:
         try:

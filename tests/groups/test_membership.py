@@ -12,7 +12,7 @@ import uuid
 
 import pytest
 
-from odradek.local_cluster import BrokerProcess
+from odradek.local_cluster import BrokerProcess, wait_until
 
 from .helpers import (
     SESSION_MS,
@@ -78,13 +78,13 @@ def test_killed_member_partitions_move_and_resume_from_commit(
     victim_partitions = sorted(p for p, m in owners.items() if m is victim)
     last_seen = {p: max(r["o"] for r in victim.records() if r["p"] == p)
                  for p in victim_partitions}
+
     # The victim commits after writing each record; wait until its commits are durable
     # so the expected resume point is exact.
     def victim_committed() -> bool:
         offsets = committed_offsets(bootstrap, group_id, topic, partitions)
         return all(offsets[p] == last_seen[p] + 1 for p in victim_partitions)
 
-    from odradek.local_cluster import wait_until
     wait_until(victim_committed, 20, "the victim's commits", interval=0.2)
 
     killed_at = time.monotonic()

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from kio.index import load_request_schema, load_response_schema
-
 from odradek.protocol.api_versions import ADVERTISED, PARSEABLE, ApiKey, is_advertised
+from odradek.protocol.messages import request_type, response_type
 
 
 def test_every_advertised_and_parseable_version_has_a_codec() -> None:
     for key, versions in PARSEABLE.items():
         for version in range(versions.min_version, versions.max_version + 1):
-            load_request_schema(int(key), version)
-            load_response_schema(int(key), version)
+            request_type(int(key), version)
+            response_type(int(key), version)
 
 
 def test_group_apis_are_advertised_with_their_compat_ranges() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import click
 
@@ -19,7 +20,7 @@ def groups(ctx: click.Context, bootstrap: str, output: str) -> None:
     ctx.obj = {"bootstrap": bootstrap, "output": output}
 
 
-def _admin(ctx: click.Context):  # type: ignore[no-untyped-def]
+def _admin(ctx: click.Context) -> Any:
     from odradek.client import AdminClient
 
     return AdminClient(ctx.obj["bootstrap"])
@@ -48,7 +49,7 @@ def list_(ctx: click.Context) -> None:
 def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
     """Members, committed offsets and lag per partition."""
     admin = _admin(ctx)
-    data = []
+    data: list[dict[str, Any]] = []
     try:
         descriptions = admin.describe_groups(group_ids)
         for group in group_ids:
@@ -79,15 +80,15 @@ def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
     if ctx.obj["output"] == "json":
         print_json(data)
         return
-    for group in data:
-        print_table(f"{group['group']}  state={group['state']}  protocol="
-                    f"{group['protocol'] or '-'}  members={group['members']}  coordinator="
-                    f"{group['coordinator']}",
+    for entry in data:
+        print_table(f"{entry['group']}  state={entry['state']}  protocol="
+                    f"{entry['protocol'] or '-'}  members={entry['members']}  coordinator="
+                    f"{entry['coordinator']}",
                     ["Topic", "Partition", "Current offset", "Log end offset", "Lag",
                      "Member", "Client", "Host"],
                     [(r["topic"], r["partition"], r["current_offset"], r["log_end_offset"],
                       r["lag"], r["member_id"] or "-", r["client_id"] or "-", r["host"] or "-")
-                     for r in group["partitions"]])
+                     for r in entry["partitions"]])
 
 
 @groups.command(name="reset-offsets")

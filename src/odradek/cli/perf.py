@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import Any
 
 import click
 
@@ -52,8 +53,8 @@ def perf_produce(bootstrap: str, topic: str, num_records: int, record_size: int,
     sample_every = max(1, num_records // 20_000)
     errors: list[BaseException] = []
 
-    def sampled(sent: float):  # type: ignore[no-untyped-def]
-        def on_delivery(err, _metadata):  # type: ignore[no-untyped-def]
+    def sampled(sent: float) -> Any:
+        def on_delivery(err: BaseException | None, _metadata: Any) -> None:
             if err is not None:
                 errors.append(err)
             else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from .output import (
@@ -23,7 +25,7 @@ def topics(ctx: click.Context, bootstrap: str, output: str) -> None:
     ctx.obj = {"bootstrap": bootstrap, "output": output}
 
 
-def _admin(ctx: click.Context):  # type: ignore[no-untyped-def]
+def _admin(ctx: click.Context) -> Any:
     from odradek.client import AdminClient
 
     return AdminClient(ctx.obj["bootstrap"])
@@ -138,7 +140,8 @@ def alter(ctx: click.Context, topic: str, partitions: int | None, configs: tuple
     if partitions is None and not configs and not deletes:
         raise click.UsageError("nothing to alter: give --partitions, --config or "
                                "--delete-config")
-    changes = [(k, "set", v) for k, v in parse_configs(configs).items()]
+    changes: list[tuple[str, str, str | None]] = [
+        (k, "set", v) for k, v in parse_configs(configs).items()]
     changes += [(k, "delete", None) for k in deletes]
     admin = _admin(ctx)
     try:

@@ -118,7 +118,7 @@ class RecordFuture:
     Resolves to :class:`RecordMetadata` or raises the delivery error.
     """
 
-    __slots__ = ("_result", "index", "key_size", "tp", "timestamp", "value_size")
+    __slots__ = ("_result", "index", "key_size", "timestamp", "tp", "value_size")
 
     def __init__(self, result: BatchResult, tp: TopicPartition, index: int, timestamp: int,
                  key_size: int, value_size: int) -> None:
@@ -257,8 +257,8 @@ class RecordAccumulator:
             created = False
             rolled = False
             if (batch is None or batch.in_retry or batch.encoded is not None
-                    or batch.size + key_size + value_size + 32 > self.batch_size
-                    and batch.record_count > 0):
+                    or (batch.size + key_size + value_size + 32 > self.batch_size
+                    and batch.record_count > 0)):
                 rolled = batch is not None
                 batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout)
                 queue.append(batch)

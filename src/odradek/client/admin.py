@@ -22,8 +22,15 @@ from .errors import BrokerResponseError, KafkaClientError
 from .metadata import ClusterMetadata, TopicInfo, TopicPartition
 from .offsets import OffsetAndTimestamp, list_offsets
 
-__all__ = ["AsyncAdminClient", "ConfigEntry", "GroupDescription", "MemberDescription",
-           "NewTopic", "RESOURCE_BROKER", "RESOURCE_TOPIC"]
+__all__ = [
+    "RESOURCE_BROKER",
+    "RESOURCE_TOPIC",
+    "AsyncAdminClient",
+    "ConfigEntry",
+    "GroupDescription",
+    "MemberDescription",
+    "NewTopic",
+]
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4

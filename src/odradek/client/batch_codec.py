@@ -210,10 +210,7 @@ def decode_fetched(records: bytes | memoryview, topic: str, partition: int,
                                 f"{header.base_offset}")
         payload: bytes | memoryview = view[pos + BATCH_HEADER_SIZE:pos + size]
         codec = header.attributes & 0x07
-        if codec:
-            payload = codecs.decompress(codec, payload)
-        else:
-            payload = bytes(payload)
+        payload = codecs.decompress(codec, payload) if codec else bytes(payload)
         _decode_records(payload, header, topic, partition, fetch_offset, out)
         pos += size
         next_offset = max(next_offset, last + 1)

@@ -165,7 +165,7 @@ class ClusterClient:
         try:
             return await asyncio.wait_for(conn.send(api_key, body, version=version),
                                           self.request_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             conn.close(ConnectionFailed(f"request to {conn.address} timed out"))
             raise ConnectionFailed(
                 f"{ApiKey(api_key).name} to {conn.address} timed out after "

@@ -72,7 +72,7 @@ class Connection:
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(address.host, address.port, limit=1 << 20), timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise ConnectionFailed(f"cannot connect to {address}: {exc}") from exc
         conn = cls(address, client_id, reader, writer)
         conn._read_task = asyncio.get_running_loop().create_task(conn._read_loop())
@@ -243,11 +243,11 @@ class _ApiVersionsDowngrade(Exception):
         self.version = version
 
 
-def _parse_api_versions(frame: bytes, version: int) -> Any:
+def _parse_api_versions(frame: bytes, version: int) -> Any:  # kio response type
     # Error 35 comes in the v0 layout whatever version we asked: int16 error, then the array.
     error = struct.unpack_from(">h", frame, 4)[0]
     if error == 35 and version > 0:
-        _, response = decode_response(frame, ApiKey.API_VERSIONS, 0)
+        response: Any = decode_response(frame, ApiKey.API_VERSIONS, 0)[1]
         for entry in response.api_keys:
             if int(entry.api_key) == ApiKey.API_VERSIONS:
                 raise _ApiVersionsDowngrade(min(int(entry.max_version), version - 1))

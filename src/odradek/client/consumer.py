@@ -287,8 +287,8 @@ class AsyncConsumer:
         missing = [tp for tp, v in found.items() if v is None]
         ends = await self.end_offsets(missing) if missing else {}
         for tp, value in found.items():
-            state = self.fetcher.assignment.get(tp)
-            if state is not None and state.position is None:
+            current = self.fetcher.assignment.get(tp)
+            if current is not None and current.position is None:
                 self.fetcher.seek(tp, value.offset if value is not None else ends[tp])
         self.fetcher.needs_reset.clear()
 

@@ -262,7 +262,7 @@ class Fetcher:
                 response = await asyncio.wait_for(
                     conn.send(ApiKey.FETCH, body),
                     self.client.request_timeout + self.fetch_max_wait_ms / 1000)
-            except (KafkaClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, KafkaClientError, OSError) as exc:
                 log.debug("fetch from %d failed: %s", node, exc)
                 self.client.drop_connection(node)
                 await asyncio.sleep(self.client.retry_backoff)

@@ -118,7 +118,7 @@ class GroupMembership:
             self._rebalance = asyncio.get_running_loop().create_task(self._join_and_sync())
         try:
             await asyncio.wait_for(asyncio.shield(self._rebalance), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         except KafkaClientError as exc:
             if exc.retriable:
@@ -175,7 +175,7 @@ class GroupMembership:
                 join = await asyncio.wait_for(
                     self._send(ApiKey.JOIN_GROUP, body),
                     self.rebalance_timeout_ms / 1000 + 5)
-            except (KafkaClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, KafkaClientError) as exc:
                 log.debug("JoinGroup failed: %s", exc)
                 self.coordinator = None
                 await asyncio.sleep(backoff)

@@ -80,7 +80,7 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
 
 async def _list_from(client: ClusterClient, node: int, parts: Mapping[TopicPartition, int],
                      isolation_level: int
-                     ) -> dict[TopicPartition, OffsetAndTimestamp | None | BrokerResponseError]:
+                     ) -> dict[TopicPartition, OffsetAndTimestamp | BrokerResponseError | None]:
     topics: dict[str, list[dict[str, int]]] = {}
     for tp, ts in parts.items():
         topics.setdefault(tp.topic, []).append(
@@ -88,7 +88,7 @@ async def _list_from(client: ClusterClient, node: int, parts: Mapping[TopicParti
     response = await client.send(node, ApiKey.LIST_OFFSETS, {
         "replica_id": -1, "isolation_level": isolation_level,
         "topics": [{"name": t, "partitions": p} for t, p in topics.items()]})
-    out: dict[TopicPartition, OffsetAndTimestamp | None | BrokerResponseError] = {}
+    out: dict[TopicPartition, OffsetAndTimestamp | BrokerResponseError | None] = {}
     for topic in response.topics:
         for part in topic.partitions:
             tp = TopicPartition(topic.name, int(part.partition_index))

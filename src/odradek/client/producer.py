@@ -28,8 +28,8 @@ from typing import Any
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.compression import CODEC_BY_NAME
 
-from .aio import wait_event
 from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
+from .aio import wait_event
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import (
     BrokerResponseError,
@@ -213,7 +213,7 @@ class AsyncProducer:
         try:
             if self._sender is not None:
                 await self.flush(timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("producer close: timeout with %d batches undelivered",
                         len(self.accumulator.incomplete))
         finally:
@@ -265,7 +265,7 @@ class AsyncProducer:
             self._space.clear()
             try:
                 await asyncio.wait_for(self._space.wait(), self.config.max_block_ms / 1000)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise KafkaClientError("buffer.memory full for max.block.ms") from None
         future, wake = self.append(topic, value, key, headers, partition, timestamp,
                                    on_delivery)
@@ -370,9 +370,9 @@ class AsyncProducer:
             except KafkaClientError as exc:
                 log.warning("metadata refresh failed: %s", exc)
                 return backoff
-        if self.config.enable_idempotence and self._producer_id < 0:
-            if not await self._init_producer_id():
-                return backoff
+        if (self.config.enable_idempotence and self._producer_id < 0
+                and not await self._init_producer_id()):
+            return backoff
         ready, delay = self.accumulator.ready(now)
         if not ready:
             return delay
@@ -454,7 +454,7 @@ class AsyncProducer:
                 response = await asyncio.wait_for(
                     conn.send(ApiKey.PRODUCE, body),
                     self.config.request_timeout_ms / 1000 + 5)
-            except (KafkaClientError, asyncio.TimeoutError, OSError) as exc:
+            except (TimeoutError, KafkaClientError, OSError) as exc:
                 if isinstance(exc, asyncio.TimeoutError):
                     self.client.drop_connection(node_id)
                     exc = ConnectionFailed(f"produce to broker {node_id} timed out")
@@ -484,7 +484,7 @@ class AsyncProducer:
                                                 getattr(part, "error_message", None))
                     if code in STALE_METADATA_CODES:
                         self.client.invalidate()
-                    if code == UNKNOWN_PRODUCER_ID or code == INVALID_PRODUCER_EPOCH:
+                    if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH):
                         self._reset_producer_id()
                     self._retry_or_fail(batch, error)
         except Exception as exc:  # never leave a batch unresolved

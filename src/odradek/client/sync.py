@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .accumulator import DeliveryCallback, RecordFuture
+from .accumulator import DeliveryCallback
 from .admin import AsyncAdminClient
 from .batch_codec import ConsumerRecord
 from .consumer import AsyncConsumer
@@ -129,10 +130,8 @@ class Producer:
 
     def _atexit(self) -> None:
         if not self._closed:
-            try:
+            with contextlib.suppress(Exception):  # interpreter shutdown: nobody to tell
                 self.close(30)
-            except Exception:  # interpreter shutdown: nothing left to report to
-                pass
 
     def __enter__(self) -> Producer:
         return self

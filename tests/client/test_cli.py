@@ -1,0 +1,102 @@
+"""The client commands through ``python -m odradek`` subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+
+from .conftest import REPO, Target
+
+
+def odradek(*args: str, input: str | None = None, timeout: float = 60
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "odradek", *args], input=input,
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def test_topics_produce_consume_round_trip(target: Target) -> None:
+    bs = ["--bootstrap-server", target.bootstrap]
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    done = odradek("topics", *bs, "create", "--topic", topic, "--partitions", "2",
+                   "--replication-factor", "1", "--config", "retention.ms=3600000")
+    assert done.returncode == 0, done.stderr
+    listed = odradek("topics", *bs, "--output", "json", "list")
+    assert topic in json.loads(listed.stdout)
+    described = json.loads(odradek("topics", *bs, "--output", "json", "describe",
+                                   "--topic", topic).stdout)
+    assert described[0]["partition_count"] == 2
+    assert described[0]["configs"].get("retention.ms") == "3600000"
+    done = odradek("produce", *bs, topic, "--property", "parse.key=true", "--property",
+                   "key.separator=:", "--compression", "zstd", "--acks", "all",
+                   input="a:1\nb:2\nc:3\n")
+    assert done.returncode == 0, done.stderr
+    done = odradek("consume", *bs, topic, "--from-beginning", "--max-messages", "3",
+                   "--property", "print.key=true", "--property", "key.separator=:")
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == ["a:1", "b:2", "c:3"]
+    done = odradek("topics", *bs, "alter", "--topic", topic, "--partitions", "3")
+    assert done.returncode == 0, done.stderr
+    described = json.loads(odradek("topics", *bs, "--output", "json", "describe",
+                                   "--topic", topic).stdout)
+    assert described[0]["partition_count"] == 3
+    assert odradek("topics", *bs, "delete", "--topic", topic).returncode == 0
+    assert topic not in json.loads(odradek("topics", *bs, "--output", "json", "list").stdout)
+
+
+def test_bad_input_is_one_line_and_nonzero(target: Target) -> None:
+    bs = ["--bootstrap-server", target.bootstrap]
+    missing = odradek("consume", *bs, f"nope-{uuid.uuid4().hex[:6]}", "--max-messages", "1")
+    assert missing.returncode != 0 and "does not exist" in missing.stderr
+    bad = odradek("produce", *bs, "x", "--property", "parse.key=true", "--property",
+                  "bogus=1", input="")
+    assert bad.returncode != 0 and "unknown property" in bad.stderr
+    unreachable = odradek("topics", "--bootstrap-server", "127.0.0.1:1", "list", timeout=90)
+    assert unreachable.returncode == 1
+    assert unreachable.stderr.strip().startswith("Error:")
+    assert len(unreachable.stderr.strip().splitlines()) == 1
+
+
+def test_perf_produce_and_consume_report_rates(target: Target) -> None:
+    bs = ["--bootstrap-server", target.bootstrap]
+    topic = f"perf-{uuid.uuid4().hex[:8]}"
+    assert odradek("topics", *bs, "create", "--topic", topic, "--partitions", "1"
+                   ).returncode == 0
+    done = odradek("perf", "produce", *bs, "--topic", topic, "--num-records", "20000",
+                   "--record-size", "100", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["records"] == 20000 and result["records_per_sec"] > 0
+    assert 0 < result["p50_latency_ms"] <= result["p99_latency_ms"]
+    done = odradek("perf", "consume", *bs, "--topic", topic, "--messages", "20000",
+                   "--output", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["records"] == 20000
+
+
+def test_groups_describe_and_reset_offsets(apache_kafka) -> None:  # type: ignore[no-untyped-def]
+    bs = ["--bootstrap-server", apache_kafka.bootstrap]
+    topic = f"grp-{uuid.uuid4().hex[:8]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    assert odradek("topics", *bs, "create", "--topic", topic, "--partitions", "1"
+                   ).returncode == 0
+    assert odradek("produce", *bs, topic, input="x\ny\nz\n").returncode == 0
+    done = odradek("consume", *bs, topic, "--group", group, "--from-beginning",
+                   "--max-messages", "3")
+    assert done.returncode == 0, done.stderr
+    described = json.loads(odradek("groups", *bs, "--output", "json", "describe",
+                                   "--group", group).stdout)
+    assert described[0]["partitions"][0]["current_offset"] == 3
+    assert described[0]["partitions"][0]["lag"] == 0
+    plan = json.loads(odradek("groups", *bs, "--output", "json", "reset-offsets", "--group",
+                              group, "--topic", topic, "--to-earliest").stdout)
+    assert plan["executed"] is False and plan["offsets"][0]["new_offset"] == 0
+    done = odradek("groups", *bs, "--output", "json", "reset-offsets", "--group", group,
+                   "--topic", topic, "--shift-by", "-1", "--execute")
+    assert json.loads(done.stdout)["offsets"][0]["new_offset"] == 2
+    described = json.loads(odradek("groups", *bs, "--output", "json", "describe",
+                                   "--group", group).stdout)
+    assert described[0]["partitions"][0]["lag"] == 1
+    listed = json.loads(odradek("groups", *bs, "--output", "json", "list").stdout)
+    assert group in [g["group"] for g in listed]
