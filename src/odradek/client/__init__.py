@@ -31,6 +31,7 @@ from .offsets import EARLIEST, LATEST, OffsetAndTimestamp
 from .partitioner import murmur2, partition_for_key
 from .producer import AsyncProducer
 from .sync import AdminClient, Consumer, Producer
+from .zk_consumer import AsyncZooKeeperConsumer, RebalanceFailed, ZooKeeperConsumer
 
 __all__ = [
     "EARLIEST",
@@ -62,3 +63,5 @@ __all__ = [
     "murmur2",
     "partition_for_key",
 ]
+# Paper mode: consumer groups coordinated through ZooKeeper alone (section 3.3).
+__all__ += ["AsyncZooKeeperConsumer", "RebalanceFailed", "ZooKeeperConsumer"]
