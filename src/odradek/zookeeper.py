@@ -91,8 +91,14 @@ def zookeeper_jars_dir() -> Path:
     return jars
 
 
-def zookeeper_command(port: int, data_dir: Path, *, heap_mb: int = 256) -> ZooKeeperCommand:
-    """The ``java`` command line that serves ZooKeeper on ``port`` with data in ``data_dir``."""
+def zookeeper_command(
+    port: int, data_dir: Path, *, heap_mb: int = 256, tick_time_ms: int = 2000
+) -> ZooKeeperCommand:
+    """The ``java`` command line that serves ZooKeeper on ``port`` with data in ``data_dir``.
+
+    ``tick_time_ms`` is ZooKeeper's time unit: sessions may last 2 to 20 ticks, so 2000 (the
+    value of ZooKeeper's sample configuration) lets brokers ask for sessions down to 4 s.
+    """
     java = find_java()
     jars = zookeeper_jars_dir()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -108,6 +114,7 @@ def zookeeper_command(port: int, data_dir: Path, *, heap_mb: int = 256) -> ZooKe
         MAIN_CLASS,
         str(port),
         str(data_dir),
+        str(tick_time_ms),
     ]
     return ZooKeeperCommand(argv=argv, data_dir=data_dir, port=port)
 

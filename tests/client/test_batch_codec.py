@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.client.batch_codec import RecordsBuilder, compress, decode_fetched
+from odradek.client.batch_codec import RecordsBuilder, decode_fetched
 from odradek.protocol import compression as codecs
 from odradek.protocol.records import Record, decode_batches, encode_batch
 
@@ -32,7 +32,7 @@ def test_built_batch_decodes_with_reference_codec(codec: int) -> None:
 
 
 def test_lz4_uses_independent_blocks_that_java_accepts() -> None:
-    frame = compress(codecs.LZ4, b"abc" * 100_000)
+    frame = codecs.compress(codecs.LZ4, b"abc" * 100_000)
     assert frame[:4] == b"\x04\x22\x4d\x18"
     assert frame[4] & 0x20, "FLG block-independence bit must be set for Kafka's reader"
     assert codecs.decompress(codecs.LZ4, frame) == b"abc" * 100_000
@@ -47,3 +47,15 @@ def test_decode_skips_records_below_fetch_offset_and_control_batches() -> None:
     next_offset = decode_fetched(data + control + data[:30], "t", 0, 105, out)
     assert [r.offset for r in out] == [105, 106, 107, 108, 109]
     assert next_offset == 111  # past the control batch; the torn tail is ignored
+
+
+def test_incremental_builder_and_encode_batch_write_identical_bytes() -> None:
+    builder = _builder(300)
+    records = [Record(timestamp=1_000 + i * 70_000, key=None if i % 3 == 0 else b"k%d" % i,
+                      value=b"v" * (i % 300) if i % 11 else None,
+                      headers=[("h", b"x"), ("n", None)] if i % 7 == 0 else [])
+               for i in range(300)]
+    for codec in (0, 4):
+        assert builder.build(compression=codec, producer_id=5, producer_epoch=2,
+                             base_sequence=10) == encode_batch(
+            records, compression=codec, producer_id=5, producer_epoch=2, base_sequence=10)

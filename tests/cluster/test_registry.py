@@ -152,3 +152,23 @@ def test_unreachable_zookeeper_is_a_clear_error() -> None:
 
 def test_broker_info_defaults_to_one_plaintext_endpoint() -> None:
     assert broker_info(2).endpoints == (Endpoint("PLAINTEXT", "localhost", 9092),)
+
+
+def test_restart_waits_for_the_ghost_registration_of_a_killed_broker(zk_connect: str) -> None:
+    """A broker killed with SIGKILL leaves its registration until its session expires; the
+    restarted broker waits for it instead of failing."""
+
+    async def body() -> None:
+        with raw_client(zk_connect) as ghost:
+            ghost.create("/brokers/ids/5", b"{}", ephemeral=True, makepath=True)
+            async with group(zk_connect) as g:
+                registering = asyncio.ensure_future(g.broker(5))
+                await asyncio.sleep(0.5)
+                assert not registering.done(), "must wait while the old session lives"
+                await asyncio.to_thread(ghost.stop)  # the old session ends
+                session = await asyncio.wait_for(registering, 10)
+                with raw_client(zk_connect) as zk:
+                    _, stat = zk.get("/brokers/ids/5")
+                assert stat.ephemeralOwner == session.session_id
+
+    run(body())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from functools import partial
@@ -278,18 +279,21 @@ def test_topic_deletion_removes_every_replica_incl_broker_down_at_the_time(
         for broker in cluster.brokers:
             wait_until(partial(has_log, broker.data_dir, "doomed", 0), 30,
                        f"{broker.name} holding a replica")
-        cluster.brokers[2].kill()
-        survivors = ",".join(b.bootstrap for b in cluster.brokers[:2])
-        admin = AdminClient({"bootstrap.servers": survivors})
+        # Kill a replica that is not the controller: right after a controller dies, clients
+        # (librdkafka included) keep addressing it until its session expires — Kafka's
+        # ZooKeeper mode has the same window, and it is not what this test is about.
+        controller = json.loads(zk.get("/controller")[0])["brokerid"]
+        down = next(i for i in range(3) if i != controller)
+        cluster.brokers[down].kill()
+        up = [b for i, b in enumerate(cluster.brokers) if i != down]
+        admin = AdminClient({"bootstrap.servers": ",".join(b.bootstrap for b in up)})
         admin.delete_topics(["doomed"], operation_timeout=30)["doomed"].result(60)
-        for broker in cluster.brokers[:2]:
+        for broker in up:
             wait_until(partial(_no_log, broker.data_dir, "doomed", 0), 30,
                        f"{broker.name} deleting its log")
-        assert has_log(cluster.brokers[2].data_dir, "doomed", 0)
-        wait_until(lambda: zk.exists("/brokers/ids/2") is None, 30,
-                   "the killed broker's session expiring")
-        cluster.restart(2)
-        wait_until(lambda: not has_log(cluster.brokers[2].data_dir, "doomed", 0), 30,
+        assert has_log(cluster.brokers[down].data_dir, "doomed", 0)
+        cluster.restart(down)
+        wait_until(lambda: not has_log(cluster.brokers[down].data_dir, "doomed", 0), 30,
                    "the returning broker deleting its stray log")
 
 

@@ -21,6 +21,9 @@ def _text(data: bytes | None) -> str:
 @bootstrap_option
 @click.argument("topic")
 @click.option("--group", default=None, help="Consume as a member of this consumer group.")
+@click.option("--zookeeper", default=None, metavar="HOST:PORT[/CHROOT]",
+              help="With --group: the paper's consumer group, coordinated through this "
+                   "ZooKeeper (the brokers' zookeeper.connect) instead of a broker.")
 @click.option("--from-beginning", is_flag=True,
               help="Start at the earliest offset when there is no committed one.")
 @click.option("--max-messages", type=click.IntRange(min=1), default=None,
@@ -36,11 +39,12 @@ def _text(data: bytes | None) -> str:
                    "print.headers, print.value (true/false), key.separator.")
 @output_option
 @client_errors
-def consume(bootstrap: str, topic: str, group: str | None, from_beginning: bool,
+def consume(bootstrap: str, topic: str, group: str | None, zookeeper: str | None,
+            from_beginning: bool,
             max_messages: int | None, partition: int | None, offset: str | None,
             timeout_ms: int | None, properties: tuple[str, ...], output: str) -> None:
     """Print records of TOPIC, one per line, until Ctrl-C (or --max-messages)."""
-    from odradek.client import Consumer, TopicPartition
+    from odradek.client import Consumer, TopicPartition, ZooKeeperConsumer
 
     props = parse_properties(properties, PROPERTIES)
     flag = {k: props.get(k, "false").lower() == "true" for k in PROPERTIES}
@@ -50,12 +54,23 @@ def consume(bootstrap: str, topic: str, group: str | None, from_beginning: bool,
         raise click.UsageError("--partition cannot be combined with --group")
     if offset is not None and partition is None:
         raise click.UsageError("--offset needs --partition")
+    if zookeeper is not None and (group is None or partition is not None):
+        raise click.UsageError("--zookeeper needs --group (and no --partition): it runs the "
+                               "paper's ZooKeeper-coordinated consumer group")
     reset = "earliest" if from_beginning else "latest"
-    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset=reset,
-                        client_id="odradek-console-consumer")
+    consumer: Consumer | ZooKeeperConsumer
+    if zookeeper is not None and group is not None:
+        consumer = ZooKeeperConsumer(zookeeper, group, [topic], bootstrap_servers=bootstrap,
+                                     auto_offset_reset="smallest" if from_beginning
+                                     else "largest", client_id="odradek-console-consumer")
+    else:
+        consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
+                            auto_offset_reset=reset, client_id="odradek-console-consumer")
     seen = 0
     try:
-        if group is not None:
+        if isinstance(consumer, ZooKeeperConsumer):
+            pass  # registered and owning its partitions already
+        elif group is not None:
             consumer.subscribe([topic])
         else:
             partitions = consumer.partitions_for_topic(topic)

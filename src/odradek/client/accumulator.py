@@ -31,6 +31,11 @@ from .metadata import TopicPartition
 __all__ = ["BatchResult", "ProducerBatch", "RecordAccumulator", "RecordFuture",
            "RecordMetadata"]
 
+#: Guards registering a waiter against resolving a batch: futures are awaited and given
+#: callbacks from application threads while the loop thread resolves them, and a waiter
+#: registered just after the resolver looked would otherwise never be woken.
+_REGISTRATION = threading.Lock()
+
 DeliveryCallback = Callable[[BaseException | None, "RecordMetadata | None"], None]
 
 
@@ -63,48 +68,54 @@ class BatchResult:
 
     def resolve(self, base_offset: int, log_append_time: int = -1,
                 error: BaseException | None = None) -> None:
-        if self.done:
-            return
-        self.base_offset = base_offset
-        self.log_append_time = log_append_time
-        self.error = error
-        self.done = True
-        if self._event is not None:
-            self._event.set()
-        if self._async_waiters:
-            for waiter in self._async_waiters:
+        with _REGISTRATION:
+            if self.done:
+                return
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.error = error
+            self.done = True
+            event, waiters, callbacks = self._event, self._async_waiters, self._callbacks
+        if event is not None:
+            event.set()
+        if waiters:
+            for waiter in waiters:
                 if not waiter.done():
                     waiter.get_loop().call_soon_threadsafe(_set_none, waiter)
-        if self._callbacks:
-            for callback in self._callbacks:
+        if callbacks:
+            for callback in callbacks:
                 callback()
 
     def wait(self, timeout: float | None) -> bool:
         if self.done:
             return True
-        if self._event is None:
-            self._event = threading.Event()
-            if self.done:  # resolved between the check and the event's creation
+        with _REGISTRATION:
+            if self.done:
                 return True
-        return self._event.wait(timeout)
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def async_waiter(self) -> asyncio.Future[None]:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.done:
-            future.set_result(None)
-        else:
-            if self._async_waiters is None:
-                self._async_waiters = []
-            self._async_waiters.append(future)
+        with _REGISTRATION:
+            if not self.done:
+                if self._async_waiters is None:
+                    self._async_waiters = []
+                self._async_waiters.append(future)
+                return future
+        future.set_result(None)
         return future
 
     def add_callback(self, callback: Callable[[], None]) -> None:
-        if self.done:
-            callback()
-            return
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(callback)
+        with _REGISTRATION:
+            if not self.done:
+                if self._callbacks is None:
+                    self._callbacks = []
+                self._callbacks.append(callback)
+                return
+        callback()
 
 
 def _set_none(future: asyncio.Future[None]) -> None:
@@ -333,12 +344,17 @@ class RecordAccumulator:
                 self.space.notify_all()
 
     def expired(self, now: float) -> list[ProducerBatch]:
-        """Batches still queued past ``delivery.timeout.ms``, removed from their queues."""
-        out = []
+        """Batches queued past ``delivery.timeout.ms`` (fresh or waiting for a retry),
+        removed from their queues. A retry counts too: a batch whose leader never comes back
+        must still fail at its deadline rather than keep ``flush`` waiting forever."""
+        out: list[ProducerBatch] = []
         with self.lock:
             for queue in self.batches.values():
-                while queue and queue[0].deadline <= now and not queue[0].encoded:
-                    out.append(queue.popleft())
+                if queue and queue[0].deadline <= now:
+                    kept = [batch for batch in queue if batch.deadline > now]
+                    out.extend(batch for batch in queue if batch.deadline <= now)
+                    queue.clear()
+                    queue.extend(kept)
         return out
 
     def abort_all(self) -> list[ProducerBatch]:

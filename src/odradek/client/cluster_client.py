@@ -76,16 +76,22 @@ class ClusterClient:
 
     # ------------------------------------------------------------------ connections
 
-    async def connection(self, node_id: int) -> Connection:
-        """The live connection to ``node_id`` (opening it if needed)."""
+    async def connection(self, node_id: int, address: NodeAddress | None = None
+                         ) -> Connection:
+        """The live connection to ``node_id`` (opening it if needed, at ``address`` if
+        given, else where the metadata says)."""
         conn = self._connections.get(node_id)
         if conn is not None and not conn.closed:
             return conn
         if self._closed:
             raise ConnectionFailed("client is closed")
         task = self._connecting.get(node_id)
+        if task is not None and task.done() and not task.cancelled() \
+                and task.exception() is None and task.result().closed:
+            task = None  # a finished open whose connection has since died
         if task is None:
-            address = self.metadata.brokers.get(node_id) or self._extra_addresses.get(node_id)
+            address = (address or self.metadata.brokers.get(node_id)
+                       or self._extra_addresses.get(node_id))
             if address is None:
                 await self.refresh_metadata()
                 address = self.metadata.brokers.get(node_id)
@@ -113,6 +119,9 @@ class ClusterClient:
             self._stale = True
             raise
         self._failures.pop(address.node_id, None)
+        if self._closed:  # close() ran while we connected (its cancel may have been lost)
+            conn.close()
+            raise ConnectionFailed("client is closed")
         self._connections[address.node_id] = conn
         return conn
 
@@ -142,7 +151,9 @@ class ClusterClient:
         random.shuffle(brokers)
         for address in brokers:
             try:
-                return await self.connection(address.node_id)
+                # With the address: connection() must not refresh metadata here, since a
+                # refresh needs _bootstrap_lock, which our caller holds (a deadlock).
+                return await self.connection(address.node_id, address)
             except KafkaClientError:
                 continue
         errors = []
@@ -290,15 +301,19 @@ class ClusterClient:
             await asyncio.sleep(self.retry_backoff * min(attempt + 1, 5))
         raise last or ConnectionFailed("FindCoordinator failed")
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = 5.0) -> None:
+        """Close every connection; waits at most ``timeout`` seconds for their read loops."""
         self._closed = True
         for task in self._connecting.values():
             task.cancel()
+        if self._refresh_task is not None:
+            self._refresh_task.cancel()
         conns = list(self._connections.values())
         if self._bootstrap_conn is not None:
             conns.append(self._bootstrap_conn)
         for conn in conns:
             conn.close()
+        deadline = time.monotonic() + timeout
         for conn in conns:
-            await conn.wait_closed()
+            await conn.wait_closed(max(deadline - time.monotonic(), 0))
         self._connections.clear()

@@ -212,6 +212,11 @@ class Connection:
             self.close(ConnectionFailed(f"connection to {self.address} lost: {exc!r}"))
         except ConnectionFailed as exc:
             self.close(exc)
+        except Exception as exc:
+            # Anything else (a corrupt frame size, a bug) must still fail the pending
+            # requests: a read loop that dies silently leaves their futures unresolved.
+            log.error("read loop for %s failed", self.address, exc_info=True)
+            self.close(ConnectionFailed(f"connection to {self.address} broke: {exc!r}"))
         except asyncio.CancelledError:
             self.close(ConnectionFailed(f"connection to {self.address} closed"))
             raise
@@ -232,9 +237,10 @@ class Connection:
         if self._read_task is not None and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
 
-    async def wait_closed(self) -> None:
-        if self._read_task is not None:
-            await asyncio.gather(self._read_task, return_exceptions=True)
+    async def wait_closed(self, timeout: float | None = None) -> None:
+        """Wait for the read loop to end (at most ``timeout`` seconds)."""
+        if self._read_task is not None and not self._read_task.done():
+            await asyncio.wait([self._read_task], timeout=timeout)
 
 
 class _ApiVersionsDowngrade(Exception):

@@ -52,6 +52,8 @@ OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 UNKNOWN_PRODUCER_ID = 59
 INVALID_PRODUCER_EPOCH = 47
 _SEQUENCE_WRAP = 1 << 31
+#: Seconds close() gives cancelled tasks and sockets to finish before giving up on them.
+_CLOSE_GRACE = 5.0
 
 Header = tuple[str, bytes | None]
 
@@ -164,6 +166,7 @@ class AsyncProducer:
         self._stopped = False
         self._fatal: BaseException | None = None
         self._responses: set[asyncio.Task[None]] = set()
+        self._metadata_refresh: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -182,53 +185,74 @@ class AsyncProducer:
         await self.close()
 
     async def flush(self, timeout: float | None = None) -> None:
-        """Send everything buffered now and wait until each batch is acknowledged or failed."""
+        """Send everything buffered now and wait until each batch is acknowledged or failed.
+
+        Never waits forever: without ``timeout`` the wait is bounded by
+        ``delivery.timeout.ms`` (every batch, queued, retrying or in flight, is resolved by
+        its delivery deadline) plus a grace period; if that bound passes anyway, the batches
+        still incomplete are reported in the :class:`TimeoutError`.
+        """
         acc = self.accumulator
         with acc.lock:
             acc.flushing += 1
         try:
             self._wakeup.set()
-            if timeout is None:
-                await self._wait_idle()
-            else:
-                await asyncio.wait_for(self._wait_idle(), timeout)
+            bound = self._flush_bound() if timeout is None else timeout
+            if not await self._wait_idle(time.monotonic() + bound):
+                raise TimeoutError(
+                    f"producer flush: {len(acc.incomplete)} batches "
+                    f"({sum(b.record_count for b in list(acc.incomplete))} records) still "
+                    f"undelivered after {bound:.1f}s")
         finally:
             with acc.lock:
                 acc.flushing -= 1
 
-    async def _wait_idle(self) -> None:
+    def _flush_bound(self) -> float:
+        """The longest any batch can stay incomplete: its delivery deadline plus grace."""
+        return self.config.delivery_timeout_ms / 1000 + _CLOSE_GRACE
+
+    async def _wait_idle(self, deadline: float) -> bool:
+        """Wait until no batch is incomplete (True) or ``deadline`` passes (False).
+
+        Uses :func:`wait_event`, not ``asyncio.wait_for``: on Python 3.11 ``wait_for`` can
+        lose a cancellation that races with completion (CPython gh-86296).
+        """
         while self.accumulator.has_incomplete:
             self._idle.clear()
             self._wakeup.set()
             if not self.accumulator.has_incomplete:
                 break
-            await self._idle.wait()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not await wait_event(self._idle, remaining):
+                return not self.accumulator.has_incomplete
+        return True
 
     async def close(self, timeout: float | None = None) -> None:
-        """Deliver what is buffered (bounded by ``timeout``), then stop. Records that could
-        not be delivered in time fail with :class:`ClientClosed`; none is dropped silently."""
+        """Deliver what is buffered (within ``timeout``; default ``delivery.timeout.ms`` plus
+        grace), then stop. Records that could not be delivered in time fail with
+        :class:`ClientClosed`; none is dropped silently, and close itself always returns
+        within about ``timeout`` plus a few seconds of shutdown grace."""
         if self._closing:
             return
         self._closing = True
         try:
             if self._sender is not None:
-                await self.flush(timeout)
-        except TimeoutError:
-            log.warning("producer close: timeout with %d batches undelivered",
-                        len(self.accumulator.incomplete))
+                await self.flush(self._flush_bound() if timeout is None else timeout)
+        except TimeoutError as exc:
+            log.warning("producer close: %s; failing them", exc)
         finally:
             self.accumulator.closed = True
-            self._fail_all(ClientClosed("producer closed before the record was delivered"))
+            closed = ClientClosed("producer closed before the record was delivered")
+            self._fail_all(closed)
             self._stopped = True
             self._wakeup.set()
-            if self._sender is not None:
-                self._sender.cancel()
-                await asyncio.gather(self._sender, return_exceptions=True)
-            for task in list(self._responses):
+            tasks = [t for t in (self._sender, self._metadata_refresh, *self._responses)
+                     if t is not None]
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*self._responses, return_exceptions=True)
-            self._fail_all(ClientClosed("producer closed before the record was delivered"))
-            await self.client.close()
+            await _await_stopped(tasks, _CLOSE_GRACE, "producer")
+            self._fail_all(closed)
+            await self.client.close(_CLOSE_GRACE)
 
     def _fail_all(self, error: BaseException) -> None:
         for batch in self.accumulator.abort_all():
@@ -261,12 +285,11 @@ class AsyncProducer:
         if topic not in self.client.metadata.topics or not self.client.metadata.partitions_for(
                 topic):
             await self._wait_for_topic(topic)
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
         while not self.accumulator.has_space():
             self._space.clear()
-            try:
-                await asyncio.wait_for(self._space.wait(), self.config.max_block_ms / 1000)
-            except TimeoutError:
-                raise KafkaClientError("buffer.memory full for max.block.ms") from None
+            if not await wait_event(self._space, deadline - time.monotonic()):
+                raise KafkaClientError("buffer.memory full for max.block.ms")
         future, wake = self.append(topic, value, key, headers, partition, timestamp,
                                    on_delivery)
         if wake:
@@ -341,6 +364,9 @@ class AsyncProducer:
     async def _run_sender(self) -> None:
         backoff = self.config.retry_backoff_ms / 1000
         while not self._stopped:
+            # Cleared *before* looking at the accumulator: a wakeup that arrives while
+            # _send_ready awaits (a response, a flush, a new batch) is kept, never lost.
+            self._wakeup.clear()
             try:
                 delay = await self._send_ready()
             except asyncio.CancelledError:
@@ -351,7 +377,6 @@ class AsyncProducer:
             if not self.accumulator.has_incomplete:
                 self._idle.set()
             if delay > 0:
-                self._wakeup.clear()
                 await wait_event(self._wakeup, delay)
             else:
                 await asyncio.sleep(0)
@@ -360,16 +385,12 @@ class AsyncProducer:
         now = time.monotonic()
         backoff = self.config.retry_backoff_ms / 1000
         for batch in self.accumulator.expired(now):
-            self._finish(batch, -1, error=DeliveryTimeout(
-                f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} "
-                f"not sent within delivery.timeout.ms"))
+            self._expire(batch)
         if self.client.needs_refresh or self.client.add_topics(
                 self.accumulator.unsent_topics()):
-            try:
-                await self.client.refresh_metadata()
-            except KafkaClientError as exc:
-                log.warning("metadata refresh failed: %s", exc)
-                return backoff
+            # In the background: a refresh against an unreachable cluster can take minutes
+            # of retries, and the sender must keep expiring batches meanwhile.
+            self._refresh_metadata_soon()
         if (self.config.enable_idempotence and self._producer_id < 0
                 and not await self._init_producer_id()):
             return backoff
@@ -399,6 +420,21 @@ class AsyncProducer:
                 delay = 0 if self._in_flight.get(node_id, 0) < self.config.max_in_flight \
                     else delay
         return delay
+
+    def _refresh_metadata_soon(self) -> None:
+        if self._metadata_refresh is not None and not self._metadata_refresh.done():
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh_metadata(),
+                                                      name="odradek-producer-metadata")
+        self._metadata_refresh = task
+
+    async def _refresh_metadata(self) -> None:
+        try:
+            await self.client.refresh_metadata()
+        except KafkaClientError as exc:
+            log.warning("metadata refresh failed: %s", exc)
+        finally:
+            self._wakeup.set()
 
     def _drain_for_node(self, tps: list[TopicPartition], now: float) -> list[ProducerBatch]:
         batches: list[ProducerBatch] = []
@@ -445,17 +481,25 @@ class AsyncProducer:
         }
         try:
             try:
-                conn = await self.client.connection(node_id)
+                # Bounded by the request timeout *and* the earliest delivery deadline, so
+                # no batch outlives delivery.timeout.ms while its request hangs.
+                deadline = min(time.monotonic() + self.config.request_timeout_ms / 1000 + 5,
+                               min(batch.deadline for batch in batches))
+                conn = await asyncio.wait_for(self.client.connection(node_id),
+                                              _remaining(deadline))
                 if acks == 0:
-                    await conn.send(ApiKey.PRODUCE, body, expect_response=False)
+                    await asyncio.wait_for(conn.send(ApiKey.PRODUCE, body,
+                                                     expect_response=False),
+                                           _remaining(deadline))
                     for batch in batches:
                         self._finish(batch, -1)
                     return
-                response = await asyncio.wait_for(
-                    conn.send(ApiKey.PRODUCE, body),
-                    self.config.request_timeout_ms / 1000 + 5)
+                response = await asyncio.wait_for(conn.send(ApiKey.PRODUCE, body),
+                                                  _remaining(deadline))
             except (TimeoutError, KafkaClientError, OSError) as exc:
-                if isinstance(exc, asyncio.TimeoutError):
+                if isinstance(exc, TimeoutError):
+                    # The request may or may not have been applied: the connection's
+                    # stream position is unknown, so it is not reused.
                     self.client.drop_connection(node_id)
                     exc = ConnectionFailed(f"produce to broker {node_id} timed out")
                 self.client.invalidate()
@@ -507,7 +551,22 @@ class AsyncProducer:
             log.debug("retrying %s after %s", batch.tp, error)
             self.accumulator.reenqueue(batch, now + self.config.retry_backoff_ms / 1000)
             return
+        if retriable and now >= batch.deadline:
+            self._expire(batch, error)
+            return
         self._finish(batch, -1, error=error)
+
+    def _expire(self, batch: ProducerBatch, cause: BaseException | None = None) -> None:
+        """Fail a batch past ``delivery.timeout.ms``. If it carried sequence numbers the
+        broker may or may not have them, so later batches would hit
+        OUT_OF_ORDER_SEQUENCE_NUMBER until their own deadlines: start a new producer id
+        instead (what the Java client does)."""
+        detail = f" (last error: {cause})" if cause is not None else ""
+        self._finish(batch, -1, error=DeliveryTimeout(
+            f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} not "
+            f"delivered within delivery.timeout.ms={self.config.delivery_timeout_ms}{detail}"))
+        if self.config.enable_idempotence and batch.base_sequence >= 0:
+            self._reset_producer_id()
 
     def _closing_hard(self) -> bool:
         return self.accumulator.closed
@@ -564,3 +623,18 @@ class AsyncProducer:
         return {"in_flight": dict(self._in_flight),
                 "buffered_bytes": self.accumulator.used_bytes,
                 "producer_id": self._producer_id}
+
+
+def _remaining(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.001)
+
+
+async def _await_stopped(tasks: list[asyncio.Task[Any]], timeout: float, owner: str) -> None:
+    """Wait (bounded) for cancelled tasks to finish; a task that ignores its cancellation is
+    reported, never waited for forever."""
+    if not tasks:
+        return
+    _done, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in pending:
+        log.error("%s close: task %s did not stop within %.0fs of cancellation; "
+                  "abandoning it", owner, task.get_name(), timeout)

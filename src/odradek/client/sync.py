@@ -32,6 +32,9 @@ __all__ = ["AdminClient", "Consumer", "Producer", "run"]
 
 T = TypeVar("T")
 
+#: Beyond the producer's own close deadline: its shutdown grace for tasks and sockets.
+_CLOSE_SLACK = 15.0
+
 
 class _LoopThread:
     _lock = threading.Lock()
@@ -120,13 +123,20 @@ class Producer:
         return future.get(timeout)
 
     def flush(self, timeout: float | None = None) -> None:
+        """Wait for every buffered record (at most ``timeout`` s; without one, at most
+        ``delivery.timeout.ms`` plus grace); ``TimeoutError`` says how many are left."""
         run(self._async.flush(timeout))
 
     def close(self, timeout: float | None = None) -> None:
+        """Deliver what is buffered within ``timeout`` (default ``delivery.timeout.ms``),
+        fail the rest with ``ClientClosed``, stop. The blocking wait itself has a deadline
+        too, so a wedged client loop cannot hang the caller."""
         if self._closed:
             return
         self._closed = True
-        run(self._async.close(timeout))
+        producer = self._async
+        bound = producer._flush_bound() if timeout is None else timeout
+        run(producer.close(bound), bound + _CLOSE_SLACK)
 
     def _atexit(self) -> None:
         if not self._closed:

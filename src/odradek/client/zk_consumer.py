@@ -33,6 +33,7 @@ with a rebalance.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import random
@@ -42,9 +43,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import WatchedEvent
 
-from odradek.cluster.zk import SessionEvent, ZkSession
+from odradek.cluster.zk import SessionEvent, ZkSession, ZooKeeperUnavailable
 
 from .aio import wait_event
 from .batch_codec import ConsumerRecord
@@ -143,6 +145,7 @@ class AsyncZooKeeperConsumer:
         self._fetch: AsyncConsumer | None = None
         self._owned: dict[TopicPartition, str] = {}  # partition -> our thread id in the registry
         self._progress: dict[TopicPartition, _Progress] = {}
+        self._unreleased: dict[TopicPartition, str] = {}  # ownership nodes still to delete
         self._lock = asyncio.Lock()
         self._changed = asyncio.Event()  # a registry changed: rebalance
         self._retry_now = asyncio.Event()  # a contested owner node or a registry changed
@@ -167,7 +170,11 @@ class AsyncZooKeeperConsumer:
         loop = asyncio.get_running_loop()
         self._first_rebalance = loop.create_future()
         self.session.add_listener(self._on_session_event)
-        await self.session.start()
+        try:
+            await self.session.start()
+        except ZooKeeperUnavailable as exc:
+            self._closed = True
+            raise KafkaClientError(str(exc)) from exc
         try:
             bootstrap = self._bootstrap
             if bootstrap is None:
@@ -218,12 +225,28 @@ class AsyncZooKeeperConsumer:
                         log.warning("final commit of group %s failed: %s", self.group_id, exc)
                 if self.session.connected.is_set():
                     with contextlib.suppress(KazooException):
-                        await self.session.call(self._leave, dict(self._owned))
+                        await self.session.call(self._leave, {**self._unreleased, **self._owned})
                 self._owned.clear()
         finally:
             await self.session.stop()
             if self._fetch is not None:
                 await self._fetch.close(commit=False)
+
+    def leave_at_exit(self) -> None:
+        """Blocking, from any thread, at interpreter exit: commit what was consumed, delete
+        our nodes, end the session. The event loop may be gone by then; kazoo is not."""
+        if self._closed or not self._started:
+            return
+        self._closed = True
+        self._mark_processed()
+        pending = {tp: p.processed for tp, p in self._progress.items()
+                   if tp in self._owned and p.processed != p.committed}
+        try:
+            write_offsets(self.session.client, self.group_id, pending)
+            self._leave({**self._unreleased, **self._owned})
+        finally:
+            self.session.client.stop()
+            self.session.client.close()
 
     def _leave(self, owned: dict[TopicPartition, str]) -> None:
         # Ownership first: once our registration goes, the others rebalance and want them.
@@ -270,7 +293,11 @@ class AsyncZooKeeperConsumer:
                 await self.session.connected.wait()
                 self._changed.clear()
                 self._retry_now.clear()
-                reason = await self._rebalance_once()
+                try:
+                    reason = await self._rebalance_once()
+                except Exception as exc:  # a bug must not leave start() waiting forever
+                    log.exception("group %s: rebalance failed unexpectedly", self.group_id)
+                    reason = f"{type(exc).__name__}: {exc}"
                 if reason is None:
                     self.rebalances += 1
                     self._resolve_first(None)
@@ -310,10 +337,14 @@ class AsyncZooKeeperConsumer:
                 # Not fatal: the offsets stay pending and the next commit retries them.
                 log.warning("group %s: commit before rebalance failed: %s", self.group_id, exc)
             fetch.assign([])
-            released, self._owned = self._owned, {}
+            # Kept until ZooKeeper confirms the release, so a failed attempt's next try
+            # still deletes them.
+            self._unreleased.update(self._owned)
+            self._owned = {}
             self._assignment_changed.set()
             try:
-                await self.session.call(self._release_and_register, released)
+                await self.session.call(self._release_and_register, dict(self._unreleased))
+                self._unreleased.clear()
                 view = await self.session.call(read_group_view, self.session.client,
                                                self.group_id, self.topics, watch=self._watch)
                 assignment = assign_paper(view.consumers, view.partitions)
@@ -327,7 +358,7 @@ class AsyncZooKeeperConsumer:
             except NodeExistsError as exc:
                 return f"a node exists: {exc.args or ''} (consumer id {self.consumer_id} " \
                        f"still registered by an old session?)"
-            except (KazooException, KafkaClientError) as exc:
+            except (KazooException, KazooTimeoutError, KafkaClientError) as exc:
                 return f"{type(exc).__name__}: {exc}"
             for tp in list(self._progress):
                 if tp not in mine:
@@ -482,9 +513,17 @@ class ZooKeeperConsumer:
     constructor returns once the consumer is registered and owns its partitions.
     """
 
-    def __init__(self, zookeeper_connect: str, group_id: str, topics: str | Iterable[str],
-                 **settings: Any) -> None:
+    def __init__(self, zookeeper_connect: str, group_id: str, topics: str | Iterable[str], *,
+                 bootstrap_servers: str | Iterable[str] | None = None,
+                 consumer_id: str | None = None, auto_offset_reset: str = "largest",
+                 auto_commit_interval_ms: int = 5_000,
+                 zookeeper_session_timeout_ms: int = 6_000, **settings: Any) -> None:
+        settings.update(bootstrap_servers=bootstrap_servers, consumer_id=consumer_id,
+                        auto_offset_reset=auto_offset_reset,
+                        auto_commit_interval_ms=auto_commit_interval_ms,
+                        zookeeper_session_timeout_ms=zookeeper_session_timeout_ms)
         self._async = run(self._create(zookeeper_connect, group_id, topics, settings))
+        atexit.register(self._atexit)
 
     @staticmethod
     async def _create(connect: str, group: str, topics: str | Iterable[str],
@@ -520,6 +559,13 @@ class ZooKeeperConsumer:
 
     def close(self, commit: bool = True) -> None:
         run(self._async.close(commit))
+        atexit.unregister(self._atexit)
+
+    def _atexit(self) -> None:
+        # Leave the group now rather than a session timeout later, with offsets committed.
+        # By now the loop's thread-pool executor refuses work, so no close() through it.
+        with contextlib.suppress(Exception):
+            self._async.leave_at_exit()
 
     def __enter__(self) -> ZooKeeperConsumer:
         return self

@@ -77,11 +77,33 @@ class BrokerRegistry:
         return await self.session.call(get_or_create)
 
     async def register(self, info: BrokerInfo) -> int:
-        """Create our ephemeral registration; returns the broker epoch."""
+        """Create our ephemeral registration; returns the broker epoch.
+
+        A registration owned by another session is most often the ghost of this very
+        broker, killed moments ago: its session lives on until ZooKeeper expires it. So we
+        wait up to 1.5 session timeouts for it to vanish before failing with
+        :class:`BrokerIdInUse` — a crashed broker restarted at once by its supervisor comes
+        back, while two live brokers with one id still fail loudly.
+        """
         if info.id != self.broker_id:
             raise ValueError(f"BrokerInfo.id {info.id} differs from broker.id {self.broker_id}")
         self._info = info
-        self.broker_epoch = await self.session.call(self._create_registration, info)
+        loop = asyncio.get_running_loop()
+        patience = 1.5 * self.session.session_timeout_ms / 1000
+        deadline = loop.time() + patience
+        warned = False
+        while True:
+            try:
+                self.broker_epoch = await self.session.call(self._create_registration, info)
+                break
+            except BrokerIdInUse as exc:
+                if loop.time() > deadline:
+                    raise
+                if not warned:
+                    log.warning("%s; waiting up to %.0f s for that session to expire",
+                                exc, patience)
+                    warned = True
+            await asyncio.sleep(0.2)
         log.info("registered broker %d (epoch %d)", self.broker_id, self.broker_epoch)
         return self.broker_epoch
 
@@ -116,17 +138,14 @@ class BrokerRegistry:
 
     async def _register_again(self, info: BrokerInfo) -> None:
         # The node of our expired session is already gone server-side; a node of another
-        # session means a same-id broker started meanwhile — keep trying for one session
-        # timeout in case it is itself dying, then report loudly.
-        deadline = asyncio.get_running_loop().time() + self.session.session_timeout_ms / 1000
+        # session means a same-id broker started meanwhile (register waits for it to die).
         while self._info is info:
             try:
                 await self.register(info)
                 return
             except BrokerIdInUse:
-                if asyncio.get_running_loop().time() > deadline:
-                    log.error("cannot re-register broker %d: id in use", self.broker_id)
-                    return
+                log.error("cannot re-register broker %d: id in use", self.broker_id)
+                return
             except KazooException:
                 log.warning("re-registration of broker %d failed; retrying", self.broker_id)
             await asyncio.sleep(0.2)

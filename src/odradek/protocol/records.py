@@ -44,6 +44,7 @@ import crc32c as _crc32c
 
 from odradek.protocol import compression as codecs
 from odradek.protocol.errors import CorruptRecord, InvalidRecord
+from odradek.protocol.record_encoding import append_record
 
 __all__ = [
     "BATCH_HEADER_SIZE",
@@ -52,6 +53,7 @@ __all__ = [
     "BatchHeader",
     "CorruptBatch",
     "Record",
+    "build_batch",
     "convert_legacy_message_set",
     "decode_batch",
     "decode_batches",
@@ -61,6 +63,7 @@ __all__ = [
     "iter_record_keys",
     "iter_record_spans",
     "parse_batch_header",
+    "read_varint",
     "rebuild_batch",
     "rewrite_offsets",
     "set_log_append_time",
@@ -267,14 +270,6 @@ class Record:
     offset: int = -1
 
 
-def _put_varint(out: bytearray, value: int) -> None:
-    zigzag = (value << 1) ^ (value >> 63)
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-
-
 def _get_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     try:
         first = buf[pos]
@@ -296,28 +291,6 @@ def _get_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise CorruptRecord("varint longer than 10 bytes")
-
-
-def _put_bytes(out: bytearray, data: bytes | None) -> None:
-    if data is None:
-        _put_varint(out, -1)
-    else:
-        _put_varint(out, len(data))
-        out += data
-
-
-def _encode_record(out: bytearray, record: Record, offset_delta: int, base_timestamp: int) -> None:
-    body = bytearray(b"\x00")  # record attributes: unused, always 0
-    _put_varint(body, record.timestamp - base_timestamp)
-    _put_varint(body, offset_delta)
-    _put_bytes(body, record.key)
-    _put_bytes(body, record.value)
-    _put_varint(body, len(record.headers))
-    for name, header_value in record.headers:
-        _put_bytes(body, name.encode())
-        _put_bytes(body, header_value)
-    _put_varint(out, len(body))
-    out += body
 
 
 def encode_batch(
@@ -351,14 +324,10 @@ def encode_batch(
     max_delta = -1
     for index, record in enumerate(records):
         delta = record.offset_delta if preserve_offset_deltas else index
-        _encode_record(body, record, delta, base_timestamp)
+        append_record(body, record.timestamp - base_timestamp, delta, record.key,
+                      record.value, record.headers)
         max_ts = max(max_ts, record.timestamp)
         max_delta = max(max_delta, delta)
-    if last_offset_delta is None:
-        last_offset_delta = max(max_delta, 0)
-    if max_timestamp is None:
-        max_timestamp = max_ts
-    payload = codecs.compress(compression, body) if compression else bytes(body)
     attributes = compression & COMPRESSION_MASK
     if timestamp_type == LOG_APPEND_TIME:
         attributes |= TIMESTAMP_TYPE_MASK
@@ -366,6 +335,43 @@ def encode_batch(
         attributes |= TRANSACTIONAL_MASK
     if is_control:
         attributes |= CONTROL_MASK
+    return build_batch(
+        body,
+        record_count=len(records),
+        base_timestamp=base_timestamp,
+        max_timestamp=max_ts if max_timestamp is None else max_timestamp,
+        last_offset_delta=max(max_delta, 0) if last_offset_delta is None else last_offset_delta,
+        attributes=attributes,
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+    )
+
+
+def build_batch(
+    records_body: bytes | bytearray,
+    *,
+    record_count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    last_offset_delta: int,
+    attributes: int = 0,
+    base_offset: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """Close a batch around already-encoded records: compress them once with the codec in
+    ``attributes`` (bits 0-2), write the 61-byte header, checksum once.
+
+    The one place the header is packed: :func:`encode_batch`, :func:`rebuild_batch` and the
+    client's incremental builder all end here.
+    """
+    codec = attributes & COMPRESSION_MASK
+    payload = codecs.compress(codec, records_body) if codec else records_body
     out = bytearray(BATCH_HEADER_SIZE)
     out += payload
     _HEADER.pack_into(
@@ -383,7 +389,7 @@ def encode_batch(
         producer_id,
         producer_epoch,
         base_sequence,
-        len(records),
+        record_count,
     )
     _CRC.pack_into(out, 17, _crc32c.crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
@@ -448,6 +454,10 @@ def _decode_records(payload: bytes, header: BatchHeader) -> list[Record]:
     if pos != len(payload):
         raise CorruptRecord("trailing bytes after the last record")
     return records
+
+
+#: Public name for decoders elsewhere (the client's consumer-side decoder).
+read_varint = _get_varint
 
 
 def _get_bytes(payload: bytes, pos: int) -> tuple[bytes | None, int]:
@@ -523,30 +533,19 @@ def rebuild_batch(
     fields, codec, epoch) around already-encoded records (a subset of the original batch's
     records, copied byte for byte: their deltas stay valid because the base offset and base
     timestamp are kept). Recompresses with the batch's codec and computes a new CRC."""
-    payload = (
-        codecs.compress(header.compression, records_bytes) if header.compression else records_bytes
+    return build_batch(
+        records_bytes,
+        record_count=record_count,
+        base_timestamp=header.base_timestamp,
+        max_timestamp=max_timestamp,
+        last_offset_delta=header.last_offset_delta,
+        attributes=header.attributes,
+        base_offset=header.base_offset,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        partition_leader_epoch=header.partition_leader_epoch,
     )
-    out = bytearray(BATCH_HEADER_SIZE)
-    out += payload
-    _HEADER.pack_into(
-        out,
-        0,
-        header.base_offset,
-        len(out) - LOG_OVERHEAD,
-        header.partition_leader_epoch,
-        2,
-        0,
-        header.attributes,
-        header.last_offset_delta,
-        header.base_timestamp,
-        max_timestamp,
-        header.producer_id,
-        header.producer_epoch,
-        header.base_sequence,
-        record_count,
-    )
-    _CRC.pack_into(out, 17, _crc32c.crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
 
 
 def decode_batches(
