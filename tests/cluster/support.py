@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
@@ -30,22 +29,8 @@ def broker_info(broker_id: int, rack: str | None = None) -> BrokerInfo:
     return BrokerInfo(broker_id, "localhost", 9090 + broker_id, rack)
 
 
-@contextlib.contextmanager
-def raw_client(connect: str) -> Iterator[KazooClient]:
-    """A plain kazoo client on the test's chroot, for inspecting what was written."""
-    client = KazooClient(hosts=connect, timeout=10)
-    client.start(15)
-    client.ensure_path("/")
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
-def read_json(client: KazooClient, path: str) -> Any:
-    data, _ = client.get(path)
-    return json.loads(data)
 
 
 class Group:

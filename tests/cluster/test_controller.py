@@ -12,14 +12,15 @@ from odradek.cluster import ZkCluster
 from odradek.cluster.controller import ControllerMoved
 from odradek.cluster.view import ClusterSnapshot
 from odradek.cluster.znodes import encode_entity_config, encode_topic_assignment
-from tests.cluster.support import DEADLINE, group, raw_client, read_json, run
+from tests.cluster.support import DEADLINE, group, run
+from tests.harness.zk import read_json, zk_client
 
 
 def write_topic(
     connect: str, name: str, partitions: dict[int, list[int]], config: dict[str, str]
 ) -> None:
     """Create a topic the way any Kafka admin tool would, bypassing our own validation."""
-    with raw_client(connect) as zk:
+    with zk_client(connect) as zk:
         zk.create(f"/config/topics/{name}", encode_entity_config(config))
         zk.create(f"/brokers/topics/{name}", encode_topic_assignment(uuid.uuid4(), partitions))
 
@@ -52,7 +53,7 @@ def test_first_broker_wins_and_successor_takes_over_with_next_epoch(zk_connect: 
             b = await g.cluster(2)
             await controller_is(b, 1)
             assert a.is_controller and not b.is_controller
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 registration = read_json(zk, "/controller")
                 assert zk.get("/controller_epoch")[0] == b"1"
             assert registration.pop("timestamp").isdigit()
@@ -62,7 +63,7 @@ def test_first_broker_wins_and_successor_takes_over_with_next_epoch(zk_connect: 
             await controller_is(b, 2)
             await asyncio.wait_for(_until(lambda: b.is_controller), DEADLINE)
             assert b.controller.epoch == 2
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.get("/controller_epoch")[0] == b"2"
 
     run(body())
@@ -96,11 +97,11 @@ def test_new_partitions_get_first_live_replica_as_leader(zk_connect: str) -> Non
             # Written as a pre-2.8 Kafka tool would (version 2, no topic id), naming brokers
             # that are not up: the controller must cope with both.
             legacy = {"version": 2, "partitions": {"0": [2, 1], "1": [3, 1], "2": [4]}}
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 zk.create("/brokers/topics/t", json.dumps(legacy).encode())
             await state_of(a, "t", 0, leader=2, isr=(2, 1), leader_epoch=0)
             await state_of(a, "t", 1, leader=1, isr=(1,), leader_epoch=0)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 stored = read_json(zk, "/brokers/topics/t/partitions/0/state")
                 assert zk.exists("/brokers/topics/t/partitions/2/state") is None
                 assignment = read_json(zk, "/brokers/topics/t")
@@ -177,7 +178,7 @@ def test_deleted_topic_loses_all_its_znodes(zk_connect: str) -> None:
             await state_of(a, "gone", 1, leader=1)
             await a.delete_topic("gone")
             await a.view.wait_for(lambda s: "gone" not in s.topics, DEADLINE)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.exists("/brokers/topics/gone") is None
                 assert zk.exists("/config/topics/gone") is None
                 assert zk.get_children("/admin/delete_topics") == []
@@ -195,12 +196,12 @@ def test_writes_of_a_superseded_controller_are_fenced(zk_connect: str) -> None:
             await a.create_topic("t", 1, 1)
             await state_of(a, "t", 0, leader=1)
             path = "/brokers/topics/t/partitions/0/state"
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 before, stat = zk.get(path)
                 zk.set("/controller_epoch", b"7")  # what a successor's election does
             with pytest.raises(ControllerMoved):
                 await a.session.call(a.controller._set_fenced, path, b"{}", stat.version)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.get(path)[0] == before, "a fenced controller must not write"
 
     run(body())

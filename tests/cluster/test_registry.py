@@ -15,10 +15,9 @@ from tests.cluster.support import (
     eventually,
     expire_session,
     group,
-    raw_client,
-    read_json,
     run,
 )
+from tests.harness.zk import read_json, zk_client
 
 
 def test_split_connect_separates_hosts_and_chroot() -> None:
@@ -33,7 +32,7 @@ def test_registration_writes_kafka_broker_json_in_created_chroot(zk_connect: str
     async def body() -> None:
         async with group(chroot_connect) as g:
             session = await g.broker(7, rack="r1")
-            with raw_client(chroot_connect) as zk:
+            with zk_client(chroot_connect) as zk:
                 registration = read_json(zk, "/brokers/ids/7")
                 _, stat = zk.get("/brokers/ids/7")
                 assert stat.ephemeralOwner == session.session_id
@@ -66,7 +65,7 @@ def test_registration_omits_rack_and_lists_every_listener(zk_connect: str) -> No
         await session.start()
         try:
             await BrokerRegistry(session, 3).register(info)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 registration = read_json(zk, "/brokers/ids/3")
         finally:
             await session.stop()
@@ -95,7 +94,7 @@ def test_registration_disappears_when_the_session_closes(zk_connect: str) -> Non
         async with group(zk_connect) as g:
             session = await g.broker(4)
             await session.stop()
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.exists("/brokers/ids/4") is None
 
     run(body())
@@ -115,7 +114,7 @@ def test_broker_registers_again_after_session_expiry(zk_connect: str) -> None:
             assert session.session_id != old_session
 
             def registered_by_new_session() -> bool:
-                with raw_client(zk_connect) as zk:
+                with zk_client(zk_connect) as zk:
                     stat = zk.exists("/brokers/ids/5")
                     return stat is not None and stat.ephemeralOwner == session.session_id
 
@@ -129,7 +128,7 @@ def test_all_brokers_share_one_cluster_id(zk_connect: str) -> None:
         async with group(zk_connect) as g:
             a = await g.cluster(1)
             b = await g.cluster(2)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 stored = read_json(zk, "/cluster/id")
                 missing = [p for p in PERSISTENT_PATHS if zk.exists(p) is None]
         assert missing == [], "Kafka's top-level znodes were not created"
@@ -159,7 +158,7 @@ def test_restart_waits_for_the_ghost_registration_of_a_killed_broker(zk_connect:
     restarted broker waits for it instead of failing."""
 
     async def body() -> None:
-        with raw_client(zk_connect) as ghost:
+        with zk_client(zk_connect) as ghost:
             ghost.create("/brokers/ids/5", b"{}", ephemeral=True, makepath=True)
             async with group(zk_connect) as g:
                 registering = asyncio.ensure_future(g.broker(5))
@@ -167,7 +166,7 @@ def test_restart_waits_for_the_ghost_registration_of_a_killed_broker(zk_connect:
                 assert not registering.done(), "must wait while the old session lives"
                 await asyncio.to_thread(ghost.stop)  # the old session ends
                 session = await asyncio.wait_for(registering, 10)
-                with raw_client(zk_connect) as zk:
+                with zk_client(zk_connect) as zk:
                     _, stat = zk.get("/brokers/ids/5")
                 assert stat.ephemeralOwner == session.session_id
 

@@ -18,7 +18,8 @@ from odradek.protocol.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-from tests.cluster.support import group, raw_client, read_json, run
+from tests.cluster.support import group, run
+from tests.harness.zk import read_json, zk_client
 
 
 @pytest.mark.parametrize("name", ["", ".", "..", "a" * 250, "has space", "sl/ash", "ümlaut"])
@@ -40,7 +41,7 @@ def test_create_topic_writes_config_then_assignment_in_kafka_json(zk_connect: st
             created = await cluster.create_topic(
                 "orders", -1, -1, {"retention.ms": "1000"}, assignment={0: [1, 2], 1: [2, 1]}
             )
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assignment = read_json(zk, "/brokers/topics/orders")
                 config = read_json(zk, "/config/topics/orders")
         assert assignment == {
@@ -74,7 +75,7 @@ def test_create_topic_errors_match_kafka(zk_connect: str) -> None:
                 await cluster.create_topic("ghost", -1, -1, assignment={0: [9]})
             with pytest.raises(InvalidRequest):
                 await cluster.create_topic("both", 3, 1, assignment={0: [1]})
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert sorted(zk.get_children("/brokers/topics")) == ["t.x"]
 
     run(body())
@@ -92,7 +93,7 @@ def test_validate_only_and_config_validator_write_nothing(zk_connect: str) -> No
             assert sorted(result.partitions) == [0, 1, 2, 3]
             with pytest.raises(InvalidConfig, match="bogus"):
                 await cluster.create_topic("bad", 1, 1, {"bogus": "1"})
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.get_children("/brokers/topics") == []
                 assert zk.get_children("/config/topics") == []
 
@@ -110,7 +111,7 @@ def test_delete_topic_writes_the_admin_marker(zk_connect: str) -> None:
                 await cluster.delete_topic("never")
             with pytest.raises(TopicAlreadyExists):
                 await cluster.create_topic("doomed", 1, 1)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 assert zk.get_children("/admin/delete_topics") == ["doomed"]
 
     run(body())
@@ -134,7 +135,7 @@ def test_create_partitions_extends_the_assignment(zk_connect: str) -> None:
                 await cluster.create_partitions("grow", 5, assignment=[[1]])
             with pytest.raises(UnknownTopicOrPartition):
                 await cluster.create_partitions("nope", 5)
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 stored = read_json(zk, "/brokers/topics/grow")
         assert stored["partitions"]["0"] == [1, 2]
         assert stored["partitions"]["3"] == [2, 1]
@@ -153,7 +154,7 @@ def test_alter_config_rewrites_config_and_notifies(zk_connect: str) -> None:
             await cluster.alter_topic_config("conf", {"x": "y"}, validate_only=True)
             with pytest.raises(UnknownTopicOrPartition):
                 await cluster.alter_topic_config("missing", {})
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 config = read_json(zk, "/config/topics/conf")
                 changes = zk.get_children("/config/changes")
                 notification = read_json(zk, f"/config/changes/{changes[0]}")

@@ -6,7 +6,8 @@ import asyncio
 
 from odradek.cluster import ClusterChange, TopicPartition
 from odradek.cluster.view import ClusterSnapshot
-from tests.cluster.support import DEADLINE, group, raw_client, read_json, run
+from tests.cluster.support import DEADLINE, group, run
+from tests.harness.zk import read_json, zk_client
 
 
 def test_view_of_a_non_controller_follows_brokers_topics_configs_and_controller(
@@ -95,7 +96,7 @@ def test_producer_id_blocks_are_unique_under_concurrency(zk_connect: str) -> Non
             blocks = await asyncio.gather(
                 *(c.allocate_producer_id_block() for c in clusters for _ in range(8))
             )
-            with raw_client(zk_connect) as zk:
+            with zk_client(zk_connect) as zk:
                 latest = read_json(zk, "/latest_producer_id_block")
         ids = [i for block in blocks for i in block]
         assert len(ids) == len(set(ids)) == 24 * 1000, "producer id blocks overlapped"

@@ -3,9 +3,6 @@ librdkafka clients. Every wait is bounded (``wait_until``); nothing sleeps to sy
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ from kazoo.client import KazooClient
 from odradek.local_cluster import LocalCluster
 from tests.broker.wire import WireClient
 from tests.harness import wait_until
+from tests.harness.zk import read_json
 
 FAST = {
     "zookeeper_session_timeout_ms": "6000",
@@ -27,22 +25,8 @@ FAST = {
 }
 
 
-@contextmanager
-def zk_client(connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=connect, timeout=10)
-    client.start(20)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
-def read_json(zk: KazooClient, path: str) -> Any:
-    if zk.exists(path) is None:
-        return None
-    data, _ = zk.get(path)
-    return json.loads(data)
 
 
 def state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:

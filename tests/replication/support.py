@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -22,15 +20,6 @@ FAST_FAILOVER = {
 }
 
 
-@contextmanager
-def zk_client(connect: str) -> Iterator[KazooClient]:
-    client = KazooClient(hosts=connect, timeout=10)
-    client.start(20)
-    try:
-        yield client
-    finally:
-        client.stop()
-        client.close()
 
 
 def partition_state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:
