@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 import time
 import traceback
@@ -23,8 +24,22 @@ def discover() -> list[str]:
     return sorted(path.stem for path in here.glob("bench_*.py"))
 
 
+def goal_met(row: dict) -> bool | None:
+    """Whether ``row["ratio"]`` meets its goal: "≥ 0.7" / "<= 1.5", or "higher" / "lower"
+    (than the reference, i.e. a ratio above / below 1); None if there is no goal."""
+    goal = str(row.get("goal") or "")
+    if goal in ("higher", "lower") and row.get("ratio") is not None:
+        return row["ratio"] >= 1 if goal == "higher" else row["ratio"] <= 1
+    match = re.search(r"(≥|>=|≤|<=)\s*([0-9.]+)", goal)
+    if match is None or row.get("ratio") is None:
+        return None
+    bound = float(match.group(2))
+    return row["ratio"] >= bound if match.group(1) in ("≥", ">=") else row["ratio"] <= bound
+
+
 def plot(results: list[dict], path: Path) -> None:
-    """One horizontal bar per measurement that has a reference: odradek / reference."""
+    """One horizontal bar per measurement that has a reference: odradek / reference,
+    green when its goal is met, red when missed, grey when it has no goal."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,12 +51,14 @@ def plot(results: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.5))
     names = [row["name"] for row in rows]
     ratios = [row["ratio"] for row in rows]
-    ax.barh(names, ratios, color=["#4c72b0" if r >= 1 else "#dd8452" for r in ratios])
+    colors = {True: "#55a868", False: "#c44e52", None: "#8c8c8c"}
+    ax.barh(names, ratios, color=[colors[goal_met(row)] for row in rows])
     ax.axvline(1.0, color="black", linewidth=0.8)
     ax.set_xlabel("odradek / reference (same run)")
     ax.invert_yaxis()
     for y, (ratio, row) in enumerate(zip(ratios, rows, strict=True)):
-        ax.text(ratio, y, f" {ratio:.2f} vs {row.get('reference_name') or 'reference'}",
+        goal = f" (goal {row['goal']})" if row.get("goal") else ""
+        ax.text(ratio, y, f" {ratio:.2f} vs {row.get('reference_name') or 'reference'}{goal}",
                 va="center", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
