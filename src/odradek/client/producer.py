@@ -528,7 +528,9 @@ class AsyncProducer:
                                                 getattr(part, "error_message", None))
                     if code in STALE_METADATA_CODES:
                         self.client.invalidate()
-                    if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH):
+                    if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH) or (
+                            code == OUT_OF_ORDER_SEQUENCE_NUMBER
+                            and self._is_unfillable_gap(batch)):
                         self._reset_producer_id()
                     self._retry_or_fail(batch, error)
         except Exception as exc:  # never leave a batch unresolved
@@ -606,6 +608,25 @@ class AsyncProducer:
         self._producer_epoch = int(response.producer_epoch)
         log.debug("producer id %d epoch %d", self._producer_id, self._producer_epoch)
         return True
+
+    def _is_unfillable_gap(self, batch: ProducerBatch) -> bool:
+        """OUT_OF_ORDER_SEQUENCE_NUMBER for ``batch`` with no earlier batch of its partition
+        still pending under the same producer id: retrying can never succeed.
+
+        This is how the perf-produce hang happened: the first batch to a just-created
+        partition failed retriably (NOT_LEADER_OR_FOLLOWER), and a later pipelined batch
+        arrived once the broker was leader; a broker with no state for a producer id accepts
+        *any* first sequence, so it took the later batch, and every retry of the earlier one
+        then got OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms (120 s). Like the
+        Java client, start a new producer id; the unacknowledged batches are re-sequenced.
+        """
+        if batch.base_sequence < 0 or batch.producer_id != self._producer_id:
+            return False  # already re-sequenced (or about to be) under a new id
+        return not any(
+            other is not batch and other.tp == batch.tp
+            and other.producer_id == batch.producer_id
+            and 0 <= other.base_sequence < batch.base_sequence
+            for other in list(self.accumulator.incomplete))
 
     def _reset_producer_id(self) -> None:
         """The broker forgot us (UNKNOWN_PRODUCER_ID): start a new id, re-sequence unsent
