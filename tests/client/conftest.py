@@ -8,7 +8,6 @@ broker per session on the shared session ZooKeeper (its own chroot), started thr
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ from tests.harness.apache_kafka import ApacheKafka, KafkaBrokerProcess
 class Target:
     name: str
     bootstrap: str
-    group_coordinator: bool
 
 
 @pytest.fixture(scope="session")
@@ -43,22 +41,13 @@ def apache_kafka(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathF
         broker.stop()
 
 
-def odradek_broker_missing() -> str | None:
-    if importlib.util.find_spec("odradek.broker.app") is None:
-        return "odradek's broker (odradek.broker.app) is not implemented yet"
-    return None
-
-
 @pytest.fixture(params=["apache", "odradek"])
 def target(request: pytest.FixtureRequest) -> Target:
     if request.param == "apache":
         broker = request.getfixturevalue("apache_kafka")
-        return Target("apache", broker.bootstrap, True)
-    reason = odradek_broker_missing()
-    if reason:
-        pytest.skip(reason)
+        return Target("apache", broker.bootstrap)
     broker = request.getfixturevalue("broker")
-    return Target("odradek", broker.bootstrap, False)
+    return Target("odradek", broker.bootstrap)
 
 
 @pytest.fixture

@@ -63,14 +63,14 @@ def test_perf_produce_and_consume_report_rates(target: Target) -> None:
     topic = f"perf-{uuid.uuid4().hex[:8]}"
     assert odradek("topics", *bs, "create", "--topic", topic, "--partitions", "1"
                    ).returncode == 0
-    done = odradek("perf", "produce", *bs, "--topic", topic, "--num-records", "20000",
-                   "--record-size", "100", "--output", "json")
+    done = odradek("perf", *bs, "--output", "json", "produce", "--topic", topic,
+                   "--num-records", "20000", "--record-size", "100")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["records"] == 20000 and result["records_per_sec"] > 0
     assert 0 < result["p50_latency_ms"] <= result["p99_latency_ms"]
-    done = odradek("perf", "consume", *bs, "--topic", topic, "--messages", "20000",
-                   "--output", "json")
+    done = odradek("perf", *bs, "--output", "json", "consume", "--topic", topic,
+                   "--messages", "20000")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["records"] == 20000
 

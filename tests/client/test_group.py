@@ -11,18 +11,14 @@ import pytest
 
 from odradek.client import AdminClient, Consumer, Producer, TopicPartition
 
-from .conftest import create_topic
+from .conftest import Target, create_topic
 
 PARTITIONS = 6
 
 
 @pytest.fixture
-def bootstrap(apache_kafka) -> str:  # type: ignore[no-untyped-def]
-    return str(apache_kafka.bootstrap)
-
-
-def test_odradek_target_skipped_reason() -> None:
-    pytest.skip("odradek's broker has no group coordinator yet (consumer-group issue)")
+def bootstrap(target: Target) -> str:
+    return target.bootstrap
 
 
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])

@@ -11,7 +11,7 @@ import pytest
 from odradek.client import Consumer, Producer, TopicPartition
 from odradek.local_cluster import free_port
 
-from .conftest import create_topic, odradek_broker_missing
+from .conftest import create_topic
 
 N = 20_000
 
@@ -89,9 +89,6 @@ def test_idempotent_producer_survives_apache_kafka_restart(
 
 
 def test_idempotent_producer_survives_odradek_restart(broker_factory) -> None:  # type: ignore[no-untyped-def]
-    reason = odradek_broker_missing()
-    if reason:
-        pytest.skip(reason)
     broker = broker_factory(0)
 
     def restart() -> None:

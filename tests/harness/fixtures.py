@@ -64,6 +64,12 @@ def zk_connect(zookeeper: ZooKeeperProcess) -> str:
 
 BrokerFactory = Callable[..., BrokerProcess]
 
+SINGLE_NODE_DEFAULTS = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+}
+
 
 @pytest.fixture
 def broker_factory(
@@ -76,7 +82,9 @@ def broker_factory(
     started: list[BrokerProcess] = []
 
     def start(broker_id: int = 0, wait: bool = True, **overrides: str) -> BrokerProcess:
-        props = {key.replace("_", "."): str(value) for key, value in overrides.items()}
+        # Kafka's own single-node server.properties sets the internal topics' replication to 1.
+        props = dict(SINGLE_NODE_DEFAULTS)
+        props.update({key.replace("_", "."): str(value) for key, value in overrides.items()})
         process = BrokerProcess(broker_id, free_port(), tmp_path / f"broker-{broker_id}",
                                 zk_connect, props)
         started.append(process)

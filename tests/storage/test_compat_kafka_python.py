@@ -1,48 +1,25 @@
 """Byte compatibility with an independent Kafka implementation (kafka-python's record module).
 
-kafka-python in this environment has gzip only (no python-snappy, lz4 or zstandard). For
-snappy we give it a stand-in ``snappy`` module backed by cramjam's raw snappy, so its own
-xerial framing code is exercised against ours. lz4 and zstd cannot be checked against
-kafka-python here (it would only call the same frame libraries we do); those tests skip.
+kafka-python compresses with its own libraries (python-snappy with xerial framing, lz4,
+zstandard — dev dependencies), independent of the cramjam codecs odradek uses, so every codec
+is checked both ways.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
-import cramjam
 import pytest
+from kafka.record import MemoryRecords, MemoryRecordsBuilder
 
-kafka_codec = pytest.importorskip("kafka.codec")
-from kafka.record import MemoryRecords, MemoryRecordsBuilder  # noqa: E402
-
-from odradek.protocol.records import Record, encode_batch  # noqa: E402
-from tests.storage.helpers import BASE_TS, all_records, new_log, small_config  # noqa: E402
-
-UNAVAILABLE = {3: "lz4", 4: "zstd"}
-
-
-@pytest.fixture
-def codec_support(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not kafka_codec.has_snappy():
-        fake = SimpleNamespace(
-            compress=lambda data: bytes(cramjam.snappy.compress_raw(bytes(data))),
-            decompress=lambda data: bytes(cramjam.snappy.decompress_raw(bytes(data))),
-        )
-        monkeypatch.setattr(kafka_codec, "snappy", fake)
-
-
-def _skip_unavailable(codec: int) -> None:
-    if codec in UNAVAILABLE:
-        pytest.skip(f"kafka-python here has no {UNAVAILABLE[codec]} library to compare with")
+from odradek.protocol.records import Record, encode_batch
+from tests.storage.helpers import BASE_TS, all_records, new_log, small_config
 
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 def test_kafka_python_reads_segments_written_by_odradek(
-    tmp_path: Path, codec: int, codec_support: None
+    tmp_path: Path, codec: int
 ) -> None:
-    _skip_unavailable(codec)
     log = new_log(tmp_path, small_config(segment_bytes=1 << 20))
     expected = []
     for b in range(10):
@@ -76,9 +53,8 @@ def test_kafka_python_reads_segments_written_by_odradek(
 
 @pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
 def test_batches_built_by_kafka_python_are_appended_and_read_back(
-    tmp_path: Path, codec: int, codec_support: None
+    tmp_path: Path, codec: int
 ) -> None:
-    _skip_unavailable(codec)
     log = new_log(tmp_path, small_config(segment_bytes=1 << 20))
     expected = []
     for b in range(5):

@@ -13,8 +13,12 @@ from .output import bootstrap_option, client_errors, output_option, print_table
 
 
 @click.group()
-def perf() -> None:
+@bootstrap_option
+@output_option
+@click.pass_context
+def perf(ctx: click.Context, bootstrap: str, output: str) -> None:
     """Measure producer or consumer throughput and latency."""
+    ctx.obj = {"bootstrap": bootstrap, "output": output}
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -24,7 +28,6 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 
 
 @perf.command(name="produce")
-@bootstrap_option
 @click.option("--topic", required=True)
 @click.option("--num-records", type=click.IntRange(min=1), required=True)
 @click.option("--record-size", type=click.IntRange(min=0), default=100, show_default=True)
@@ -36,12 +39,13 @@ def _percentile(sorted_values: list[float], q: float) -> float:
               default="none", show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=65536, show_default=True)
 @click.option("--linger-ms", type=click.IntRange(min=0), default=5, show_default=True)
-@output_option
+@click.pass_obj
 @client_errors
-def perf_produce(bootstrap: str, topic: str, num_records: int, record_size: int,
+def perf_produce(obj: dict[str, str], topic: str, num_records: int, record_size: int,
                  throughput: int, acks: str, compression: str, batch_size: int,
-                 linger_ms: int, output: str) -> None:
+                 linger_ms: int) -> None:
     """Send NUM_RECORDS records of RECORD_SIZE random bytes; report rate and latency."""
+    bootstrap, output = obj["bootstrap"], obj["output"]
     from rich.progress import Progress
 
     from odradek.client import Producer
@@ -94,17 +98,17 @@ def perf_produce(bootstrap: str, topic: str, num_records: int, record_size: int,
 
 
 @perf.command(name="consume")
-@bootstrap_option
 @click.option("--topic", required=True)
 @click.option("--messages", type=click.IntRange(min=1), required=True)
 @click.option("--group", default=None, help="Consume as this group (default: assign all).")
 @click.option("--timeout-ms", type=click.IntRange(min=1), default=30_000, show_default=True,
               help="Give up when no record arrives for this long.")
-@output_option
+@click.pass_obj
 @client_errors
-def perf_consume(bootstrap: str, topic: str, messages: int, group: str | None,
-                 timeout_ms: int, output: str) -> None:
+def perf_consume(obj: dict[str, str], topic: str, messages: int, group: str | None,
+                 timeout_ms: int) -> None:
     """Read MESSAGES records from the beginning; report rate."""
+    bootstrap, output = obj["bootstrap"], obj["output"]
     from rich.progress import Progress
 
     from odradek.client import Consumer, TopicPartition
