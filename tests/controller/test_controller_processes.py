@@ -25,13 +25,12 @@ from tests.controller.support import (
     produce_all,
     producer,
     read_all,
-    read_json,
     state,
     wait_for_state,
     write_topic,
-    zk_client,
 )
 from tests.harness import wait_until
+from tests.harness.zk import read_json, zk_client
 
 
 def test_controller_kill_9_elects_successor_with_next_epoch(cluster_factory: Any) -> None:

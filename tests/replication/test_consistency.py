@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from tests.harness import wait_until
+from tests.harness.zk import zk_client
 
 from .support import (
     FAST_FAILOVER,
@@ -18,7 +19,6 @@ from .support import (
     read_all,
     restart_when_deregistered,
     wait_for_isr,
-    zk_client,
 )
 
 

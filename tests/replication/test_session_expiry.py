@@ -6,6 +6,7 @@ import signal
 from typing import Any
 
 from tests.harness import wait_until
+from tests.harness.zk import zk_client
 
 from .support import (
     FAST_FAILOVER,
@@ -14,7 +15,6 @@ from .support import (
     producer,
     read_all,
     wait_for_isr,
-    zk_client,
 )
 
 
