@@ -59,3 +59,19 @@ def test_incremental_builder_and_encode_batch_write_identical_bytes() -> None:
         assert builder.build(compression=codec, producer_id=5, producer_epoch=2,
                              base_sequence=10) == encode_batch(
             records, compression=codec, producer_id=5, producer_epoch=2, base_sequence=10)
+
+
+def test_append_value_fast_path_writes_the_same_bytes_as_append() -> None:
+    # Small and large deltas (a clock step back, a gap past the varint table), empty, small
+    # and table-sized values: the inline encoder or its fallback, always append's bytes.
+    timestamps = [5_000, 5_001, 4_000, 5_000 + 20_000, 5_002, 5_003]
+    values = [b"", b"v" * 100, b"w" * 16_370, b"x" * 20_000, b"y", b"z" * 127]
+    fast, slow = RecordsBuilder(), RecordsBuilder()
+    for timestamp, value in zip(timestamps, values, strict=True):
+        before = len(fast.buffer)
+        added = fast.append_value(timestamp, value)
+        assert added == len(fast.buffer) - before
+        slow.append(timestamp, None, value, None)
+    assert fast.buffer == slow.buffer
+    assert (fast.count, fast.base_timestamp, fast.max_timestamp) == \
+        (slow.count, slow.base_timestamp, slow.max_timestamp)

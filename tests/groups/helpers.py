@@ -33,6 +33,7 @@ FAST_GROUPS = {
     "group_initial_rebalance_delay_ms": "0",
     "group_min_session_timeout_ms": "1000",
     "offsets_topic_num_partitions": "4",
+    "controlled_shutdown_retry_backoff_ms": "500",
 }
 SINGLE_BROKER = {**FAST_GROUPS, "offsets_topic_replication_factor": "1"}
 

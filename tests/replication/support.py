@@ -17,6 +17,8 @@ FAST_FAILOVER = {
     "replica_fetch_wait_max_ms": "200",
     "replica_fetch_backoff_ms": "200",
     "offsets_topic_replication_factor": "1",
+    # The last broker standing cannot hand leadership to anyone; don't wait 2 x 5 s for it.
+    "controlled_shutdown_retry_backoff_ms": "500",
 }
 
 
