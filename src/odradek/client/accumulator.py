@@ -24,6 +24,8 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.protocol.records import BATCH_HEADER_SIZE
+
 from .batch_codec import RecordsBuilder
 from .errors import KafkaClientError
 from .metadata import TopicPartition
@@ -35,6 +37,10 @@ __all__ = ["BatchResult", "ProducerBatch", "RecordAccumulator", "RecordFuture",
 #: callbacks from application threads while the loop thread resolves them, and a waiter
 #: registered just after the resolver looked would otherwise never be woken.
 _REGISTRATION = threading.Lock()
+
+#: ``append`` rolls to a new batch when ``size + key_size + value_size + 32`` passes
+#: ``batch_size``; with a null key (size -1) that is ``len(buffer) + value_size + this``.
+_APPEND_SLACK = BATCH_HEADER_SIZE + 31
 
 DeliveryCallback = Callable[[BaseException | None, "RecordMetadata | None"], None]
 
@@ -284,6 +290,26 @@ class RecordAccumulator:
                     batch.user_callbacks = []
                 batch.user_callbacks.append((index, callback, future))
             return future, rolled or batch.size >= self.batch_size, created
+
+    def append_value(self, tp: TopicPartition, timestamp: int, value: bytes
+                     ) -> tuple[RecordFuture, bool, bool]:
+        """:meth:`append` of a keyless, headerless record without a callback: the
+        producer's hot path. Same result, fewer steps when the partition's open batch has
+        room (the usual case); otherwise it is :meth:`append`."""
+        value_size = len(value)
+        with self.lock:
+            queue = self.batches.get(tp)
+            if queue and not self.closed:
+                batch = queue[-1]
+                builder = batch.builder
+                if (not batch.in_retry and batch.encoded is None
+                        and len(builder.buffer) + value_size + _APPEND_SLACK <= self.batch_size):
+                    index = builder.count
+                    added = builder.append_value(timestamp, value)
+                    self.used_bytes += added
+                    return (RecordFuture(batch.result, tp, index, timestamp, -1, value_size),
+                            len(builder.buffer) + BATCH_HEADER_SIZE >= self.batch_size, False)
+        return self.append(tp, timestamp, None, value, None)
 
     def wait_for_space(self, timeout: float) -> bool:
         """Block (threads) until buffered bytes fall below ``buffer.memory``."""

@@ -17,7 +17,7 @@ import crc32c as _crc32c
 
 from odradek.protocol import compression as codecs
 from odradek.protocol.errors import CorruptRecord
-from odradek.protocol.record_encoding import append_record, varint
+from odradek.protocol.record_encoding import SMALL_VARINTS, append_record, varint
 from odradek.protocol.records import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -34,6 +34,11 @@ from odradek.protocol.records import (
 )
 
 __all__ = ["ConsumerRecord", "RecordsBuilder", "decode_fetched", "varint"]
+
+_TABLE_SIZE = len(SMALL_VARINTS)
+#: A value this short keeps the whole record body under the varint table (the body adds at
+#: most 3 + 3 * 2 bytes around the value).
+_BODY_LIMIT = _TABLE_SIZE - 16
 
 
 class RecordsBuilder:
@@ -58,6 +63,29 @@ class RecordsBuilder:
         append_record(self.buffer, timestamp - self.base_timestamp, count, key, value, headers)
         self.count = count + 1
         return count
+
+    def append_value(self, timestamp: int, value: bytes) -> int:
+        """:meth:`append` for the common record (no key, no headers, a non-empty batch,
+        small deltas and lengths), encoded inline; returns the bytes added. Falls back to
+        :meth:`append` otherwise, so the bytes are always the same."""
+        count = self.count
+        delta = timestamp - self.base_timestamp
+        vlen = len(value)
+        if count and 0 <= delta < _TABLE_SIZE and count < _TABLE_SIZE and vlen < _BODY_LIMIT:
+            if timestamp > self.max_timestamp:
+                self.max_timestamp = timestamp
+            small = SMALL_VARINTS
+            body = b"".join((b"\x00", small[delta], small[count], b"\x01", small[vlen], value,
+                             b"\x00"))
+            head = small[len(body)]
+            buffer = self.buffer
+            buffer += head
+            buffer += body
+            self.count = count + 1
+            return len(head) + len(body)
+        before = len(self.buffer)
+        self.append(timestamp, None, value, None)
+        return len(self.buffer) - before
 
     @property
     def size_in_bytes(self) -> int:

@@ -76,6 +76,11 @@ class ClusterClient:
 
     # ------------------------------------------------------------------ connections
 
+    def connected(self, node_id: int) -> Connection | None:
+        """The open connection to ``node_id`` if there is one (no waiting, no opening)."""
+        conn = self._connections.get(node_id)
+        return conn if conn is not None and not conn.closed else None
+
     async def connection(self, node_id: int, address: NodeAddress | None = None
                          ) -> Connection:
         """The live connection to ``node_id`` (opening it if needed, at ``address`` if

@@ -17,6 +17,8 @@ import random
 import struct
 from collections.abc import Callable, Sequence
 
+from .metadata import TopicPartition
+
 __all__ = ["DefaultPartitioner", "PartitionerFn", "murmur2", "partition_for_key"]
 
 PartitionerFn = Callable[[str, bytes | None, Sequence[int], Sequence[int]], int]
@@ -63,6 +65,9 @@ class DefaultPartitioner:
     def __init__(self, custom: PartitionerFn | None = None) -> None:
         self._custom = custom
         self._sticky: dict[str, int] = {}
+        #: The sticky partition of each topic as a ready-made TopicPartition (the producer's
+        #: keyless fast path reads it instead of building one per record).
+        self.sticky_tp: dict[str, TopicPartition] = {}
 
     def partition(self, topic: str, key: bytes | None, all_partitions: Sequence[int],
                   available: Sequence[int]) -> int:
@@ -84,4 +89,5 @@ class DefaultPartitioner:
         choices = [p for p in candidates if p != avoid] or list(candidates)
         chosen = random.choice(choices)
         self._sticky[topic] = chosen
+        self.sticky_tp[topic] = TopicPartition(topic, chosen)
         return chosen

@@ -29,7 +29,7 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.compression import CODEC_BY_NAME
 
 from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
-from .aio import wait_event
+from .aio import Wakeup, result_within, wait_event
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import (
     BrokerResponseError,
@@ -39,7 +39,7 @@ from .errors import (
     KafkaClientError,
     UnsupportedByBroker,
 )
-from .metadata import TopicPartition
+from .metadata import ClusterMetadata, TopicPartition
 from .partitioner import DefaultPartitioner, PartitionerFn
 from .wire import datetime_ms
 
@@ -154,7 +154,7 @@ class AsyncProducer:
                                              config.buffer_memory, config.delivery_timeout_ms)
         self.partitioner = DefaultPartitioner(config.partitioner)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wakeup = asyncio.Event()
+        self._wakeup = Wakeup()
         self._idle = asyncio.Event()
         self._space = asyncio.Event()
         self._sender: asyncio.Task[None] | None = None
@@ -167,6 +167,11 @@ class AsyncProducer:
         self._fatal: BaseException | None = None
         self._responses: set[asyncio.Task[None]] = set()
         self._metadata_refresh: asyncio.Task[None] | None = None
+        #: topic -> (metadata snapshot, all partitions, available partitions).
+        self._partition_cache: dict[str, tuple[ClusterMetadata, list[int], list[int]]] = {}
+        #: topic -> (metadata snapshot it was checked against, sticky partition): what
+        #: :meth:`append_value` needs to skip partitioning.
+        self._sticky_fast: dict[str, tuple[ClusterMetadata, TopicPartition]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -273,6 +278,16 @@ class AsyncProducer:
         for a new topic is fetched or ``buffer.memory`` is full (both bounded by
         ``max.block.ms``).
         """
+        if (value.__class__ is bytes and key is None and headers is None and partition is None
+                and timestamp is None and on_delivery is None and not self._closing
+                and self._fatal is None and self._sender is not None):
+            accumulator = self.accumulator
+            if accumulator.used_bytes < accumulator.buffer_memory:
+                appended = self.append_value(topic, value)
+                if appended is not None:
+                    if appended[1]:
+                        self._wakeup.set()
+                    return appended[0]
         if isinstance(value, (list, tuple)):
             return [await self.send(topic, message, key, headers, partition, timestamp,
                                     on_delivery) for message in value]
@@ -282,8 +297,7 @@ class AsyncProducer:
             await self.start()
         if self._fatal is not None:
             raise self._fatal
-        if topic not in self.client.metadata.topics or not self.client.metadata.partitions_for(
-                topic):
+        if not self._partitions(topic, self.client.metadata)[0]:
             await self._wait_for_topic(topic)
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         while not self.accumulator.has_space():
@@ -333,12 +347,11 @@ class AsyncProducer:
             raise BrokerResponseError(10, f"record of {size} bytes exceeds max.request.size "
                                       f"{config.max_request_size}")
         metadata = self.client.metadata
-        all_partitions = metadata.partitions_for(topic)
+        all_partitions, available = self._partitions(topic, metadata)
         if not all_partitions:
             raise BrokerResponseError(3, f"no metadata for topic {topic!r}")
         sticky = False
         if partition is None:
-            available = metadata.available_partitions(topic)
             partition = self.partitioner.partition(topic, key_bytes, all_partitions, available)
             sticky = key_bytes is None and config.partitioner is None
         elif partition not in all_partitions:
@@ -346,14 +359,52 @@ class AsyncProducer:
                 3, f"partition {partition} of {topic!r} does not exist "
                 f"(it has {len(all_partitions)})")
         if timestamp is None:
-            timestamp = int(time.time() * 1000)
+            timestamp = time.time_ns() // 1_000_000
         tp = TopicPartition(topic, partition)
         future, full, created = self.accumulator.append(tp, timestamp, key_bytes, value_bytes,
                                                         headers, on_delivery)
-        if full and sticky:
-            self.partitioner.on_new_batch(topic, partition,
-                                          metadata.available_partitions(topic))
+        if sticky:
+            if full:
+                self.partitioner.on_new_batch(topic, partition, available)
+            sticky_tp = self.partitioner.sticky_tp.get(topic)
+            if sticky_tp is not None:
+                self._sticky_fast[topic] = (metadata, sticky_tp)
         return future, full or created
+
+    def append_value(self, topic: str, value: bytes) -> tuple[RecordFuture, bool] | None:
+        """:meth:`append` of a keyless ``bytes`` value with no headers, partition, timestamp
+        or callback, by the shortest path: the sticky partition and the topic's partition
+        lists are cached per metadata snapshot (a refresh sends the next record through
+        :meth:`append`, which revalidates them). Returns None when the record needs
+        :meth:`append` (no cache yet, serializers, an oversized record, a new batch)."""
+        entry = self._sticky_fast.get(topic)
+        config = self.config
+        if (entry is None or entry[0] is not self.client.metadata
+                or config.value_serializer is not None or config.key_serializer is not None
+                or len(value) + 128 > config.max_request_size):
+            return None
+        tp = entry[1]
+        future, full, created = self.accumulator.append_value(
+            tp, time.time_ns() // 1_000_000, value)
+        if full:
+            metadata = entry[0]
+            self.partitioner.on_new_batch(topic, tp.partition,
+                                          self._partitions(topic, metadata)[1])
+            self._sticky_fast[topic] = (metadata, self.partitioner.sticky_tp[topic])
+        return future, full or created
+
+    def _partitions(self, topic: str, metadata: ClusterMetadata
+                    ) -> tuple[list[int], list[int]]:
+        """All and available partitions of ``topic`` in ``metadata``, computed once per
+        metadata snapshot (snapshots are immutable; a refresh swaps in a new one)."""
+        cached = self._partition_cache.get(topic)
+        if cached is not None and cached[0] is metadata:
+            return cached[1], cached[2]
+        all_partitions = metadata.partitions_for(topic)
+        available = metadata.available_partitions(topic)
+        if all_partitions:
+            self._partition_cache[topic] = (metadata, all_partitions, available)
+        return all_partitions, available
 
     def wake_threadsafe(self) -> None:
         if self._loop is not None:
@@ -377,7 +428,7 @@ class AsyncProducer:
             if not self.accumulator.has_incomplete:
                 self._idle.set()
             if delay > 0:
-                await wait_event(self._wakeup, delay)
+                await self._wakeup.wait(delay)
             else:
                 await asyncio.sleep(0)
 
@@ -485,8 +536,12 @@ class AsyncProducer:
                 # no batch outlives delivery.timeout.ms while its request hangs.
                 deadline = min(time.monotonic() + self.config.request_timeout_ms / 1000 + 5,
                                min(batch.deadline for batch in batches))
-                conn = await asyncio.wait_for(self.client.connection(node_id),
-                                              _remaining(deadline))
+                # An open connection is used at once (``wait_for`` would add a task and a
+                # loop iteration before the batch is even written).
+                conn = self.client.connected(node_id)
+                if conn is None:
+                    conn = await asyncio.wait_for(self.client.connection(node_id),
+                                                  _remaining(deadline))
                 if acks == 0:
                     await asyncio.wait_for(conn.send(ApiKey.PRODUCE, body,
                                                      expect_response=False),
@@ -494,8 +549,12 @@ class AsyncProducer:
                     for batch in batches:
                         self._finish(batch, -1)
                     return
-                response = await asyncio.wait_for(conn.send(ApiKey.PRODUCE, body),
-                                                  _remaining(deadline))
+                # Written now, and the response awaited directly (a timer, no task): each
+                # loop iteration saved is one less chance for an application thread holding
+                # the GIL to stall the sender. At most max.in.flight requests of
+                # max.request.size each are outstanding, which bounds the write buffer.
+                response = await result_within(conn.send_nowait(ApiKey.PRODUCE, body),
+                                               _remaining(deadline))
             except (TimeoutError, KafkaClientError, OSError) as exc:
                 if isinstance(exc, TimeoutError):
                     # The request may or may not have been applied: the connection's

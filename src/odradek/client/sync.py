@@ -94,6 +94,18 @@ class Producer:
         """Buffer one record and return its :class:`RecordFuture` (``.get()`` blocks for the
         offset). With a list of messages (the paper's ``send(topic, messages)``) returns a
         list of futures."""
+        if (value.__class__ is bytes and key is None and headers is None and partition is None
+                and timestamp is None and on_delivery is None and not self._closed):
+            # The common record: no conversions, no partitioner call, no thread hop.
+            producer = self._async
+            accumulator = producer.accumulator
+            if (producer._fatal is None
+                    and accumulator.used_bytes < accumulator.buffer_memory):
+                appended = producer.append_value(topic, value)
+                if appended is not None:
+                    if appended[1]:
+                        producer.wake_threadsafe()
+                    return appended[0]
         if isinstance(value, (list, tuple)):
             return [self.send(topic, m, key, headers, partition, timestamp, on_delivery)
                     for m in value]
@@ -102,8 +114,7 @@ class Producer:
             raise ClientClosed("producer is closed")
         if producer._fatal is not None:
             raise producer._fatal
-        metadata = producer.client.metadata
-        if not metadata.partitions_for(topic):
+        if not producer._partitions(topic, producer.client.metadata)[0]:
             run(producer._wait_for_topic(topic))
         accumulator = producer.accumulator
         if not accumulator.has_space() and not accumulator.wait_for_space(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["append_record", "varint"]
+__all__ = ["SMALL_VARINTS", "append_record", "varint"]
 
 _TABLE_SIZE = 1 << 14
 
@@ -33,6 +33,9 @@ def _slow_varint(value: int) -> bytes:
 
 #: Zig-zag varints of 0..16383.
 _SMALL: tuple[bytes, ...] = tuple(_slow_varint(n) for n in range(_TABLE_SIZE))
+#: Public name for the table, for encoders that inline the common case (the client's batch
+#: builder).
+SMALL_VARINTS = _SMALL
 _NULL = b"\x01"  # zig-zag varint of -1: a null key, value or header value
 _NO_HEADERS = b"\x00"
 
