@@ -6,12 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 from kazoo.client import KazooClient
 
 from odradek.local_cluster import LocalCluster
 from tests.broker.wire import WireClient
 from tests.harness import wait_until
+from tests.harness.kafka import partition_state as state
+from tests.harness.kafka import producer as producer
+from tests.harness.kafka import read_all as read_all
 from tests.harness.zk import read_json
 
 FAST = {
@@ -29,11 +31,6 @@ FAST = {
 
 
 
-def state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:
-    result: dict[str, Any] | None = read_json(
-        zk, f"/brokers/topics/{topic}/partitions/{partition}/state"
-    )
-    return result
 
 
 def controller_id(zk: KazooClient) -> int | None:
@@ -76,19 +73,6 @@ def has_log(broker_dir: Path, topic: str, partition: int) -> bool:
     return (broker_dir / "logs" / f"{topic}-{partition}").is_dir()
 
 
-def producer(bootstrap: str, **extra: Any) -> Producer:
-    config = {
-        "bootstrap.servers": bootstrap,
-        "acks": "all",
-        "enable.idempotence": True,
-        "linger.ms": 2,
-        "message.timeout.ms": 60000,
-        "retry.backoff.ms": 100,
-        "topic.metadata.refresh.interval.ms": 1000,
-        "socket.timeout.ms": 10000,
-    }
-    config.update(extra)
-    return Producer(config)
 
 
 def produce_all(bootstrap: str, topic: str, values: list[bytes], partition: int = 0) -> None:
@@ -101,28 +85,3 @@ def produce_all(bootstrap: str, topic: str, values: list[bytes], partition: int 
     assert p.flush(60) == 0, "messages still in flight"
     assert not errors, f"delivery failed: {errors[:3]}"
 
-
-def read_all(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 60) -> list[bytes]:
-    """Every committed value of ``topic`` (read until each partition's end offset)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    try:
-        ends = {}
-        for p in range(partitions):
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)
-            ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        values: list[bytes] = []
-        positions = dict.fromkeys(ends, 0)
-
-        def done() -> bool:
-            for message in consumer.consume(500, 0.5):
-                if message.error() is None:
-                    values.append(message.value() or b"")
-                    positions[int(message.partition() or 0)] = int(message.offset() or 0) + 1
-            return all(positions[p] >= ends[p] for p in ends)
-
-        wait_until(done, timeout, f"reading {topic} to its end offsets {ends}", interval=0)
-        return values
-    finally:
-        consumer.close()

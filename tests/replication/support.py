@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.harness import wait_until
+from tests.harness.kafka import partition_state as partition_state
+from tests.harness.kafka import producer as producer
+from tests.harness.kafka import read_all as read_all
 
 FAST_FAILOVER = {
     "zookeeper_session_timeout_ms": "6000",
@@ -24,12 +25,6 @@ FAST_FAILOVER = {
 
 
 
-def partition_state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:
-    path = f"/brokers/topics/{topic}/partitions/{partition}/state"
-    if zk.exists(path) is None:
-        return None
-    data, _ = zk.get(path)
-    return json.loads(data)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replication: int = 3,
@@ -50,46 +45,8 @@ def wait_for_isr(zk: KazooClient, topic: str, size: int, timeout: float = 30,
     return wait_until(full, timeout, f"{topic}-{partition} ISR of {size}")  # type: ignore[return-value]
 
 
-def producer(bootstrap: str, **extra: Any) -> Producer:
-    config = {
-        "bootstrap.servers": bootstrap,
-        "acks": "all",
-        "enable.idempotence": True,
-        "linger.ms": 2,
-        "message.timeout.ms": 60000,
-        "retry.backoff.ms": 100,
-        "topic.metadata.refresh.interval.ms": 1000,
-        "socket.timeout.ms": 10000,
-    }
-    config.update(extra)
-    return Producer(config)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 60
-             ) -> list[bytes]:
-    """Every committed value of ``topic`` (read until each partition's end offset)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    try:
-        ends = {}
-        for p in range(partitions):
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=20)
-            ends[p] = high
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        values: list[bytes] = []
-        positions = dict.fromkeys(ends, 0)
-
-        def done() -> bool:
-            for message in consumer.consume(500, 0.5):
-                if message.error() is None:
-                    values.append(message.value())
-                    positions[message.partition()] = message.offset() + 1
-            return all(positions[p] >= ends[p] for p in ends)
-
-        wait_until(done, timeout, f"reading {topic} to its end offsets {ends}", interval=0)
-        return values
-    finally:
-        consumer.close()
 
 
 def restart_when_deregistered(cluster: Any, zk: KazooClient, broker_id: int,
