@@ -30,8 +30,9 @@ run: install
 test: install lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# pytest exits 5 when a selection holds no test: not a failure of the code.
 test-slow: install
-	$(PY) -m pytest -m slow $(PYTEST_ARGS)
+	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench
