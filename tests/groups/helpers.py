@@ -10,7 +10,6 @@ member a test starts is stopped by PID at teardown.
 
 from __future__ import annotations
 
-import json
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.local_cluster import BrokerProcess, ManagedProcess, wait_until
 from tests.harness.fixtures import BrokerFactory, attach_process_logs
+from tests.harness.jsonl import read_json_lines
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SESSION_MS = 6000
@@ -87,17 +87,7 @@ class Member:
     client: str
 
     def events(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.out.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        parsed = []
-        for line in lines:
-            try:
-                parsed.append(json.loads(line))
-            except json.JSONDecodeError:  # a line being written right now
-                break
-        return parsed
+        return read_json_lines(self.out)
 
     def assignment(self) -> list[int] | None:
         """The partitions last handed to the application (None before the first)."""

@@ -10,7 +10,6 @@ process is stopped by PID at teardown.
 
 from __future__ import annotations
 
-import json
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from odradek.local_cluster import (
     wait_until,
 )
 from tests.harness.fixtures import attach_process_logs
+from tests.harness.jsonl import read_json_lines
 
 #: What consumers ask for; the session ZooKeeper (tickTime 3000) may round it up to 6000.
 SESSION_MS = 4000
@@ -118,17 +118,7 @@ class Member:
         return f"{self.consumer_id}-0"
 
     def events(self) -> list[dict[str, Any]]:
-        try:
-            lines = self.out.read_text().splitlines()
-        except FileNotFoundError:
-            return []
-        parsed = []
-        for line in lines:
-            try:
-                parsed.append(json.loads(line))
-            except json.JSONDecodeError:  # the line being written right now
-                break
-        return parsed
+        return read_json_lines(self.out)
 
     def records(self) -> list[dict[str, Any]]:
         return [e for e in self.events() if e["event"] == "record"]

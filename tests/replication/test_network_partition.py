@@ -23,6 +23,7 @@ import pytest
 
 from odradek.local_cluster import BrokerProcess, ManagedProcess, ZooKeeperProcess, wait_until
 from tests.harness.fixtures import attach_process_logs
+from tests.harness.jsonl import read_json_lines
 from tests.harness.netns import Host, NetworkLab, netns_unavailable_reason
 
 reason = netns_unavailable_reason()
@@ -56,12 +57,6 @@ def agent(host: Host, *args: str, timeout: float = 90) -> Any:
 def in_namespace(process: ManagedProcess, host: Host) -> ManagedProcess:
     process.argv = host.command(process.argv)
     return process
-
-
-def read_reports(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def test_isolated_leader_acknowledges_nothing_and_loses_no_committed_write(
@@ -114,7 +109,7 @@ def test_isolated_leader_acknowledges_nothing_and_loses_no_committed_write(
                  str(inside_out)]), cwd=REPO,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
-                wait_until(lambda: sum(r["error"] is None for r in read_reports(inside_out))
+                wait_until(lambda: sum(r["error"] is None for r in read_json_lines(inside_out))
                            >= 50, 30, "the colocated producer to get 50 acks before the cut")
 
                 lab.cut(leader_host)
@@ -125,8 +120,8 @@ def test_isolated_leader_acknowledges_nothing_and_loses_no_committed_write(
                     "a new leader elected by the rest of the cluster")
                 assert isinstance(new_state, dict)
                 assert old_leader not in new_state["isr"]
-                acked_outside_before = sum(r["error"] is None for r in read_reports(outside_out))
-                wait_until(lambda: sum(r["error"] is None for r in read_reports(outside_out))
+                acked_outside_before = sum(r["error"] is None for r in read_json_lines(outside_out))
+                wait_until(lambda: sum(r["error"] is None for r in read_json_lines(outside_out))
                            > acked_outside_before + 50, 30,
                            "the majority side to keep acknowledging writes")
                 lab.heal(leader_host)
@@ -138,12 +133,12 @@ def test_isolated_leader_acknowledges_nothing_and_loses_no_committed_write(
             wait_until(lambda: (s := state()) and len(s["isr"]) == 3 and old_leader in s["isr"],
                        90, "the old leader to truncate, catch up and rejoin the ISR")
 
-            reports = read_reports(outside_out) + read_reports(inside_out)
+            reports = read_json_lines(outside_out) + read_json_lines(inside_out)
             acknowledged = {r["value"] for r in reports if r["error"] is None}
             # Writes sent after the cut may be acknowledged after the heal (librdkafka retries
             # them on the new leader); none may be acknowledged while the leader is isolated.
             acked_while_isolated = [
-                r["value"] for r in read_reports(inside_out)
+                r["value"] for r in read_json_lines(inside_out)
                 if r["error"] is None and r["time"] < healed_at
                 and float(r["value"].rsplit("-", 1)[1]) > cut_at + 0.5
             ]
