@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 GO_BIN=$(find_go) || die "building the stack needs Go >= 1.21 on PATH (or GO=/path/to/go)"
 go_env
 mkdir -p "$BIN" "$CACHE/go/src"
-NICE=(nice -n 19)
+NICE=(nice -n "${ODRADEK_BUILD_NICE:-19}")
 in_dir() { (cd "$1" && shift && "$@"); }
 
 kube_ldflags() {

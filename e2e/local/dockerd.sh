@@ -19,11 +19,13 @@ start() {
   # dockerd 20.10 writes its trust key to /etc/docker/key.json whatever the flags; note whether
   # that folder is ours to remove again on stop.
   [ -e /etc/docker ] || touch "$DOCKER_DIR/etc/created-etc-docker"
+  # Its containerd puts shim sockets under /run/containerd whatever the exec root.
+  [ -e /run/containerd ] || touch "$DOCKER_DIR/etc/created-run-containerd"
   [ -f "$DOCKER_DIR/etc/daemon.json" ] || echo '{}' >"$DOCKER_DIR/etc/daemon.json"
   dockerd -H "unix://$SOCK" --data-root "$DOCKER_DIR/data" --exec-root "$DOCKER_DIR/exec" \
     --pidfile "$PIDFILE" --config-file "$DOCKER_DIR/etc/daemon.json" --storage-driver overlay2 \
     --bridge=none --iptables=false --ip6tables=false --ip-forward=false --ip-masq=false \
-    >"$DOCKER_DIR/dockerd.log" 2>&1 &
+    >"$DOCKER_DIR/dockerd.log" 2>&1 </dev/null 8>&- 9>&- &
   for _ in $(seq 1 60); do
     DOCKER_HOST=unix://$SOCK docker version >/dev/null 2>&1 && { log "dockerd up (pid $(cat "$PIDFILE"))"; return; }
     sleep 0.5
@@ -43,6 +45,12 @@ stop() {
   for d in /sys/fs/cgroup/*/docker /sys/fs/cgroup/docker; do
     [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
+  # Mounts dockerd leaves under its own folders (the default netns bind, overlay layers).
+  awk -v root="$DOCKER_DIR/" 'index($5, root) == 1 { print $5 }' /proc/self/mountinfo | sort -r \
+    | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" || true; done
+  if [ -f "$DOCKER_DIR/etc/created-run-containerd" ] && [ ! -e "$STACK/pids/containerd.pid" ]; then
+    rm -rf /run/containerd; rm -f "$DOCKER_DIR/etc/created-run-containerd"
+  fi
   if [ -f "$DOCKER_DIR/etc/created-etc-docker" ]; then
     rm -f /etc/docker/key.json; rmdir /etc/docker 2>/dev/null || true
     rm -f "$DOCKER_DIR/etc/created-etc-docker"

@@ -36,7 +36,7 @@ cgroup_procs() {  # every PID inside the kubelet's pod cgroups
 shim_pids() {  # containerd-shim processes serving OUR containerd, matched by its socket path
   local d
   for d in /proc/[0-9]*; do
-    tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q "containerd-shim.*$CONTAINERD_SOCK" && echo "${d#/proc/}"
+    { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null | grep -q "containerd-shim.*$CONTAINERD_SOCK" && echo "${d#/proc/}"
   done
 }
 
@@ -63,8 +63,7 @@ fi
 
 # 4. cgroup folders that appeared since up (kubepods, pod and container groups), leaf first.
 if [ -f "$STACK/host/cgroups-before" ]; then
-  for d in /sys/fs/cgroup/*/; do find "$d" -mindepth 1 -maxdepth 1 -type d; done 2>/dev/null | sort \
-    | comm -13 "$STACK/host/cgroups-before" - | while read -r top; do
+  cgroup_dirs | comm -13 "$STACK/host/cgroups-before" - | while read -r top; do
         find "$top" -depth -type d -exec rmdir {} \; 2>/dev/null || true
       done
 fi
@@ -75,8 +74,11 @@ if [ -f "$STACK/host/paths-before" ]; then
     [ "$p" = /etc/docker ] && continue   # dockerd.sh owns that one
     if [ -e "$p" ] && ! grep -qx "$p" "$STACK/host/paths-before"; then
       if [ "$p" = /run/netns ]; then
-        # `ip netns add` made /run/netns a shared self-bind; undo it when it is empty again.
-        [ -z "$(ls -A /run/netns)" ] && { umount /run/netns 2>/dev/null; rmdir /run/netns; }
+        # `ip netns add` made /run/netns a shared self-bind; undo it once it is empty again.
+        if [ -z "$(ls -A /run/netns)" ]; then
+          while mountpoint -q /run/netns; do umount /run/netns || break; done
+          rmdir /run/netns || true
+        fi
       else
         rm -rf "$p"
       fi
@@ -91,17 +93,22 @@ for c in etcd kube-apiserver kube-controller-manager kube-scheduler containerd k
 done
 [ -n "$(shim_pids)" ] && problems+=("containerd shims still running: $(shim_pids | tr '\n' ' ')")
 [ -e "$NETNS_PATH" ] && problems+=("netns $NETNS still exists")
+if [ -f "$STACK/host/paths-before" ]; then
+  for p in "${HOST_SIDE_EFFECT_PATHS[@]}"; do
+    [ "$p" = /etc/docker ] && continue
+    if [ -e "$p" ] && ! grep -qx "$p" "$STACK/host/paths-before"; then problems+=("$p was created and is still there"); fi
+  done
+fi
 left_mounts=$(awk -v root="$STACK/" 'index($5, root) == 1' /proc/self/mountinfo | wc -l)
 [ "$left_mounts" -eq 0 ] || problems+=("$left_mounts mounts left under $STACK")
 if [ -d "$STACK/host" ]; then
-  ip -o link show | awk -F': ' '{print $2}' | sort | diff -q "$STACK/host/links-before" - >/dev/null \
-    || problems+=("host links differ: $(ip -o link show | awk -F': ' '{print $2}' | sort | comm -13 "$STACK/host/links-before" - | tr '\n' ' ')")
-  { iptables-save; ip6tables-save; } 2>/dev/null | grep -E '^(\*|:|-A)' | sed 's/\[[0-9:]*\]//' | sort \
-    | diff -q "$STACK/host/iptables-before" - >/dev/null || problems+=("host iptables differ from before up")
+  host_links | diff -q "$STACK/host/links-before" - >/dev/null \
+    || problems+=("host links differ: $(host_links | comm -3 "$STACK/host/links-before" - | tr '\n\t' '  ')")
+  iptables_snapshot | diff -q "$STACK/host/iptables-before" - >/dev/null \
+    || problems+=("host iptables differ from before up: $(iptables_snapshot | diff "$STACK/host/iptables-before" - | grep -c '^[<>]') line(s)")
   [ -f "$STACK/host/sysctl-before" ] && { sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables 2>/dev/null \
     | diff -q "$STACK/host/sysctl-before" - >/dev/null || problems+=("host sysctls differ (ip_forward / bridge-nf-call-iptables)"); }
-  left_cgroups=$(for d in /sys/fs/cgroup/*/; do find "$d" -mindepth 1 -maxdepth 1 -type d; done 2>/dev/null | sort \
-    | comm -13 "$STACK/host/cgroups-before" - | tr '\n' ' ')
+  left_cgroups=$(cgroup_dirs | comm -13 "$STACK/host/cgroups-before" - | tr '\n' ' ')
   [ -z "$left_cgroups" ] || problems+=("cgroups left: $left_cgroups")
 fi
 

@@ -107,6 +107,21 @@ HOST_SIDE_EFFECT_PATHS=(/run/containerd /var/lib/cni /var/lib/kubelet /var/log/p
 ctr_local() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 kubectl_local() { in_netns env KUBECONFIG="$KUBECONFIG_ADMIN" "$BIN/kubectl" "$@"; }
 
+# Top-level cgroup folders of every v1 hierarchy (the kubelet and runc add kubepods etc.).
+cgroup_dirs() {
+  local d
+  for d in /sys/fs/cgroup/*/; do find "$d" -mindepth 1 -maxdepth 1 -type d 2>/dev/null || true; done | sort
+}
+
+# The host's firewall rules and chains (v4 and v6), counters stripped, for before/after diffs.
+iptables_snapshot() {
+  { iptables-save 2>/dev/null || true; ip6tables-save 2>/dev/null || true; } \
+    | { grep -E '^(\*|:|-A)' || true; } | sed 's/\[[0-9:]*\]//' | sort
+}
+
+# The host's link names.
+host_links() { ip -o link show | awk -F': ' '{print $2}' | sort; }
+
 pid_alive() { [ -f "$PIDS/$1.pid" ] && kill -0 "$(cat "$PIDS/$1.pid")" 2>/dev/null; }
 
 # Take the stack lock (fd 9) for this script's lifetime: up and down never interleave.

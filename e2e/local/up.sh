@@ -34,12 +34,10 @@ mkdir -p "$PIDS" "$LOGS" "$STACK/host" "$STACK/etcd" "$STACK/kubelet/root" "$STA
   "$STACK/containerd" "$STACK/cni/net.d" "$STACK/cni/ipam" "$STACK/cni/cache" "$STACK/pv"
 
 # --- what the host looks like before we touch it (down.sh compares against it) ---------------
-for p in "${HOST_SIDE_EFFECT_PATHS[@]}"; do [ -e "$p" ] && echo "$p"; done >"$STACK/host/paths-before"
-for d in /sys/fs/cgroup/*/; do
-  find "$d" -mindepth 1 -maxdepth 1 -type d
-done 2>/dev/null | sort >"$STACK/host/cgroups-before"
-ip -o link show | awk -F': ' '{print $2}' | sort >"$STACK/host/links-before"
-{ iptables-save; ip6tables-save; } 2>/dev/null | grep -E '^(\*|:|-A)' | sed 's/\[[0-9:]*\]//' | sort >"$STACK/host/iptables-before"
+for p in "${HOST_SIDE_EFFECT_PATHS[@]}"; do if [ -e "$p" ]; then echo "$p"; fi; done >"$STACK/host/paths-before"
+cgroup_dirs >"$STACK/host/cgroups-before"
+host_links >"$STACK/host/links-before"
+iptables_snapshot >"$STACK/host/iptables-before"
 sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables >"$STACK/host/sysctl-before" 2>/dev/null || true
 
 # --- network namespace -----------------------------------------------------------------------
@@ -148,7 +146,8 @@ COREFILE
 # --- processes -------------------------------------------------------------------------------
 spawn() {  # name command...: runs inside the netns, own session, PID recorded
   local name=$1; shift
-  setsid nsenter --net="$NETNS_PATH" -- "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+  # 8>&- 9>&-: the long-lived processes must not inherit (and so hold) the e2e/stack locks.
+  setsid nsenter --net="$NETNS_PATH" -- "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
   echo $! >"$PIDS/$name.pid"
 }
 wait_for() {  # what seconds command...
