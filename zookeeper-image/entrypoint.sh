@@ -2,19 +2,21 @@
 # Start one member of a ZooKeeper ensemble run as a StatefulSet.
 #
 # With arguments, they are ZooKeeper's own (e.g. a mounted zoo.cfg) and nothing is generated.
-# Without, zoo.cfg is written from the environment:
-#   ZK_REPLICAS          ensemble size (default 1: standalone)
+# Without, zoo.cfg is written from the environment (the official zookeeper image's names):
+#   ZOO_SERVERS          the ensemble, space separated: "server.1=host:2888:3888;2181 ..."
+#                        (default: derived from ZK_REPLICAS, ZK_HEADLESS_SERVICE, POD_NAMESPACE)
+#   ZK_REPLICAS          ensemble size when ZOO_SERVERS is not given (default 1: standalone)
 #   ZK_HEADLESS_SERVICE  the governing headless Service (default "<statefulset>-headless")
-#   POD_NAMESPACE        the pod's namespace (default "default")
-#   ZK_CLIENT_PORT, ZK_QUORUM_PORT, ZK_ELECTION_PORT (2181, 2888, 3888), ZK_TICK_TIME (2000)
-#   ZK_CONFIG_EXTRA      more "key=value" lines, space separated
+#   ZOO_DATA_DIR         snapshots, transaction logs and myid (default /var/lib/zookeeper/data)
+#   ZOO_CLIENT_PORT (2181), ZOO_TICK_TIME (2000), ZOO_CFG_EXTRA (more "key=value", space separated)
+#   JAVA_OPTS            JVM flags (default: a 256 MB heap, serial GC)
 # myid is the StatefulSet ordinal + 1 (pod "zk-0" is server.1): ZooKeeper ids start at 1.
 # The JVM is exec'd, so it is PID 1 and SIGTERM reaches it.
 # shellcheck disable=SC3028  # the container runtime sets HOSTNAME (the pod name)
 set -euf
 HOSTNAME=${HOSTNAME:-$(cat /proc/sys/kernel/hostname)}
-data_dir=${ZK_DATA_DIR:-/var/lib/zookeeper/data}
-conf=${ZK_CONF_FILE:-/tmp/zoo.cfg}
+data_dir=${ZOO_DATA_DIR:-/var/lib/zookeeper/data}
+conf=${ZOO_CONF_FILE:-/tmp/zoo.cfg}
 java_opts=${JAVA_OPTS:--Xms32m -Xmx256m -XX:+UseSerialGC}
 classpath="/opt/zookeeper/lib/*"
 main=org.apache.zookeeper.server.quorum.QuorumPeerMain
@@ -27,13 +29,13 @@ if [ $# -eq 0 ]; then
   replicas=${ZK_REPLICAS:-1}
   service=${ZK_HEADLESS_SERVICE:-$statefulset-headless}
   namespace=${POD_NAMESPACE:-default}
-  client_port=${ZK_CLIENT_PORT:-2181}
+  client_port=${ZOO_CLIENT_PORT:-2181}
   mkdir -p "$data_dir"
   echo "$myid" >"$data_dir/myid"
   {
     echo "dataDir=$data_dir"
     echo "clientPort=$client_port"
-    echo "tickTime=${ZK_TICK_TIME:-2000}"
+    echo "tickTime=${ZOO_TICK_TIME:-2000}"
     echo "initLimit=10"
     echo "syncLimit=5"
     echo "maxClientCnxns=0"
@@ -43,14 +45,16 @@ if [ $# -eq 0 ]; then
     echo "4lw.commands.whitelist=srvr,ruok,mntr"
     # A pod's own name resolves only once it is in the Service; listen on every address.
     echo "quorumListenOnAllIPs=true"
-    if [ "$replicas" -gt 1 ]; then
+    if [ -n "${ZOO_SERVERS:-}" ]; then
+      for server in $ZOO_SERVERS; do echo "$server"; done
+    elif [ "$replicas" -gt 1 ]; then
       i=0
       while [ "$i" -lt "$replicas" ]; do
-        echo "server.$((i + 1))=$statefulset-$i.$service.$namespace.svc.cluster.local:${ZK_QUORUM_PORT:-2888}:${ZK_ELECTION_PORT:-3888};$client_port"
+        echo "server.$((i + 1))=$statefulset-$i.$service.$namespace.svc.cluster.local:2888:3888;$client_port"
         i=$((i + 1))
       done
     fi
-    for kv in ${ZK_CONFIG_EXTRA:-}; do echo "$kv"; done
+    for kv in ${ZOO_CFG_EXTRA:-}; do echo "$kv"; done
   } >"$conf"
   set -- "$conf"
 fi

@@ -3,7 +3,7 @@
 # standalone). A member outside a quorum answers "not currently serving requests", which fails.
 # bash's /dev/tcp keeps the image free of nc/curl.
 set -euo pipefail
-port=${ZK_CLIENT_PORT:-2181}
+port=${ZOO_CLIENT_PORT:-2181}
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 printf 'srvr' >&3
 reply=$(timeout "${1:-3}" cat <&3)

@@ -13,11 +13,6 @@ CLUSTER=${ODRADEK_KIND_CLUSTER:-odradek-e2e}
 PYTHON=${PYTHON_BIN:-$REPO/.venv/bin/python}
 skip() { echo "e2e (kind) skipped: $*"; exit 0; }
 
-# kind and kubectl: from PATH, else built into the shared cache (e2e/local/build.sh).
-if ! command -v kind >/dev/null 2>&1; then
-  bash "$REPO/e2e/local/build.sh" kind >&2 || skip "kind is not installed and could not be built"
-  export PATH=${ODRADEK_K8S_CACHE:-/var/cache/odradek-k8s}/bin:$PATH
-fi
 docker info >/dev/null 2>&1 || skip "no Docker engine answers at ${DOCKER_HOST:-the default socket} (docker info failed)"
 if ! docker image inspect "$NODE_IMAGE" >/dev/null 2>&1 && ! docker pull -q "$NODE_IMAGE" >/dev/null 2>&1; then
   skip "cannot pull $NODE_IMAGE (no container registry reachable)"
@@ -26,6 +21,11 @@ if ! docker run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" >/dev/nul
   skip "this Docker engine cannot run --privileged containers, which kind nodes need"
 fi
 
+# kind and kubectl: from PATH, else built into the shared cache (e2e/local/build.sh).
+if ! command -v kind >/dev/null 2>&1; then
+  bash "$REPO/e2e/local/build.sh" kind >&2 || skip "kind is not installed and could not be built"
+  export PATH=${ODRADEK_K8S_CACHE:-/var/cache/odradek-k8s}/bin:$PATH
+fi
 make -C "$REPO" image >&2
 
 created=false

@@ -82,8 +82,8 @@ def test_zookeeper_entrypoint_writes_myid_and_the_ensemble(tmp_path: Path) -> No
     conf = tmp_path / "zoo.cfg"
     env = _stand_in(tmp_path, "java") | {
         "HOSTNAME": "zk-1", "POD_NAMESPACE": "prod", "ZK_REPLICAS": "3",
-        "ZK_DATA_DIR": str(tmp_path / "data"), "ZK_CONF_FILE": str(conf), "SHOW_FILE": str(conf),
-        "ZK_CONFIG_EXTRA": "snapCount=1000"}
+        "ZOO_DATA_DIR": str(tmp_path / "data"), "ZOO_CONF_FILE": str(conf),
+        "SHOW_FILE": str(conf), "ZOO_CFG_EXTRA": "snapCount=1000"}
     out = subprocess.run(["sh", str(REPO / "zookeeper-image" / "entrypoint.sh")], env=env,
                          capture_output=True, text=True, timeout=30, check=True).stdout
     assert (tmp_path / "data" / "myid").read_text().strip() == "2"
@@ -96,13 +96,28 @@ def test_zookeeper_entrypoint_writes_myid_and_the_ensemble(tmp_path: Path) -> No
     assert "ARG org.apache.zookeeper.server.quorum.QuorumPeerMain" in out.splitlines()
 
 
+def test_zookeeper_entrypoint_takes_an_explicit_ensemble_in_the_official_image_form(
+        tmp_path: Path) -> None:
+    conf = tmp_path / "zoo.cfg"
+    servers = "server.1=a:2888:3888;2181 server.2=b:2888:3888;2181 server.3=c:2888:3888;2181"
+    env = _stand_in(tmp_path, "java") | {
+        "HOSTNAME": "zookeeper-0", "ZOO_SERVERS": servers, "ZOO_DATA_DIR": str(tmp_path / "d"),
+        "ZOO_CONF_FILE": str(conf), "SHOW_FILE": str(conf)}
+    out = subprocess.run(["sh", str(REPO / "zookeeper-image" / "entrypoint.sh")], env=env,
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    config = [line[4:] for line in out.splitlines() if line.startswith("CFG ")]
+    assert [c for c in config if c.startswith("server.")] == servers.split()
+    assert f"dataDir={tmp_path / 'd'}" in config
+    assert (tmp_path / "d" / "myid").read_text().strip() == "1"
+
+
 def test_zookeeper_readiness_passes_on_a_serving_server_and_fails_on_none(zookeeper) -> None:
     script = str(REPO / "zookeeper-image" / "ready.sh")
-    ok = subprocess.run(["bash", script], env={**os.environ, "ZK_CLIENT_PORT": str(zookeeper.port)},
+    ok = subprocess.run(["bash", script], env={**os.environ, "ZOO_CLIENT_PORT": str(zookeeper.port)},
                         capture_output=True, text=True, timeout=30)
     assert ok.returncode == 0, ok.stderr
     from odradek.local_cluster import free_port
 
-    down = subprocess.run(["bash", script], env={**os.environ, "ZK_CLIENT_PORT": str(free_port())},
+    down = subprocess.run(["bash", script], env={**os.environ, "ZOO_CLIENT_PORT": str(free_port())},
                           capture_output=True, text=True, timeout=30)
     assert down.returncode != 0
