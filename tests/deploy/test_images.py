@@ -113,8 +113,8 @@ def test_zookeeper_entrypoint_takes_an_explicit_ensemble_in_the_official_image_f
 
 def test_zookeeper_readiness_passes_on_a_serving_server_and_fails_on_none(zookeeper) -> None:
     script = str(REPO / "zookeeper-image" / "ready.sh")
-    ok = subprocess.run(["bash", script], env={**os.environ, "ZOO_CLIENT_PORT": str(zookeeper.port)},
-                        capture_output=True, text=True, timeout=30)
+    env = {**os.environ, "ZOO_CLIENT_PORT": str(zookeeper.port)}
+    ok = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=30)
     assert ok.returncode == 0, ok.stderr
     from odradek.local_cluster import free_port
 
