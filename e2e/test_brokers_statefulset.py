@@ -39,6 +39,7 @@ def _deploy(kube: Kube, namespace: str, images: Images, storage_class: str | Non
     kube.wait_statefulset_ready(namespace, "odradek", timeout=300)
 
 
+@pytest.mark.timeout(1500)
 def test_statefulset_brokers_serve_clients_and_lose_no_acked_record_when_a_pod_is_deleted(
         kube: Kube, images: Images, namespace: str, backend) -> None:
     _deploy(kube, namespace, images, backend.storage_class)
