@@ -97,6 +97,9 @@ def test_statefulset_brokers_serve_clients_and_lose_no_acked_record_when_a_pod_i
     log = kube.wait_job(namespace, "verify", timeout=300)
     read = {int(line.split("-", 1)[1]) for line in log.splitlines() if line.startswith("rec-")}
     missing = sorted(acked - read)
+    print(f"acks=all load: {len(acked)}/{LOAD_RECORDS} acknowledged ({acked_before} before the "
+          f"deletion), {len(failed)} failed, {len(read)} read back; {victim} Ready again "
+          f"{back_after:.0f}s after its deletion")
     assert not missing, (f"{len(missing)} acknowledged record(s) lost, e.g. {missing[:10]} "
                          f"(acked {len(acked)}, read {len(read)}, pod back in {back_after:.0f}s)")
 
