@@ -7,7 +7,7 @@ DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-slow lint typecheck bench image image-local e2e e2e-local \
+.PHONY: install run test test-slow lint bench image image-local e2e e2e-local \
         k8s-build k8s-up k8s-down k8s-load clean prereqs
 
 prereqs:
