@@ -29,9 +29,22 @@ if pid_alive kube-apiserver; then
 fi
 [ -e "$NETNS_PATH" ] && die "netns $NETNS exists without a running stack; run e2e/local/down.sh first"
 
+# A failed start tears down what it started (the logs stay in $CACHE/last-logs), so a failure
+# never leaves a half stack behind. The lock is released first: down.sh takes it itself.
+# shellcheck disable=SC2329  # run by the EXIT trap
+undo_on_failure() {
+  local rc=$?
+  [ "$rc" -eq 0 ] && return
+  log "up failed (exit $rc): tearing down what it started; logs in $CACHE/last-logs"
+  exec 9>&-
+  "$HERE/down.sh" --keep-dockerd || true
+  exit "$rc"
+}
+trap undo_on_failure EXIT
+
 "$HERE/pki.sh"
 mkdir -p "$PIDS" "$LOGS" "$STACK/host" "$STACK/etcd" "$STACK/kubelet/root" "$STACK/kubelet/pod-logs" \
-  "$STACK/containerd" "$STACK/cni/net.d" "$STACK/cni/ipam" "$STACK/cni/cache" "$STACK/pv"
+  "$STACK/containerd" "$STACK/cni/net.d" "$STACK/cni/ipam" "$STACK/pv"
 
 # --- what the host looks like before we touch it (down.sh compares against it) ---------------
 for p in "${HOST_SIDE_EFFECT_PATHS[@]}"; do if [ -e "$p" ]; then echo "$p"; fi; done >"$STACK/host/paths-before"
@@ -154,9 +167,17 @@ spawn() {  # name command...: runs inside the netns, own session, PID recorded
   setsid nsenter --net="$NETNS_PATH" -- "$@" >"$LOGS/$name.log" 2>&1 </dev/null 8>&- 9>&- &
   echo $! >"$PIDS/$name.pid"
 }
-wait_for() {  # what seconds command...
+wait_for() {  # what seconds command...: fails at once when the process "what" has exited
   local what=$1 secs=$2; shift 2
-  for _ in $(seq 1 $((secs * 4))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.25; done
+  local deadline=$((SECONDS + secs))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    "$@" >/dev/null 2>&1 && return 0
+    if [ -f "$PIDS/$what.pid" ] && ! pid_alive "$what"; then
+      tail -5 "$LOGS/$what.log" >&2
+      die "$what exited (log: $LOGS/$what.log)"
+    fi
+    sleep 0.5
+  done
   die "$what not ready after ${secs}s (logs: $LOGS)"
 }
 
