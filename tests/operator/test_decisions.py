@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from odradek_operator.decisions.cluster_plan import (
     PodState,
     decide_rebalance,

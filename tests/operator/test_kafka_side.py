@@ -14,8 +14,6 @@ import time
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-
-from odradek.client.admin import RESOURCE_TOPIC, AsyncAdminClient
 from odradek_operator.decisions.restart import restart_verdict
 from odradek_operator.handlers.consumer_group import group_result
 from odradek_operator.handlers.topic import topic_result
@@ -24,6 +22,8 @@ from odradek_operator.kafka.observe import observe_cluster, observe_topic
 from odradek_operator.kafka.session import admin_session
 from odradek_operator.kafka.topics import sync_topic
 from odradek_operator.spec import ConsumerGroupSpec, TopicSpec
+
+from odradek.client.admin import RESOURCE_TOPIC, AsyncAdminClient
 from tests.harness import wait_until
 
 FAST_FAILOVER = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from odradek_operator.conditions import Condition, merge_conditions
 from odradek_operator.errors import InvalidSpec, backoff_delay
 from odradek_operator.handlers.broker_cluster import desired_children

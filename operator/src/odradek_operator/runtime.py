@@ -64,7 +64,6 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="odradek.dev", key="last-handled-configuration")
     settings.persistence.finalizer = "odradek.dev/finalizer"
-    settings.posting.level = logging.WARNING  # kopf's own per-handler chatter stays in logs
     settings.watching.server_timeout = 300
     settings.batching.error_delays = [1, 2, 5, 10, 30, 60, 120, 300]
     if os.environ.get("ODRADEK_OPERATOR_LOG_FORMAT", "json") == "json":

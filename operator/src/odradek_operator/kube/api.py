@@ -141,7 +141,12 @@ class KubeApi:
         if label_selector:
             params["labelSelector"] = ",".join(f"{k}={v}" for k, v in
                                                sorted(label_selector.items()))
-        result = await self.request("GET", KIND_PATHS[kind].url(namespace), params=params)
+        try:
+            result = await self.request("GET", KIND_PATHS[kind].url(namespace), params=params)
+        except KubeApiError as exc:
+            if exc.status == 404:  # a kind the server does not serve has no objects
+                return []
+            raise
         return list(result.get("items") or [])
 
     async def apply(self, obj: Mapping[str, Any]) -> dict[str, Any]:
