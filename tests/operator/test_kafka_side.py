@@ -209,9 +209,13 @@ def test_isr_aware_restart_decision_on_a_real_cluster_with_a_broker_down(cluster
         async with admin_session(bootstrap) as admin:
             return await observe_cluster(admin, default_min_isr=1)
 
-    healthy = wait_until(lambda: (s := asyncio.run(state())) and all(
-        len(p.isr) == 3 for p in s.partitions if p.topic == "orders") and s, 60,
-        "full ISRs")
+    def full_isrs() -> Any:
+        s = asyncio.run(state())
+        orders = [p for p in s.partitions if p.topic == "orders"]
+        return s if len(orders) == 3 and all(len(p.isr) == 3 for p in orders) \
+            and s.min_isr("orders") == 2 else None
+
+    healthy = wait_until(full_isrs, 60, "full ISRs and the topic's min.insync.replicas")
     assert healthy.min_isr("orders") == 2
     assert all(restart_verdict(healthy, b).allowed for b in range(3))
 
