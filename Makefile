@@ -16,10 +16,11 @@ prereqs:
 	  { echo "odradek runs Apache ZooKeeper, which needs Java 17+: apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] < 17) { print "Java 17+ is needed, found " $$2 > "/dev/stderr"; exit 1 } }'
 
-$(STAMP): pyproject.toml | prereqs
+$(STAMP): pyproject.toml operator/pyproject.toml | prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark,operator]'
+	$(PY) -m pip install --quiet -e ./operator
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -35,8 +36,8 @@ test-slow: install
 	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/ruff check src operator/src tests bench
+	$(VENV)/bin/mypy src operator/src
 
 bench: install
 	$(PY) -m bench --output bench/results
