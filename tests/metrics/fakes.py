@@ -1,0 +1,105 @@
+"""Fakes of the sources a broker attaches: the metrics' side of the phase-2 contracts.
+
+These stand below real tests of the same path (the live exposition tests scrape a real
+server; phase 2 replaces these with the replication layer and the coordinator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from odradek.metrics.lag import GroupOffsets, LogOffsets
+from odradek.metrics.sources import ControllerState, PartitionState
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class FakeLog:
+    start: int = 0
+    end: int = 0
+    timestamps: dict[int, int] = field(default_factory=dict)  # offset -> ms
+
+    def append(self, count: int, timestamp_ms: int) -> None:
+        for offset in range(self.end, self.end + count):
+            self.timestamps[offset] = timestamp_ms
+        self.end += count
+
+    def delete_before(self, offset: int) -> None:
+        self.start = offset
+        self.timestamps = {o: t for o, t in self.timestamps.items() if o >= offset}
+
+
+@dataclass
+class FakeLogs:
+    logs: dict[TopicPartition, FakeLog] = field(default_factory=dict)
+    timestamp_reads: int = 0
+
+    def offsets(
+        self, partitions: Collection[TopicPartition]
+    ) -> Mapping[TopicPartition, LogOffsets]:
+        return {tp: LogOffsets(self.logs[tp].start, self.logs[tp].end)
+                for tp in partitions if tp in self.logs}
+
+    def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
+        self.timestamp_reads += 1
+        log = self.logs.get((topic, partition))
+        if log is None:
+            return None
+        later = [o for o in log.timestamps if o >= offset]
+        return log.timestamps[min(later)] if later else None
+
+
+@dataclass
+class FakeCoordinator:
+    groups_by_id: dict[str, GroupOffsets] = field(default_factory=dict)
+
+    def set(self, group: str, state: str, members: int,
+            committed: Mapping[TopicPartition, int]) -> None:
+        self.groups_by_id[group] = GroupOffsets(group, state, members, dict(committed))
+
+    def expire(self, group: str) -> None:
+        del self.groups_by_id[group]
+
+    def groups(self) -> Iterable[GroupOffsets]:
+        return list(self.groups_by_id.values())
+
+
+@dataclass
+class FakeReplicaManager:
+    states: list[PartitionState] = field(default_factory=list)
+
+    def partitions(self) -> Iterable[PartitionState]:
+        return self.states
+
+
+@dataclass
+class FakeController:
+    state: ControllerState = field(default_factory=lambda: ControllerState(active=False))
+
+    def controller_state(self) -> ControllerState:
+        return self.state
+
+
+@dataclass
+class FakePurgatory:
+    sizes: dict[str, int] = field(default_factory=dict)
+
+    def purgatory_sizes(self) -> Mapping[str, int]:
+        return self.sizes
+
+
+def leader(topic: str, partition: int, *, isr: int, replicas: int = 3, min_isr: int = 2,
+           end: int = 100) -> PartitionState:
+    return PartitionState(topic, partition, size_bytes=end * 100, segments=1,
+                          log_start_offset=0, log_end_offset=end, is_leader=True,
+                          replicas=replicas, in_sync_replicas=isr,
+                          min_insync_replicas=min_isr)
+
+
+def follower(topic: str, partition: int, *, end: int, leader_end: int | None) -> PartitionState:
+    return PartitionState(topic, partition, size_bytes=end * 100, segments=2,
+                          log_start_offset=0, log_end_offset=end, is_leader=False,
+                          replicas=3, in_sync_replicas=0, min_insync_replicas=2,
+                          leader_end_offset=leader_end)
