@@ -32,7 +32,7 @@ def test_two_brokers_in_one_process_export_their_own_numbers() -> None:
             one, two = await asyncio.gather(*(asyncio.to_thread(_get, p) for p in ports))
             assert "odradek_broker_bytes_in_total 111.0" in one
             assert "odradek_broker_bytes_in_total 222.0" in two
-            assert 'odradek_partition_under_replicated{partition="1",topic="t"} 1.0' in two
+            assert 'odradek_partition_under_replicated{topic="t",partition="1"} 1.0' in two
             assert 'partition="1"' not in one
         finally:
             await first.stop()
@@ -72,3 +72,52 @@ def test_the_configured_port_is_served_and_freed_on_stop() -> None:
                 await metrics.stop()
 
     asyncio.run(main())
+
+
+def test_rendered_text_parses_back_to_the_same_samples() -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from .fakes import FakeCoordinator, FakeLog, FakeLogs
+
+    metrics = BrokerMetrics(process_metrics=True)
+    coordinator, logs = FakeCoordinator(), FakeLogs()
+    metrics.attach(groups=coordinator, logs=logs)
+    assert metrics.state.sources.lag is not None
+    metrics.state.sources.lag._clock = lambda: 1000.0  # two collections, one lag_seconds
+    logs.logs[("t", 0)] = FakeLog()
+    logs.logs[("t", 0)].append(5, timestamp_ms=0)
+    awkward = 'team "a"\\b\nc'  # group ids are user input: quotes, backslashes, newlines
+    coordinator.set(awkward, "Stable", 1, {("t", 0): 2})
+    metrics.requests.observe(0, 0.001, 0.002, 0.0, 0.0)
+    metrics.storage.recovered(float("inf"), clean=1, unclean=0)
+    expected = {(s.name, tuple(sorted(s.labels.items())), s.value)
+                for family in metrics.registry.collect() for s in family.samples
+                if not s.name.endswith("_created") and not s.name.startswith("process_")}
+    parsed = {(s.name, tuple(sorted(s.labels.items())), s.value)
+              for family in text_string_to_metric_families(metrics.exposition().decode())
+              for s in family.samples if not s.name.startswith("process_")}
+    assert parsed == expected
+    assert ("odradek_consumer_group_lag_records",
+            (("group", awkward), ("partition", "0"), ("topic", "t")), 3.0) in parsed
+
+
+def test_gzip_when_asked_and_404_elsewhere() -> None:
+    import gzip
+    import urllib.error
+
+    metrics = BrokerMetrics(process_metrics=False)
+    port = metrics.serve("127.0.0.1", 0)
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                         headers={"Accept-Encoding": "gzip"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.headers["Content-Encoding"] == "gzip"
+            assert b"odradek_broker_info" in gzip.decompress(response.read())
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/nope", timeout=10)
+        except urllib.error.HTTPError as error:
+            assert error.code == 404
+        else:
+            raise AssertionError("a path other than /metrics must be a 404")
+    finally:
+        asyncio.run(metrics.stop())

@@ -122,7 +122,7 @@ def test_timestamp_reads_are_bounded_and_reused_while_the_position_stands() -> N
         text = metrics.exposition().decode()  # one scrape
         values: list[float | None] = []
         for p in range(4):
-            prefix = f'odradek_consumer_group_lag_seconds{{group="g",partition="{p}",topic="t"}} '
+            prefix = f'odradek_consumer_group_lag_seconds{{group="g",topic="t",partition="{p}"}} '
             found = [line for line in text.splitlines() if line.startswith(prefix)]
             values.append(float(found[0].split()[-1]) if found else None)
         return values

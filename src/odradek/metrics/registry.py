@@ -14,14 +14,12 @@ import asyncio
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from threading import Thread
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import Metric
-from prometheus_client.exposition import start_http_server
 
 from . import catalog as m
+from .exposition import MetricsHTTPServer, render
 from .families import MetricFamily
 from .lag import LAG, MEMBERS, GroupSource, LagCollector, LogOffsetsSource
 from .limits import SeriesLimit
@@ -102,7 +100,7 @@ class BrokerMetrics:
         self.registry.register(_Collector(self))
         if process_metrics:  # process_* from /proc/self: the same for brokers sharing a process
             ProcessCollector(registry=self.registry)
-        self._server: tuple[WSGIServer, Thread] | None = None
+        self._server: MetricsHTTPServer | None = None
 
     # --- what the broker attaches (phase 2) -------------------------------------------------
     def describe(self, *, cluster_id: str | None = None, rack: str | None = None) -> None:
@@ -146,30 +144,26 @@ class BrokerMetrics:
         """Serve ``/metrics`` from a daemon thread (port 0: any free port); returns the port."""
         if self._server is not None:
             raise RuntimeError("the metrics server is already running")
-        server, thread = start_http_server(port, host, registry=self.registry)
-        self._server = (server, thread)
-        bound = int(server.server_address[1])
+        self._server = MetricsHTTPServer(self.exposition, host, port)
+        bound = self._server.port
         log.info("metrics: serving http://%s:%d/metrics", host, bound)
         return bound
 
     @property
     def port(self) -> int | None:
-        return None if self._server is None else int(self._server[0].server_address[1])
+        return None if self._server is None else self._server.port
 
     async def stop(self) -> None:
         await self._probe.stop()
         server, self._server = self._server, None
         if server is not None:
-            httpd, thread = server
-            await asyncio.to_thread(httpd.shutdown)  # waits for serve_forever's poll (<0.5 s)
-            httpd.server_close()
-            await asyncio.to_thread(thread.join, 5.0)
+            await asyncio.to_thread(server.close)
         self.state.loop = None
 
     # --- reading, for tests and tools ---------------------------------------------------------
     def exposition(self) -> bytes:
         """The text a scrape would get (Prometheus text format 0.0.4)."""
-        return generate_latest(self.registry)
+        return render(self.registry.collect())
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value, as prometheus-client reads it (None if absent)."""
