@@ -6,8 +6,7 @@ import asyncio
 import urllib.request
 
 from odradek.metrics import BrokerMetrics, MetricsOptions
-
-from .fakes import FakeReplicaManager, leader
+from tests.harness.metrics_fakes import FakeReplicaManager, leader
 
 
 def _get(port: int) -> str:
@@ -77,7 +76,7 @@ def test_the_configured_port_is_served_and_freed_on_stop() -> None:
 def test_rendered_text_parses_back_to_the_same_samples() -> None:
     from prometheus_client.parser import text_string_to_metric_families
 
-    from .fakes import FakeCoordinator, FakeLog, FakeLogs
+    from tests.harness.metrics_fakes import FakeCoordinator, FakeLog, FakeLogs
 
     metrics = BrokerMetrics(process_metrics=True)
     coordinator, logs = FakeCoordinator(), FakeLogs()

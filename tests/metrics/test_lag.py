@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from odradek.metrics import BrokerMetrics, MetricsOptions
 from odradek.metrics.lag import LogOffsets, clamped_lag
-
-from .fakes import FakeCoordinator, FakeLog, FakeLogs
+from tests.harness.metrics_fakes import FakeCoordinator, FakeLog, FakeLogs
 
 NOW = 1_700_000_000.0
 

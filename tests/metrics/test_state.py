@@ -11,8 +11,13 @@ import pytest
 
 from odradek.metrics import BrokerMetrics
 from odradek.metrics.sources import ControllerState
-
-from .fakes import FakeController, FakePurgatory, FakeReplicaManager, follower, leader
+from tests.harness.metrics_fakes import (
+    FakeController,
+    FakePurgatory,
+    FakeReplicaManager,
+    follower,
+    leader,
+)
 
 
 def test_replication_counts_come_from_the_partitions_led_here() -> None:

@@ -1,4 +1,4 @@
-"""Fakes of the sources a broker attaches: the metrics' side of the phase-2 contracts.
+"""Fakes of the sources a broker attaches to its metrics: the metrics side of the phase-2 contracts.
 
 These stand below real tests of the same path (the live exposition tests scrape a real
 server; phase 2 replaces these with the replication layer and the coordinator).
@@ -6,6 +6,7 @@ server; phase 2 replaces these with the replication layer and the coordinator).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -17,18 +18,26 @@ TopicPartition = tuple[str, int]
 
 @dataclass
 class FakeLog:
+    """Offsets and timestamps of a log: ``runs`` are (first offset, timestamp ms) of appends."""
+
     start: int = 0
     end: int = 0
-    timestamps: dict[int, int] = field(default_factory=dict)  # offset -> ms
+    runs: list[tuple[int, int]] = field(default_factory=list)
 
     def append(self, count: int, timestamp_ms: int) -> None:
-        for offset in range(self.end, self.end + count):
-            self.timestamps[offset] = timestamp_ms
+        self.runs.append((self.end, timestamp_ms))
         self.end += count
 
     def delete_before(self, offset: int) -> None:
         self.start = offset
-        self.timestamps = {o: t for o, t in self.timestamps.items() if o >= offset}
+
+    def timestamp_at(self, offset: int) -> int | None:
+        """Timestamp of the first record at or after ``offset`` (None past the end)."""
+        offset = max(offset, self.start)
+        if offset >= self.end:
+            return None
+        index = bisect_right(self.runs, (offset, float("inf"))) - 1
+        return self.runs[index][1]
 
 
 @dataclass
@@ -45,10 +54,7 @@ class FakeLogs:
     def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
         self.timestamp_reads += 1
         log = self.logs.get((topic, partition))
-        if log is None:
-            return None
-        later = [o for o in log.timestamps if o >= offset]
-        return log.timestamps[min(later)] if later else None
+        return None if log is None else log.timestamp_at(offset)
 
 
 @dataclass
