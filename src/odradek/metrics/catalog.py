@@ -88,7 +88,7 @@ REQUEST_DURATION = MetricSpec(
 REQUEST_PHASE_DURATION = MetricSpec(
     "odradek_request_phase_duration_seconds", H,
     "Request time split as Kafka does: queue (read to handler start), local (handler until "
-    "it returns), remote (waiting in purgatory or on ZooKeeper), send (response ready to "
+    "it returns), remote (waiting in purgatory or on ZooKeeper), send (response ready until "
     "written, including waiting behind earlier responses on the connection).",
     ("api", "phase"), source="requests.observe", buckets=REQUEST_SECONDS)
 PURGATORY_SIZE = MetricSpec(

@@ -23,8 +23,11 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client.core import Metric
+from prometheus_client.samples import Sample
 
-__all__ = ["CONTENT_TYPE", "MetricsHTTPServer", "render"]
+from .catalog_types import MetricSpec
+
+__all__ = ["CONTENT_TYPE", "GaugeRows", "MetricsHTTPServer", "render"]
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +46,53 @@ def _value(value: float) -> str:
     return repr(float(value))
 
 
-def render(metrics: Iterable[Metric]) -> bytes:
+class GaugeRows:
+    """A gauge family filled at scrape time, kept as rows of label values (thousands of
+    partitions): no per-sample dict or Sample object unless something asks for ``samples``
+    (prometheus-client's registry API, in tests)."""
+
+    type = "gauge"
+
+    def __init__(self, spec: MetricSpec) -> None:
+        self.name = spec.name
+        self.documentation = spec.help
+        self.label_names = spec.labels
+        self.rows: list[tuple[tuple[str, ...], float]] = []
+        # a str.format template: "name{{topic=\"{}\",partition=\"{}\"}} {}"
+        labels = ",".join(f'{label}="{{}}"' for label in spec.labels)
+        self._line = self.name + ("{{" + labels + "}}" if labels else "") + " {}"
+
+    def add(self, values: tuple[str, ...], value: float) -> None:
+        self.rows.append((values, value))
+
+    @property
+    def samples(self) -> list[Sample]:
+        return [Sample(self.name, dict(zip(self.label_names, values, strict=True)), value)
+                for values, value in self.rows]
+
+    def lines(self, escaped: dict[str, str]) -> Iterable[str]:
+        line = self._line
+        for values, value in self.rows:
+            shown = []
+            for raw in values:
+                text = escaped.get(raw)
+                if text is None:
+                    text = escaped[raw] = raw.translate(_ESCAPES)
+                shown.append(text)
+            yield line.format(*shown, _value(value))
+
+
+def render(metrics: Iterable[Metric | GaugeRows]) -> bytes:
     """The exposition text of ``metrics`` (families with no sample are still described)."""
     escaped: dict[str, str] = {}
     lines: list[str] = []
     append = lines.append
     for metric in metrics:
+        if isinstance(metric, GaugeRows):
+            append(f"# HELP {metric.name} {metric.documentation.translate(_HELP_ESCAPES)}")
+            append(f"# TYPE {metric.name} gauge")
+            lines.extend(metric.lines(escaped))
+            continue
         name = metric.name + "_total" if metric.type == "counter" else metric.name
         append(f"# HELP {name} {metric.documentation.translate(_HELP_ESCAPES)}")
         append(f"# TYPE {name} {metric.type}")

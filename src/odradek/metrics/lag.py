@@ -43,9 +43,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from prometheus_client.core import GaugeMetricFamily, Metric
-
 from .catalog_types import Feed, Kind, MetricSpec
+from .exposition import GaugeRows
 from .limits import SeriesLimit
 
 __all__ = [
@@ -203,23 +202,20 @@ class LagCollector:
         return LagSnapshot(kept_groups, tuple(rows))
 
     @staticmethod
-    def families(snapshot: LagSnapshot) -> Iterator[Metric]:
-        committed, end, lag, seconds = (
-            GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
-            for spec in (COMMITTED, END_OFFSET, LAG, LAG_SECONDS))
+    def families(snapshot: LagSnapshot) -> Iterator[GaugeRows]:
+        committed, end, lag, seconds, members, state = (
+            GaugeRows(spec) for spec in (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE))
         for row in snapshot.rows:
-            labels = [row.group, row.topic, str(row.partition)]
-            committed.add_metric(labels, row.committed)
+            labels = (row.group, row.topic, str(row.partition))
+            committed.add(labels, row.committed)
             if row.end is not None:
-                end.add_metric(labels, row.end)
+                end.add(labels, row.end)
             if row.lag is not None:
-                lag.add_metric(labels, row.lag)
+                lag.add(labels, row.lag)
             if row.lag_seconds is not None:
-                seconds.add_metric(labels, row.lag_seconds)
-        members = GaugeMetricFamily(MEMBERS.name, MEMBERS.help, labels=MEMBERS.labels)
-        state = GaugeMetricFamily(STATE.name, STATE.help, labels=STATE.labels)
+                seconds.add(labels, row.lag_seconds)
         for group in snapshot.groups:
-            members.add_metric([group.group], group.members)
+            members.add((group.group,), group.members)
             for name in GROUP_STATES:
-                state.add_metric([group.group, name], 1.0 if name == group.state else 0.0)
+                state.add((group.group, name), 1.0 if name == group.state else 0.0)
         yield from (committed, end, lag, seconds, members, state)

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import Metric
 
 from . import catalog as m
-from .exposition import MetricsHTTPServer, render
+from .exposition import GaugeRows, MetricsHTTPServer, render
 from .families import MetricFamily
 from .lag import LAG, MEMBERS, GroupSource, LagCollector, LogOffsetsSource
 from .limits import SeriesLimit
@@ -59,7 +59,7 @@ class _Collector:
     def __init__(self, metrics: BrokerMetrics) -> None:
         self._metrics = metrics
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Metric | GaugeRows]:
         metrics = self._metrics
         for recorder in metrics.recorders:
             yield from recorder.collect()
@@ -97,7 +97,7 @@ class BrokerMetrics:
         self._info = BrokerInfo(version=_version())
         self.state = StateCollector(lambda: self._info)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(_Collector(self))
+        self.registry.register(_Collector(self))  # type: ignore[arg-type]  # GaugeRows too
         if process_metrics:  # process_* from /proc/self: the same for brokers sharing a process
             ProcessCollector(registry=self.registry)
         self._server: MetricsHTTPServer | None = None

@@ -21,9 +21,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import Metric
 
 from . import catalog as m
+from .exposition import GaugeRows
 from .lag import LagCollector, LagSnapshot
 from .sources import (
     BrokerInfo,
@@ -60,8 +61,8 @@ class _Snapshot:
     tasks: int | None
 
 
-def _gauge(spec: m.MetricSpec) -> GaugeMetricFamily:
-    return GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)
+def _gauge(spec: m.MetricSpec) -> GaugeRows:
+    return GaugeRows(spec)
 
 
 class StateCollector:
@@ -71,10 +72,10 @@ class StateCollector:
         self._info = info
         self._timeout = timeout
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Metric | GaugeRows]:
         info = self._info()
         broker_info = _gauge(m.BROKER_INFO)
-        broker_info.add_metric([info.version, info.cluster_id, info.rack], 1)
+        broker_info.add((info.version, info.cluster_id, info.rack), 1)
         yield broker_info
         yield from self._log_dirs()
         snapshot = self._snapshot_on_loop()
@@ -123,7 +124,7 @@ class StateCollector:
             tasks=len(asyncio.all_tasks(self.loop)) if self.loop is not None else None,
         )
 
-    def _families(self, snapshot: _Snapshot) -> Iterator[Metric]:
+    def _families(self, snapshot: _Snapshot) -> Iterator[Metric | GaugeRows]:
         if snapshot.partitions is not None:
             yield from _partition_families(snapshot.partitions)
         if snapshot.controller is not None:
@@ -136,21 +137,21 @@ class StateCollector:
                 (m.CONTROLLER_QUEUE_SIZE, state.event_queue_size),
             ):
                 family = _gauge(spec)
-                family.add_metric([], value)
+                family.add((), value)
                 yield family
         if snapshot.purgatory is not None:
             family = _gauge(m.PURGATORY_SIZE)
             for operation, size in sorted(snapshot.purgatory.items()):
-                family.add_metric([operation], size)
+                family.add((operation,), size)
             yield family
         if snapshot.lag is not None:
             yield from LagCollector.families(snapshot.lag)
         if snapshot.tasks is not None:
             family = _gauge(m.EVENT_LOOP_TASKS)
-            family.add_metric([], snapshot.tasks)
+            family.add((), snapshot.tasks)
             yield family
 
-    def _log_dirs(self) -> Iterator[Metric]:
+    def _log_dirs(self) -> Iterator[Metric | GaugeRows]:
         """statvfs needs no loop state: read here, in the scrape thread."""
         if not self.sources.log_dirs:
             return
@@ -161,8 +162,8 @@ class StateCollector:
             except OSError as exc:
                 log.warning("metrics: cannot stat log dir %s: %s", path, exc)
                 continue
-            capacity.add_metric([path], stats.f_blocks * stats.f_frsize)
-            free.add_metric([path], stats.f_bavail * stats.f_frsize)
+            capacity.add((path,), stats.f_blocks * stats.f_frsize)
+            free.add((path,), stats.f_bavail * stats.f_frsize)
         yield capacity
         yield free
 
@@ -176,7 +177,7 @@ def _guard(what: str, read: Callable[[], _T]) -> _T | None:
         return None
 
 
-def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metric]:
+def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metric | GaugeRows]:
     size, segments, start, end = (_gauge(spec) for spec in (
         m.LOG_SIZE, m.LOG_SEGMENTS, m.LOG_START_OFFSET, m.LOG_END_OFFSET))
     replicas, isr, under = (_gauge(spec) for spec in (
@@ -184,20 +185,20 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
     leaders = under_replicated = under_min = at_min = 0
     max_fetch_lag = 0
     for p in partitions:
-        labels = [p.topic, str(p.partition)]
-        size.add_metric(labels, p.size_bytes)
-        segments.add_metric(labels, p.segments)
-        start.add_metric(labels, p.log_start_offset)
-        end.add_metric(labels, p.log_end_offset)
+        labels = (p.topic, str(p.partition))
+        size.add(labels, p.size_bytes)
+        segments.add(labels, p.segments)
+        start.add(labels, p.log_start_offset)
+        end.add(labels, p.log_end_offset)
         if p.is_leader:
             leaders += 1
             short = p.in_sync_replicas < p.replicas
             under_replicated += short
             under_min += p.in_sync_replicas < p.min_insync_replicas
             at_min += p.in_sync_replicas == p.min_insync_replicas
-            replicas.add_metric(labels, p.replicas)
-            isr.add_metric(labels, p.in_sync_replicas)
-            under.add_metric(labels, 1 if short else 0)
+            replicas.add(labels, p.replicas)
+            isr.add(labels, p.in_sync_replicas)
+            under.add(labels, 1 if short else 0)
         elif p.leader_end_offset is not None:
             max_fetch_lag = max(max_fetch_lag, p.leader_end_offset - p.log_end_offset)
     yield from (size, segments, start, end, replicas, isr, under)
@@ -207,6 +208,6 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
         (m.AT_MIN_ISR, at_min), (m.FETCHER_MAX_LAG, max_fetch_lag),
     ):
         family = _gauge(spec)
-        family.add_metric([], value)
+        family.add((), value)
         yield family
 
