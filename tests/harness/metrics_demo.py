@@ -4,7 +4,7 @@ Three real :class:`~odradek.metrics.BrokerMetrics`, each serving ``/metrics`` on
 loopback port, fed on their event loop by a workload that moves like a cluster does: produce
 and fetch requests with latencies split into phases, partitions whose offsets grow, a
 consumer group that falls behind and catches up, ZooKeeper requests, a controller on broker 0,
-an ISR that shrinks for a while. Every number goes through the same recorders and sources
+ISRs that shrink after a few seconds. Every number goes through the same recorders and sources
 the brokers will use, so a real Prometheus scraping this exercises the exposition, the
 dashboards' queries and the alert rules end to end; only the workload is synthetic.
 ``make dashboards`` renders against it today and against a live cluster in phase 2.
@@ -170,7 +170,7 @@ class DemoCluster:
 
     def _tick(self, interval: float) -> None:
         now = time.time()
-        shrunk = (now - self._started) % 60 > 10  # one ISR is short but for 10 s a minute
+        shrunk = now - self._started > 5  # from 5 s on, partition 0 of each topic is short
         for broker in self.brokers:
             broker.tick(now, shrunk)
             broker.consume(now)
