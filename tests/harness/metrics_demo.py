@@ -60,6 +60,7 @@ class DemoBroker:
         self.metrics.storage.recovered(0.4 + broker_id / 10, clean=9, unclean=0)
         self.committed: dict[tuple[str, str, int], int] = {}
         self.connections = 0
+        self.ticks = 0
 
     def leads(self, partition: int) -> bool:
         return partition % self.brokers == self.broker_id
@@ -82,15 +83,19 @@ class DemoBroker:
         if rng.random() < 0.15 and self.connections > 1:
             m.connections.closed("PLAINTEXT")
             self.connections -= 1
-        if rng.random() < 0.1:
+        self.ticks += 1
+        if self.ticks % 10 == 1:  # from the first step on: every family has its series
             m.purgatory.expired("fetch")
+            m.connections.opened("PLAINTEXT")  # a short-lived connection
+            m.connections.closed("PLAINTEXT")
+            m.cleaner.ran(rng.uniform(0.5, 3.0), read_bytes=rng.randint(1 << 20, 8 << 20),
+                          written_bytes=rng.randint(1 << 19, 4 << 20))
+            m.replication.isr_shrunk()
+            m.replication.isr_expanded()
         m.storage.flushed(rng.expovariate(1 / 0.0003))
         m.storage.fsynced(rng.expovariate(1 / 0.003))
         m.zookeeper.request("getData", rng.expovariate(1 / 0.001))
         m.zookeeper.request("setData", rng.expovariate(1 / 0.003))
-        if rng.random() < 0.05:
-            m.cleaner.ran(rng.uniform(0.5, 3.0), read_bytes=rng.randint(1 << 20, 8 << 20),
-                          written_bytes=rng.randint(1 << 19, 4 << 20))
         m.traffic.replicated_in(rng.randint(10_000, 60_000))
         m.traffic.replicated_out(rng.randint(10_000, 60_000))
         states = []

@@ -114,3 +114,9 @@ def test_prometheus_rule_carries_the_rules_file() -> None:
     assert manifest["kind"] == "PrometheusRule"
     assert manifest["spec"] == rules_document()
     assert yaml.safe_load((ROOT / RULES_FILE).read_text()) == rules_document()
+
+
+def test_every_catalog_metric_is_served() -> None:
+    """No spec is left out of collection: a fully fed broker serves every catalog name."""
+    missing = CATALOG_NAMES - exported_names()
+    assert not missing, f"defined but never served: {sorted(missing)}"
