@@ -7,7 +7,8 @@ DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-slow lint typecheck bench image chart e2e clean prereqs
+.PHONY: install run test test-slow lint typecheck bench image chart e2e clean prereqs \
+        prometheus generate-monitoring dashboards
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -28,16 +29,33 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --data-dir $(DATA)
 
-test: install lint
+test: install lint prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # pytest exits 5 when a selection holds no test: not a failure of the code.
-test-slow: install
+test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
 	$(VENV)/bin/ruff check src operator/src tests bench
 	$(VENV)/bin/mypy src operator/src
+
+# Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
+# and the dev cluster's local Prometheus; installed only when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus package (prometheus, promtool)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+
+# Dashboards JSON and the alert rules file are generated from src/odradek/metrics.
+generate-monitoring: install
+	$(PY) -m odradek.metrics.generate
+
+# Every dashboard drawn to build/dashboards/*.png from a real Prometheus (see
+# tests/harness/render_demo.py for what it scrapes).
+dashboards: install prometheus
+	$(PY) -m tests.harness.render_demo --output build/dashboards
 
 bench: install
 	$(PY) -m bench --output bench/results
