@@ -8,7 +8,7 @@ BROKERS ?= 3
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-slow lint bench image image-local e2e e2e-local \
-        k8s-build k8s-up k8s-down k8s-load clean prereqs
+        k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -17,10 +17,11 @@ prereqs:
 	  { echo "odradek runs Apache ZooKeeper, which needs Java 17+: apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] < 17) { print "Java 17+ is needed, found " $$2 > "/dev/stderr"; exit 1 } }'
 
-$(STAMP): pyproject.toml | prereqs
+$(STAMP): pyproject.toml operator/pyproject.toml | prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark,operator]'
+	$(PY) -m pip install --quiet -e ./operator
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -28,16 +29,33 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --data-dir $(DATA)
 
-test: install lint
+test: install lint prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # pytest exits 5 when a selection holds no test: not a failure of the code.
-test-slow: install
+test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench e2e
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/ruff check src operator/src tests bench e2e
+	$(VENV)/bin/mypy src operator/src
+
+# Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
+# and the dev cluster's local Prometheus; installed only when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus package (prometheus, promtool)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+
+# Dashboards JSON and the alert rules file are generated from src/odradek/metrics.
+generate-monitoring: install
+	$(PY) -m odradek.metrics.generate
+
+# Every dashboard drawn to build/dashboards/*.png from a real Prometheus (see
+# tests/harness/render_demo.py for what it scrapes).
+dashboards: install prometheus
+	$(PY) -m tests.harness.render_demo --output build/dashboards
 
 bench: install
 	$(PY) -m bench --output bench/results
