@@ -104,6 +104,7 @@ class Broker:
                     config["leader.imbalance.check.interval.seconds"]
                 ),
                 leader_imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
+                fast_failover=bool(config["controller.fast.failover.enable"]),
                 validate_config=config.log_config,
             )
         cluster = self._cluster
@@ -159,6 +160,8 @@ class Broker:
         self._stopped.set()
         log.info("broker %d shutting down", self.broker_id)
         await self._controlled_shutdown()
+        if self._cluster is not None:  # hand the controller role over while still serving
+            await self._cluster.resign_controller()
         for task in self._accept_tasks:
             task.cancel()
         for _name, sock in self._listen_sockets:

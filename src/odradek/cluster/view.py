@@ -59,6 +59,8 @@ class ClusterSnapshot:
     controller_id: int | None = None
     brokers: Mapping[int, BrokerInfo] = field(default_factory=frozen_mapping)
     topics: Mapping[str, TopicMetadata] = field(default_factory=frozen_mapping)
+    # broker id -> broker epoch (the registration's czxid): which incarnation is live
+    broker_epochs: Mapping[int, int] = field(default_factory=frozen_mapping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,7 @@ def _diff(old: ClusterSnapshot, new: ClusterSnapshot) -> ClusterChange:
         b
         for b in old.brokers.keys() | new.brokers.keys()
         if old.brokers.get(b) != new.brokers.get(b)
+        or old.broker_epochs.get(b) != new.broker_epochs.get(b)
     }
     topics = set(old.topics.keys() ^ new.topics.keys())
     partitions: set[TopicPartition] = set()
@@ -249,6 +252,7 @@ class _Reader:
         self.cluster_id = base.cluster_id
         self.controller_id = base.controller_id
         self.brokers = dict(base.brokers)
+        self.broker_epochs = dict(base.broker_epochs)
         self.topics = dict(base.topics)
 
     def read(self, dirty: set[Key]) -> ClusterSnapshot:
@@ -280,6 +284,7 @@ class _Reader:
             self.controller_id,
             frozen_mapping(dict(sorted(self.brokers.items()))),
             frozen_mapping(dict(sorted(self.topics.items()))),
+            frozen_mapping(dict(sorted(self.broker_epochs.items()))),
         )
 
     def _get(self, path: str, *, watch: bool = True) -> tuple[bytes, ZnodeStat] | None:
@@ -294,13 +299,16 @@ class _Reader:
 
     def _read_brokers(self) -> None:
         brokers: dict[int, BrokerInfo] = {}
+        epochs: dict[int, int] = {}
         for child in self.client.get_children(znodes.BROKER_IDS, watch=self.watch):
             try:
-                data, _ = self.client.get(znodes.broker_path(int(child)), watch=self.watch)
+                data, stat = self.client.get(znodes.broker_path(int(child)), watch=self.watch)
             except NoNodeError:
                 continue
             brokers[int(child)] = znodes.decode_broker(int(child), data)
+            epochs[int(child)] = int(stat.czxid)
         self.brokers = brokers
+        self.broker_epochs = epochs
 
     def _read_topics(self) -> None:
         names = set(self.client.get_children(znodes.BROKER_TOPICS, watch=self.watch))
