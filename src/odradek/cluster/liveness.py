@@ -55,6 +55,7 @@ class _Probe:
         self.target = target
         self.owner = owner
         self.settled = asyncio.Event()  # a first verdict: connected, unreachable or dead
+        self.stopped = False
         self.task = asyncio.create_task(
             self._run(), name=f"probe broker {target.broker_id} ({target.host}:{target.port})"
         )
@@ -64,12 +65,12 @@ class _Probe:
         loop = asyncio.get_running_loop()
         refused = 0
         brief = 0
-        while True:
+        while not self.stopped:
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.target.host, self.target.port),
-                    owner.connect_timeout_s,
-                )
+                async with asyncio.timeout(owner.connect_timeout_s):
+                    reader, writer = await asyncio.open_connection(
+                        self.target.host, self.target.port
+                    )
             except ConnectionRefusedError:
                 refused += 1
                 if refused >= owner.confirm:
@@ -88,7 +89,7 @@ class _Probe:
             self.settled.set()
             opened = loop.time()
             try:
-                while await reader.read(4096):
+                while not self.stopped and await reader.read(4096):
                     pass  # brokers send nothing unasked; read only to see the end
             except OSError:
                 pass  # reset
@@ -101,6 +102,7 @@ class _Probe:
                 await asyncio.sleep(min(0.05 * 2 ** (brief - 2), owner.retry_s))
 
     def cancel(self) -> None:
+        self.stopped = True
         self.task.cancel()
 
 
@@ -150,7 +152,8 @@ class ConnectionProbes:
         waits = [probe.settled.wait() for probe in self._probes.values()]
         if waits:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*waits)
 
     async def close(self) -> None:
         probes = list(self._probes.values())
