@@ -29,6 +29,7 @@ from typing import Any
 from kazoo.exceptions import KazooException
 
 from odradek.cluster.assignment import Assignment
+from odradek.cluster.broker_configs import Update, alter_broker_config
 from odradek.cluster.controller import Controller
 from odradek.cluster.controller.candidacy import depose_dead_controller
 from odradek.cluster.isr import IsrWriter
@@ -142,6 +143,15 @@ class ZkCluster:
         self, name: str, config: Mapping[str, str], validate_only: bool = False
     ) -> None:
         await self.admin.alter_topic_config(name, config, validate_only)
+
+    async def alter_broker_config(
+        self, entity: str, update: Update, validate_only: bool = False
+    ) -> dict[str, str]:
+        """Rewrite the dynamic configs of ``entity`` (a broker id or ``<default>``) as
+        ``update(current)``; conditional on what was read, retried on a concurrent write."""
+        return await self.session.call(
+            alter_broker_config, self.session.client, entity, update, validate_only
+        )
 
     async def allocate_producer_id_block(self, block_size: int = DEFAULT_BLOCK_SIZE) -> range:
         return await allocate_producer_id_block(self.session, self.broker_id, block_size)

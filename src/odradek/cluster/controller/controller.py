@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
@@ -106,6 +107,15 @@ class Controller:
     @property
     def epoch(self) -> int | None:
         return self.context.epoch
+
+    def set_unclean_leader_election(self, enabled: bool) -> None:
+        """A dynamic ``unclean.leader.election.enable``: offline partitions are looked at
+        again with the new rule."""
+        settings = self.context.settings
+        if settings.unclean_leader_election != enabled:
+            self.context.settings = dataclasses.replace(settings, unclean_leader_election=enabled)
+            self._need_reconcile = True
+            self._wake.set()
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """``callback()`` runs on the loop whenever this broker gains or loses the role."""
