@@ -81,8 +81,7 @@ T = TypeVar("T")
 _RESETS = {"smallest": EARLIEST, "earliest": EARLIEST, "largest": LATEST, "latest": LATEST}
 #: The longest a poll waits before looking at rebalance state again.
 _POLL_SLICE_S = 0.2
-#: How often a rebalance asks the brokers whether new partitions have leaders yet.
-_LEADER_POLL_S = 0.1
+_LEADER_POLL_S = 0.1  # how often a rebalance asks whether new partitions have leaders
 
 
 class RebalanceFailed(KafkaClientError):
@@ -380,22 +379,18 @@ class AsyncZooKeeperConsumer:
             return None
 
     async def _wait_for_leaders(self, partitions: list[TopicPartition]) -> list[str]:
-        """Wait (up to the rebalance backoff) until the brokers report a leader for each of
-        ``partitions``; returns those still without one. A partition the controller has just
-        created is in ZooKeeper before it has a leader, and before the brokers' metadata
-        lists it: claiming it then would fail to find its starting offset."""
-        fetch = self._fetch
-        assert fetch is not None
+        """Those of ``partitions`` without a leader in the brokers' metadata after waiting up
+        to the rebalance backoff: a partition just added is in ZooKeeper before it has a
+        leader, and has no starting offset to read until it has one."""
+        assert self._fetch is not None
         deadline = time.monotonic() + max(self.rebalance_backoff, 1.0)
         while True:
-            metadata = await fetch.client.refresh_metadata({tp.topic for tp in partitions})
+            metadata = await self._fetch.client.refresh_metadata({tp.topic for tp in partitions})
             missing = [f"{tp.topic}-{tp.partition}" for tp in partitions
                        if metadata.leader_for(tp) < 0]
-            if not missing or time.monotonic() >= deadline:
+            if not missing or time.monotonic() >= deadline or self._changed.is_set():
                 return missing
             await asyncio.sleep(_LEADER_POLL_S)  # a bounded poll, not a synchronisation
-            if self._changed.is_set():
-                return missing  # the registries changed meanwhile: start over
 
     def _release_and_register(self, released: dict[TopicPartition, str]) -> None:
         client = self.session.client
