@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import statistics
@@ -74,7 +75,7 @@ def _throughput(bootstrap: str, topic: str, count: int) -> tuple[float, float]:
     producer = _producer(bootstrap)
     latencies: list[float] = []
 
-    def delivered(err: Any, _msg: Any, sent: float) -> None:
+    def delivered(sent: float, err: Any, _msg: Any) -> None:
         if err is None:
             latencies.append((time.perf_counter() - sent) * 1000)
 
@@ -85,8 +86,7 @@ def _throughput(bootstrap: str, topic: str, count: int) -> tuple[float, float]:
         sent = time.perf_counter()
         while True:
             try:
-                producer.produce(topic, _VALUE,
-                                 on_delivery=lambda e, m, s=sent: delivered(e, m, s))
+                producer.produce(topic, _VALUE, on_delivery=functools.partial(delivered, sent))
                 break
             except BufferError:
                 producer.poll(0.01)
