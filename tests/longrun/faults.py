@@ -46,6 +46,8 @@ class Faults:
         self.recovery_times: list[float] = []
         self._paused: set[int] = set()  # pids
         self._cut: set[int] = set()  # broker ids
+        self._down: set[int] = set()  # broker ids killed on purpose, not yet restarted
+        self.crashes: list[str] = []  # processes that exited without being killed
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ victims
@@ -68,9 +70,13 @@ class Faults:
     def kill_and_restart(self, broker_id: int, down_s: float, role: str) -> None:
         broker = self.deployment.brokers[broker_id]
         self._record("kill-9", broker=broker_id, role=role, down_s=round(down_s, 1))
+        with self._lock:
+            self._down.add(broker_id)
         broker.kill()
         self._hold(down_s)
         self.deployment.restart_broker(broker_id, 90)
+        with self._lock:
+            self._down.discard(broker_id)
 
     def pause_broker(self, broker_id: int, seconds: float, role: str) -> None:
         self._record("pause-broker", broker=broker_id, role=role, seconds=round(seconds, 1))
@@ -109,6 +115,26 @@ class Faults:
             self._record("unrecovered", detail=note)
         return took
 
+    def watch(self) -> None:
+        """Notice a broker or ZooKeeper that exited although nobody killed it (a crash is
+        a finding of the run), and start it again so the run goes on."""
+        with self._lock:
+            down = set(self._down)
+        for broker_id, broker in enumerate(self.deployment.brokers):
+            if broker_id in down or broker.running or broker.process is None:
+                continue
+            code = broker.process.returncode
+            note = f"broker {broker_id} exited by itself (code {code}); log: {broker.log_path}"
+            self.crashes.append(note)
+            self._record("crash", detail=note)
+            self.deployment.restart_broker(broker_id, 90)
+        zookeeper = self.deployment.zookeeper
+        if zookeeper is not None and zookeeper.process is not None and not zookeeper.running:
+            note = f"ZooKeeper exited by itself; log: {zookeeper.log_path}"
+            self.crashes.append(note)
+            self._record("crash", detail=note)
+            zookeeper.start()
+
     def heal_all(self) -> None:
         """Resume every paused process, reconnect every cut broker, start every dead one."""
         with self._lock:
@@ -119,6 +145,7 @@ class Faults:
             _signal(pid, signal.SIGCONT)
         for broker_id in cut:
             self.deployment.heal(broker_id)
+        self.watch()
         for broker_id, broker in enumerate(self.deployment.brokers):
             if not broker.running:
                 self.deployment.restart_broker(broker_id, 90)

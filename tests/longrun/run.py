@@ -101,6 +101,7 @@ class LongRun:
             next_progress = started + 60
             while time.monotonic() < load_end:
                 self.pool.tick(load_end)
+                self.faults.watch()
                 if time.monotonic() >= next_progress:
                     self._report_progress(started)
                     next_progress += 60
@@ -182,6 +183,7 @@ class LongRun:
             verdict.summary(),
         ]
         problems = [*self.fault_errors,
+                    *[f"crash: {c}" for c in self.faults.crashes],
                     *[f"worker crashed: {c}" for c in self.pool.crashes],
                     *[f"worker overran and was killed: {o}" for o in self.pool.overruns]]
         lines += [f"  PROBLEM {p}" for p in problems]
