@@ -30,6 +30,9 @@ The invariants, each a ``kind`` of :class:`Violation`:
   the partition's end offset.
 - ``commit-lost``: a group's final committed offset is lower than one it acknowledged
   (members start from the committed offset and only commit forward).
+- ``replica-divergence``: below the end offset, a replica's batches (offsets and CRCs, read
+  from its segment files) differ from another's, or it lacks some.
+- ``corrupt``: a batch below the end offset whose stored CRC does not match its bytes.
 - ``offline`` / ``isr-incomplete``: after the heal, a partition has no leader, or its ISR
   is not every replica.
 - ``stalled``: no produce was acknowledged for longer than ``max_ack_gap_s`` while load ran.
@@ -59,6 +62,8 @@ __all__ = [
 
 TopicPartition = tuple[str, int]
 RecordId = tuple[str, int]  # (producer, seq)
+#: One batch of a replica's segment files: base offset, last offset, stored CRC, CRC valid.
+ReplicaBatch = tuple[int, int, int, bool]
 
 #: How many examples each violation kind keeps; the count is always exact.
 EXAMPLES = 5
@@ -135,6 +140,7 @@ class Evidence:
     states: list[PartitionState] = field(default_factory=list)
     load_window: tuple[float, float] | None = None
     unrecovered: list[str] = field(default_factory=list)
+    replicas: dict[TopicPartition, dict[int, list[ReplicaBatch]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -194,6 +200,7 @@ def check(evidence: Evidence, *, max_ack_gap_s: float = 120.0) -> Verdict:
     _check_consumers(evidence, log_at, findings, stats)
     _check_commits(evidence, findings, stats)
     _check_states(evidence.states, findings, stats)
+    _check_replicas(evidence, findings, stats)
     _check_liveness(evidence, max_ack_gap_s, findings, stats)
     for note in evidence.unrecovered:
         findings.add("unrecovered", note)
@@ -318,6 +325,37 @@ def _check_states(states: Sequence[PartitionState], findings: _Findings,
             findings.add("isr-incomplete", f"{where}: isr {list(state.isr)}, replicas "
                          f"{list(state.replicas)}")
     stats["partitions.checked"] = len(states)
+
+
+def _check_replicas(evidence: Evidence, findings: _Findings, stats: dict[str, float]) -> None:
+    compared = 0
+    for tp, by_broker in sorted(evidence.replicas.items()):
+        end = evidence.end_offsets.get(tp)
+        if end is None:
+            continue
+        committed: dict[int, list[tuple[int, int, int]]] = {}
+        for broker, replica in sorted(by_broker.items()):
+            below = [b for b in replica if b[0] < end]
+            for base, last, _crc, valid in below:
+                if not valid:
+                    findings.add("corrupt", f"{_tp(tp)} on broker {broker}: batch "
+                                 f"{base}-{last} fails its CRC")
+            committed[broker] = [(base, last, crc) for base, last, crc, _ in below]
+            held = below[-1][1] + 1 if below else 0
+            if held < end:
+                findings.add("replica-divergence", f"{_tp(tp)} on broker {broker}: holds "
+                             f"offsets up to {held}, end offset {end}")
+        reference_broker, reference = next(iter(committed.items()), (None, []))
+        for broker, copy in committed.items():
+            if copy != reference:
+                index = next((i for i, (x, y) in enumerate(zip(copy, reference, strict=False))
+                              if x != y), min(len(copy), len(reference)))
+                mine = copy[index] if index < len(copy) else None
+                theirs = reference[index] if index < len(reference) else None
+                findings.add("replica-divergence", f"{_tp(tp)}: broker {broker} batch "
+                             f"#{index} {mine} vs broker {reference_broker} {theirs}")
+        compared += len(committed)
+    stats["replicas.compared"] = compared
 
 
 def _check_liveness(evidence: Evidence, max_gap: float, findings: _Findings,

@@ -26,7 +26,8 @@ from tests.longrun.cluster_state import StateFile
 from tests.longrun.deployment import Deployment
 from tests.longrun.evidence import load_evidence
 from tests.longrun.faults import Faults
-from tests.longrun.invariants import Verdict, Violation, check
+from tests.longrun.invariants import ReplicaBatch, Verdict, Violation, check
+from tests.longrun.replicas import read_replica
 from tests.longrun.workload import Slot, WorkerPool
 
 __all__ = ["LongRun", "Outcome", "RunPlan"]
@@ -77,6 +78,7 @@ class LongRun:
                              set(plan.topic_names), self.stop_faults)
         self.pool = WorkerPool(deployment, directory, random.Random(seed + 2))
         self.fault_errors: list[str] = []
+        self.replicas: dict[tuple[str, int], dict[int, list[ReplicaBatch]]] = {}
 
     def execute(self, schedule: FaultSchedule) -> Outcome:
         size = len(self.deployment.brokers)
@@ -124,6 +126,7 @@ class LongRun:
                                         "journal": str(self.directory / "readback.journal"),
                                         "seconds": self.plan.readback_s},
                           timeout=self.plan.readback_s + 120)
+            self.replicas = self._read_replicas()
             self.pool.run("committed", {"bootstrap": self.deployment.bootstrap,
                                         "topics": self.plan.topic_names,
                                         "groups": self.plan.groups,
@@ -160,6 +163,7 @@ class LongRun:
     def _judge(self, load_window: tuple[float, float], final_recovery: float | None) -> Outcome:
         evidence, counts = load_evidence(self.directory, load_window)
         evidence.unrecovered = list(self.faults.unrecovered)
+        evidence.replicas = self.replicas
         verdict = check(evidence, max_ack_gap_s=self.plan.max_ack_gap_s)
         totals = self.pool.totals()
         recoveries = self.faults.recovery_times
@@ -192,6 +196,20 @@ class LongRun:
         if problems:
             verdict.violations.append(_problems(problems))
         return Outcome(verdict, report)
+
+    def _read_replicas(self) -> dict[tuple[str, int], dict[int, list[ReplicaBatch]]]:
+        """Each data partition's batches on each of its replicas (segment files on disk;
+        the load is over, so nothing appends to them any more)."""
+        state = self.state.read()
+        assert state is not None
+        topics = set(self.plan.topic_names)
+        out: dict[tuple[str, int], dict[int, list[ReplicaBatch]]] = {}
+        for topic, partition, _leader, _isr, replicas in state.partitions:
+            if topic in topics:
+                out[(topic, partition)] = {
+                    broker: read_replica(Path(self.deployment.brokers[broker].overrides[
+                        "log.dirs"]), topic, partition) for broker in replicas}
+        return out
 
     def _report_progress(self, started: float) -> None:
         totals = self.pool.totals()

@@ -162,6 +162,31 @@ def test_a_fault_the_cluster_did_not_recover_from_in_time_is_reported() -> None:
     assert kinds(evidence) == {"unrecovered"}
 
 
+def with_replicas(evidence: Evidence) -> Evidence:
+    """Three identical replicas of each partition: one batch per record."""
+    for (topic, partition), end in evidence.end_offsets.items():
+        batches = [(offset, offset, 1000 + offset, True) for offset in range(end)]
+        evidence.replicas[(topic, partition)] = {b: list(batches) for b in (0, 1, 2)}
+    return evidence
+
+
+def test_identical_replicas_pass_and_divergent_short_or_corrupt_ones_are_caught() -> None:
+    assert check(with_replicas(clean_history())).ok
+    divergent = with_replicas(clean_history())
+    divergent.replicas[(T, 0)][2][1] = (1, 1, 999, True)  # another batch at offset 1
+    assert kinds(divergent) == {"replica-divergence"}
+    short = with_replicas(clean_history())
+    del short.replicas[(T, 1)][1][-1]  # broker 1 lacks the last committed record
+    assert kinds(short) == {"replica-divergence"}
+    corrupt = with_replicas(clean_history())
+    corrupt.replicas[(T, 0)][0][0] = (0, 0, 1000, False)
+    assert kinds(corrupt) == {"corrupt"}
+    # A follower's uncommitted tail beyond the end offset is no divergence.
+    tail = with_replicas(clean_history())
+    tail.replicas[(T, 0)][1].append((5, 7, 5, True))
+    assert check(tail).ok
+
+
 def test_values_name_their_producer_and_sequence() -> None:
     assert decode(encode("conf-3", 41)) == ("conf-3", 41)
     assert decode(b"garbage") == ("", -1)
