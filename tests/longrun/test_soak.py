@@ -9,7 +9,8 @@ misplaced or reordered; consumers in order; commits never ahead of the log nor l
 partition led with a full ISR again.
 
 ``ODRADEK_SOAK_SECONDS`` (default 1800) sets the load's duration, ``ODRADEK_SOAK_SEED``
-replays a run's kill schedule, ``ODRADEK_SOAK_KILL_EVERY`` (default 75) the kill period.
+replays a run's kill schedule, ``ODRADEK_SOAK_KILL_EVERY`` (default 75, but at most a third
+of a short run, so that a two-minute run still kills brokers) the kill period.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tests.longrun.run import LongRun, RunPlan
 from tests.longrun.schedules import run_periodic_kills
 
 SOAK_SECONDS = env_number("ODRADEK_SOAK_SECONDS", 1800)
-KILL_EVERY_S = env_number("ODRADEK_SOAK_KILL_EVERY", 75)
+KILL_EVERY_S = env_number("ODRADEK_SOAK_KILL_EVERY", min(75, SOAK_SECONDS / 3))
 #: Broker defaults except: ISR of 2 required, small segments (rolls and multi-segment
 #: recovery after each kill), a smaller offsets topic (12 partitions, still RF 3).
 BROKER_SETTINGS = {
