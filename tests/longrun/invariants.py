@@ -49,6 +49,7 @@ from itertools import pairwise
 from typing import NamedTuple
 
 __all__ = [
+    "INVARIANTS",
     "Ack",
     "Commit",
     "Consumed",
@@ -64,6 +65,14 @@ TopicPartition = tuple[str, int]
 RecordId = tuple[str, int]  # (producer, seq)
 #: One batch of a replica's segment files: base offset, last offset, stored CRC, CRC valid.
 ReplicaBatch = tuple[int, int, int, bool]
+
+#: Every kind :func:`check` can report, in the module docstring's order: what a run's
+#: report lists as checked.
+INVARIANTS = (
+    "lost", "misplaced", "duplicate", "producer-order", "foreign", "log-gap", "phantom-read",
+    "consumer-order", "group-gap", "commit-ahead", "commit-lost", "replica-divergence",
+    "corrupt", "offline", "isr-incomplete", "stalled", "unrecovered",
+)
 
 #: How many examples each violation kind keeps; the count is always exact.
 EXAMPLES = 5
@@ -167,7 +176,8 @@ class Verdict:
 
     def summary(self) -> str:
         lines = ["invariants: " + ("all hold" if self.ok else
-                                   f"{len(self.violations)} kinds violated")]
+                                   f"{len(self.violations)} kinds violated"),
+                 f"  checked: {', '.join(INVARIANTS)}"]
         lines += [f"  VIOLATED {v}" for v in self.violations]
         lines += [f"  {key} = {value:g}" for key, value in sorted(self.stats.items())]
         return "\n".join(lines)

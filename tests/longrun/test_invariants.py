@@ -3,9 +3,14 @@ history passes. Runs in the default suite (pure, milliseconds)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
+from tests.longrun import invariants
 from tests.longrun.invariants import (
+    INVARIANTS,
     Ack,
     Commit,
     Consumed,
@@ -192,3 +197,9 @@ def test_values_name_their_producer_and_sequence() -> None:
     assert decode(b"garbage") == ("", -1)
     assert decode(None) == ("", -1)
     assert len({len(encode("p", seq)) for seq in range(50)}) > 10
+
+
+def test_every_kind_the_checker_reports_is_listed_as_checked() -> None:
+    source = Path(invariants.__file__).read_text()
+    reported = set(re.findall(r'findings\.add\("([a-z-]+)"', source))
+    assert reported == set(INVARIANTS)
