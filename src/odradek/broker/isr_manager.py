@@ -22,7 +22,9 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from .replica_manager import Partition, now_ms
+from odradek.clock import monotonic_ms
+
+from .replica_manager import Partition
 
 if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
@@ -69,7 +71,7 @@ class IsrManager:
 
     def shrink_lagging(self, now: int | None = None) -> int:
         """One pass of the periodic check; returns how many shrinks were started."""
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         started = 0
         for partition in list(self._replica_manager.partitions().values()):
             if not partition.is_leader or self._busy(partition, now):
@@ -97,7 +99,7 @@ class IsrManager:
     def _busy(self, partition: Partition, now: int | None = None) -> bool:
         if partition.pending_isr is not None:
             return True
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         return now < partition.isr_retry_after_ms
 
     def _submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
@@ -134,7 +136,7 @@ class IsrManager:
                 partition.isr = new_isr
                 partition.zk_version = result.zk_version
         else:
-            partition.isr_retry_after_ms = now_ms() + self._retry_backoff_ms
+            partition.isr_retry_after_ms = monotonic_ms() + self._retry_backoff_ms
             current = result.current if result is not None else None
             if (
                 current is not None

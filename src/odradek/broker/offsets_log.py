@@ -24,6 +24,7 @@ from typing import Any
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.errors import NotLeaderOrFollower
 from odradek.protocol.records import Record, decode_batches, encode_batch
+from odradek.types import TopicPartition
 
 from .delayed import DelayedOperation
 from .replica_manager import Partition, ReplicaManager
@@ -97,7 +98,7 @@ class ReplicatedOffsetsLog:
             )
 
     def read_all(self, partition: int) -> Iterator[Record]:
-        found = self._replica_manager.partitions().get((self._topic, partition))
+        found = self._replica_manager.partitions().get(TopicPartition(self._topic, partition))
         if found is None:
             return iter(())
         return _records_until_end(found.log)

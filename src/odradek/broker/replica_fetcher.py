@@ -39,6 +39,7 @@ from odradek.client.connection import Connection, NodeAddress
 from odradek.client.errors import KafkaClientError
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
+from odradek.types import TopicPartition
 
 if TYPE_CHECKING:
     from .replica_manager import Partition, ReplicaManager, TopicPartitionKey
@@ -341,7 +342,7 @@ class ReplicaFetcher:
         out_of_range: list[FollowerFetchState] = []
         for topic in response.responses:
             for part in topic.partitions:
-                found = offsets.get((topic.topic, int(part.partition_index)))
+                found = offsets.get(TopicPartition(topic.topic, int(part.partition_index)))
                 if found is None:
                     continue
                 state, offset = found
@@ -417,5 +418,5 @@ class ReplicaFetcher:
         for topic in response.topics:
             for part in topic.partitions:
                 if int(part.error_code) == ErrorCode.none and int(part.offset) >= 0:
-                    found[(topic.name, int(part.partition_index))] = int(part.offset)
+                    found[TopicPartition(topic.name, int(part.partition_index))] = int(part.offset)
         return found

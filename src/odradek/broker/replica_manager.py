@@ -28,11 +28,11 @@ Invariants (the leader's side; :mod:`.replica_fetcher` holds the follower's):
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from odradek.clock import monotonic_ms
 from odradek.protocol.errors import (
     FencedLeaderEpoch,
     NotEnoughReplicas,
@@ -40,6 +40,7 @@ from odradek.protocol.errors import (
     UnknownLeaderEpoch,
     UnknownTopicOrPartition,
 )
+from odradek.types import TopicPartition
 
 from .delayed import Purgatory
 from .replication_config import ReplicationConfig
@@ -59,16 +60,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-TopicPartitionKey = tuple[str, int]
+TopicPartitionKey = TopicPartition
 LeadershipListener = Callable[[str, int, bool], None]
 """``(topic, partition, is_leader)``: told when this broker starts or stops leading."""
 
 NO_LEADER = -1
 UNKNOWN_OFFSET = -1
-
-
-def now_ms() -> int:
-    return int(time.monotonic() * 1000)
 
 
 class PartitionLeadership(Protocol):
@@ -122,7 +119,7 @@ class Partition:
 
     @property
     def key(self) -> TopicPartitionKey:
-        return (self.topic, self.index)
+        return TopicPartition(self.topic, self.index)
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -171,7 +168,7 @@ class Partition:
         LEO we had at this follower's previous fetch (it is keeping pace)."""
         if replica_id == self.broker_id or replica_id not in self.replicas:
             return False
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         progress = self.followers.setdefault(replica_id, FollowerProgress())
         leader_end = int(self.log.log_end_offset)
         if fetch_offset >= leader_end:
@@ -255,7 +252,7 @@ class ReplicaManager:
     # Lookup ------------------------------------------------------------------------------
     def leader_partition(self, topic: str, partition: int) -> Partition:
         """The partition if we lead it; Kafka's errors otherwise."""
-        found = self._partitions.get((topic, partition))
+        found = self._partitions.get(TopicPartition(topic, partition))
         if found is not None and found.is_leader:
             return found
         if (topic, partition) in self._known:
@@ -312,7 +309,7 @@ class ReplicaManager:
         for topic, metadata in topics.items():
             topic_id = getattr(metadata, "topic_id", None)
             for index, state in metadata.partitions.items():
-                key = (topic, index)
+                key = TopicPartition(topic, index)
                 seen.add(key)
                 current = self._partitions.get(key)
                 if current is not None and current.topic_id != topic_id:
@@ -328,7 +325,7 @@ class ReplicaManager:
             self._forget(key)
 
     def _open(self, topic: str, index: int, topic_id: Any) -> Partition:
-        key = (topic, index)
+        key = TopicPartition(topic, index)
         current = self._partitions.get(key)
         if current is not None:
             return current
@@ -361,7 +358,7 @@ class ReplicaManager:
         was_leader = partition.is_leader
         if self.fetchers is not None:
             self.fetchers.remove_partition(partition.key)
-        now = now_ms()
+        now = monotonic_ms()
         partition.leader = self.broker_id
         partition.leader_epoch = state.leader_epoch
         partition.isr = tuple(state.isr)

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from odradek.types import TopicPartition
 
 from .connection import NodeAddress
 
 __all__ = ["ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition"]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from odradek.clock import wall_ms
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.compression import CODEC_BY_NAME
 
@@ -359,7 +360,7 @@ class AsyncProducer:
                 3, f"partition {partition} of {topic!r} does not exist "
                 f"(it has {len(all_partitions)})")
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = wall_ms()
         tp = TopicPartition(topic, partition)
         future, full, created = self.accumulator.append(tp, timestamp, key_bytes, value_bytes,
                                                         headers, on_delivery)
@@ -385,7 +386,7 @@ class AsyncProducer:
             return None
         tp = entry[1]
         future, full, created = self.accumulator.append_value(
-            tp, time.time_ns() // 1_000_000, value)
+            tp, wall_ms(), value)
         if full:
             metadata = entry[0]
             self.partitioner.on_new_batch(topic, tp.partition,

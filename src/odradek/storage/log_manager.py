@@ -31,6 +31,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from odradek.clock import wall_ms
 from odradek.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -44,10 +45,11 @@ from odradek.storage.checkpoint import (
 )
 from odradek.storage.cleaner import clean_log, needs_cleaning
 from odradek.storage.config import LogConfig
-from odradek.storage.log import PartitionLog, now_ms, parse_log_dir_name
+from odradek.storage.log import PartitionLog, parse_log_dir_name
 from odradek.storage.recovery import open_log
 from odradek.storage.retention import apply_retention
 from odradek.storage.scheduler import Scheduler
+from odradek.types import TopicPartition
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
@@ -55,7 +57,6 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
-TopicPartition = tuple[str, int]
 
 
 class LogManager:
@@ -165,7 +166,7 @@ class LogManager:
                 topic, partition = parse_log_dir_name(child.name)
             except ValueError:
                 continue
-            key = (topic, partition)
+            key = TopicPartition(topic, partition)
             partition_log = open_log(
                 child,
                 self._topic_configs.get(topic, self.default_config),
@@ -197,12 +198,12 @@ class LogManager:
     # ------------------------------------------------------------------ logs
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        return self._logs.get(TopicPartition(topic, partition))
 
     def get_or_create_log(
         self, topic: str, partition: int, config: LogConfig | None = None
     ) -> PartitionLog:
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             existing = self._logs.get(key)
             if existing is not None:
@@ -239,7 +240,7 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Close the log, rename its dir to ``<topic>-<p>.<uuid>-delete``, remove it later."""
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             partition_log = self._logs.pop(key, None)
             directory = self._log_dir_of.pop(key, None)
@@ -250,7 +251,7 @@ class LogManager:
         target = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         partition_log.dir.rename(target)
         fsync_directory(directory)
-        due = now_ms() + partition_log.config.file_delete_delay_ms
+        due = wall_ms() + partition_log.config.file_delete_delay_ms
         with self._lock:
             self._deleted_dirs.append((due, target))
         self.checkpoint()
@@ -275,7 +276,7 @@ class LogManager:
             truncated = partition_log.take_truncation_point()
             if truncated is not None and truncated < first_dirty:
                 first_dirty = self._cleaner_offsets[key] = truncated
-            current = now if now is not None else now_ms()
+            current = now if now is not None else wall_ms()
             if not needs_cleaning(partition_log, first_dirty, current):
                 continue
             result = clean_log(
@@ -299,7 +300,7 @@ class LogManager:
                 log.exception("log cleaner pass failed")
 
     def _flush_due_logs(self) -> None:
-        now = now_ms()
+        now = wall_ms()
         for partition_log in self.all_logs():
             if (
                 not partition_log.closed
@@ -309,7 +310,7 @@ class LogManager:
 
     def remove_deleted_files(self, now: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay passed."""
-        now = now if now is not None else now_ms()
+        now = now if now is not None else wall_ms()
         removed = 0
         for partition_log in self.all_logs():
             removed += partition_log.remove_deleted_segments(now, force=force)

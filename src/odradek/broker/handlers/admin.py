@@ -22,10 +22,10 @@ from odradek.protocol.errors import (
     UnknownTopicOrPartition,
     error_code_of,
 )
+from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
 from ._build import NO_THROTTLE, build, millis, response_module
-from ._topics import validate_topic_name
 
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 

@@ -17,10 +17,10 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
+from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
 from ._build import NO_THROTTLE, build, response_module
-from ._topics import INTERNAL_TOPICS, validate_topic_name
 
 __all__ = ["handle_metadata"]
 
