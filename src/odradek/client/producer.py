@@ -27,6 +27,7 @@ from typing import Any
 
 from odradek.clock import wall_ms
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import epoch_millis
 from odradek.protocol.compression import CODEC_BY_NAME
 
 from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
@@ -42,7 +43,6 @@ from .errors import (
 )
 from .metadata import ClusterMetadata, TopicPartition
 from .partitioner import DefaultPartitioner, PartitionerFn
-from .wire import datetime_ms
 
 __all__ = ["AsyncProducer", "ProducerConfig", "to_bytes"]
 
@@ -579,7 +579,7 @@ class AsyncProducer:
                 code = int(part.error_code)
                 if code == 0:
                     self._finish(batch, int(part.base_offset),
-                                 datetime_ms(getattr(part, "log_append_time", None)))
+                                 epoch_millis(getattr(part, "log_append_time", None)))
                 elif code == DUPLICATE_SEQUENCE_NUMBER:
                     self._finish(batch, int(part.base_offset))
                 else:

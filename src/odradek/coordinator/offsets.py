@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from .group_state import GroupState
 from .offsets_topic_format import (
     OffsetCommitKey,

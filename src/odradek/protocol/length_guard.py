@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-import types
 import typing
 from collections.abc import Callable
 from functools import cache
+
+from .schema import FieldShape, field_shapes
 
 __all__ = ["FrameLengthError", "check_lengths", "checker_for"]
 
@@ -80,50 +81,26 @@ def _tag_mismatch(tag: int, size: int, used: int) -> FrameLengthError:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Shape:
-    """One field as the codec sees it."""
+    """One field as the checker walks it."""
 
     kind: str  # "fixed", "string" (also bytes/records), "entity"
     array: bool
     nullable: bool
-    size: int = 0  # fixed width
+    size: int = 0  # fixed width; for "string", the legacy length prefix's width
     entity: type | None = None
 
 
-def _shape(field: dataclasses.Field[typing.Any], tagged: bool) -> _Shape:
-    field_type: typing.Any = field.type
-    if isinstance(field_type, str):
-        raise TypeError(f"{field.name}: string annotation; kio schemas carry real types")
-    field_type, nullable = _without_none(field_type, field.name)
-    array = typing.get_origin(field_type) is tuple
-    if array:
-        # A null array and an empty one have the same length field; elements are never null.
-        field_type, _ = _without_none(typing.get_args(field_type)[0], field.name)
-    # Tagged fields are optional by their presence, never by a null marker (see the docstring).
-    nullable = nullable and not tagged
-    if dataclasses.is_dataclass(field_type):
-        return _Shape("entity", array, nullable, entity=typing.cast(type, field_type))
-    kafka_type = field.metadata["kafka_type"]
+def _shape(field: FieldShape) -> _Shape:
+    if field.entity is not None:
+        return _Shape("entity", field.array, field.nullable, entity=field.entity)
+    kafka_type = field.kafka_type or ""
     if kafka_type in _FIXED_SIZES:
-        return _Shape("fixed", array, nullable, size=_FIXED_SIZES[kafka_type])
+        return _Shape("fixed", field.array, field.nullable, size=_FIXED_SIZES[kafka_type])
     if kafka_type in _LENGTH_PREFIXED:
         # int16 length for a legacy string, int32 for legacy bytes; compact: a varint.
-        return _Shape("string", array, nullable, size=2 if kafka_type == "string" else 4)
+        return _Shape("string", field.array, field.nullable,
+                      size=2 if kafka_type == "string" else 4)
     raise TypeError(f"{field.name}: unknown kafka_type {kafka_type!r}")
-
-
-def _without_none(field_type: typing.Any, name: str) -> tuple[typing.Any, bool]:
-    """``X | None`` -> (X, True); anything else -> (itself, False)."""
-    if typing.get_origin(field_type) not in (types.UnionType, typing.Union):
-        return field_type, False
-    inner = [arg for arg in typing.get_args(field_type) if arg is not type(None)]
-    if len(inner) != 1:
-        raise TypeError(f"{name}: unsupported union {field_type}")
-    return inner[0], True
-
-
-def _tag(field: dataclasses.Field[typing.Any]) -> int | None:
-    tag = field.metadata.get("tag")
-    return None if tag is None else int(tag)
 
 
 @cache
@@ -131,9 +108,9 @@ def _minimum_size(entity: type) -> int:
     """The fewest bytes one encoded ``entity`` can take."""
     flexible = bool(entity.__flexible__)  # type: ignore[attr-defined]
     total = 1 if flexible else 0  # the tagged-field count
-    for field in dataclasses.fields(entity):
-        if _tag(field) is None:
-            total += _shape_minimum(_shape(field, tagged=False), flexible)
+    for field in field_shapes(entity):
+        if field.tag is None:
+            total += _shape_minimum(_shape(field), flexible)
     return total
 
 
@@ -171,14 +148,13 @@ class _Source:
     def emit_entity(self, entity: type) -> None:
         flexible = bool(entity.__flexible__)  # type: ignore[attr-defined]
         body: list[str] = []
-        tagged: list[tuple[int, dataclasses.Field[typing.Any]]] = []
+        tagged: list[tuple[int, FieldShape]] = []
         fixed_run = 0
-        for field in dataclasses.fields(entity):
-            tag = _tag(field)
-            if tag is not None:
-                tagged.append((tag, field))
+        for field in field_shapes(entity):
+            if field.tag is not None:
+                tagged.append((field.tag, field))
                 continue
-            shape = _shape(field, tagged=False)
+            shape = _shape(field)
             if shape.kind == "fixed" and not shape.array:
                 fixed_run += shape.size
                 continue
@@ -255,7 +231,7 @@ class _Source:
         return lines
 
     def tagged_section_lines(
-        self, entity: type, tagged: list[tuple[int, dataclasses.Field[typing.Any]]]
+        self, entity: type, tagged: list[tuple[int, FieldShape]]
     ) -> list[str]:
         # Almost every entity on the wire carries no tagged field: one byte, 0.
         lines = [
@@ -274,7 +250,7 @@ class _Source:
             for position, (tag, field) in enumerate(tagged):
                 keyword = "if" if position == 0 else "elif"
                 lines.append(f"        {keyword} tag == {tag}:")
-                shape = _shape(field, tagged=True)
+                shape = _shape(field)
                 value = self.field_lines(shape, True, f"tag{tag}")
                 lines.extend("            " + line for line in value)
                 lines += ["            if pos != start + size:",

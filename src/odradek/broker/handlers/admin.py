@@ -15,6 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
     KafkaError,
@@ -25,7 +26,6 @@ from odradek.protocol.errors import (
 from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 

@@ -8,9 +8,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 from .metadata import _endpoint_for
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]

@@ -15,6 +15,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import (
     InvalidConfig,
     InvalidRequest,
@@ -24,7 +25,6 @@ from odradek.protocol.errors import (
 )
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = [
     "handle_alter_configs",

@@ -18,10 +18,10 @@ from kio.schema.errors import ErrorCode
 from odradek.cluster.controller_errors import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.protocol.errors import KafkaError, error_code_of
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = [
     "handle_alter_partition_reassignments",

@@ -23,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.protocol.builder import millis
 from odradek.protocol.errors import KafkaError, OffsetOutOfRange, error_code_of
 from odradek.protocol.fetch_response import (
     FetchPartitionResult,
@@ -33,7 +34,6 @@ from odradek.protocol.fetch_response import (
 from ..context import RequestContext
 from ..delayed import DelayedOperation
 from ..replica_manager import ReplicaManager
-from ._build import millis
 
 __all__ = ["handle_fetch"]
 

@@ -29,10 +29,10 @@ from odradek.coordinator.partitioning import (
     partition_for_group,
 )
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_find_coordinator"]
 

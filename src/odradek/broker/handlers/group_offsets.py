@@ -24,10 +24,10 @@ from kio.schema.errors import ErrorCode
 from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 

@@ -8,11 +8,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, error_code_of
 
 from ..context import RequestContext
 from ..replica_manager import Partition
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["EARLIEST", "LATEST", "MAX_TIMESTAMP", "handle_list_offsets"]
 

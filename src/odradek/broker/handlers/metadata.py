@@ -16,11 +16,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_metadata"]
 

@@ -21,13 +21,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module, timestamp_or_none
 from odradek.protocol.errors import CorruptRecord, KafkaError, error_code_of
 
 from ..context import RequestContext
 from ..delayed import DelayedOperation
 from ..dispatch import CLOSE_CONNECTION, NO_RESPONSE
 from ..replica_manager import Partition, ReplicaManager
-from ._build import NO_THROTTLE, build, millis, response_module, timestamp_or_none
 
 __all__ = ["PartitionAppendResult", "handle_produce"]
 
