@@ -9,11 +9,14 @@ source of truth for numbers and retriability.
 
 from __future__ import annotations
 
+import logging
 from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "KafkaError", "error_code_of"]
+__all__ = ["ErrorCode", "KafkaError", "error_code_of", "response_error"]
+
+log = logging.getLogger(__name__)
 
 
 class KafkaError(Exception):
@@ -31,6 +34,20 @@ def error_code_of(exc: BaseException) -> ErrorCode:
     if isinstance(exc, KafkaError):
         return exc.code
     return ErrorCode.unknown_server_error
+
+
+def response_error(exc: BaseException, context: str) -> tuple[ErrorCode, str | None]:
+    """The error code and message a response carries for ``exc``: the one conversion at
+    the request boundary, wherever a request answers per partition or per resource.
+
+    A :class:`KafkaError` carries its own code and message. Anything else is a bug: it is
+    logged with its traceback and ``context`` (what was being done, for whom) and answered
+    UNKNOWN_SERVER_ERROR, so the client sees a failure and the broker keeps serving.
+    """
+    if isinstance(exc, KafkaError):
+        return exc.code, str(exc) or None
+    log.error("%s failed", context, exc_info=exc)
+    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 class UnknownServerError(KafkaError):

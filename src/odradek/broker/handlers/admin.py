@@ -18,10 +18,9 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
-    KafkaError,
     TopicDeletionDisabled,
     UnknownTopicOrPartition,
-    error_code_of,
+    response_error,
 )
 from odradek.topic_name import validate_topic_name
 
@@ -30,13 +29,6 @@ from ..context import RequestContext
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 
 log = logging.getLogger(__name__)
-
-
-def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if isinstance(exc, KafkaError):
-        return error_code_of(exc), str(exc) or None
-    log.exception("admin request failed", exc_info=exc)
-    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], bool]:
@@ -90,7 +82,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 await services.wait_for_view(_leaders_ready(topic.name), timeout_s)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"creating topic {topic.name}")
         results.append(
             build(module.CreatableTopicResult, name=topic.name, topic_id=topic_id,
                   error_code=code, error_message=message,
@@ -125,7 +117,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 await services.wait_for_view(_gone(name), timeout_s)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"deleting topic {name}")
         results.append(
             build(module.DeletableTopicResult, name=name, topic_id=topic_id,
                   error_code=code, error_message=message)
@@ -155,7 +147,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 )
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"creating partitions of {topic.name}")
         results.append(
             build(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,
                   error_message=message)

@@ -19,7 +19,7 @@ from odradek.cluster.controller_errors import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
-from odradek.protocol.errors import KafkaError, error_code_of
+from odradek.protocol.errors import response_error
 
 from ..context import RequestContext
 
@@ -43,9 +43,7 @@ def _controller(ctx: RequestContext) -> Any:
 
 
 def _failure(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if not isinstance(exc, KafkaError):
-        log.exception("controller request failed", exc_info=exc)
-    return error_code_of(exc), str(exc) or None
+    return response_error(exc, "controller request")
 
 
 def _by_topic(results: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int, Any]]]:
