@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
@@ -29,6 +30,15 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     log_manager: Any  # odradek.storage.LogManager
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
+    _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
+
+    @property
+    def sections(self) -> BrokerSections:
+        """The typed sections of ``config`` (rebuilt when ``config`` is replaced)."""
+        cached = self._sections
+        if cached is None or cached[0] is not self.config:
+            cached = self._sections = (self.config, BrokerSections.from_config(self.config))
+        return cached[1]
 
     @property
     def coordinator(self) -> GroupCoordinator:

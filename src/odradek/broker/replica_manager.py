@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.clock import monotonic_ms
+from odradek.config_sections import ReplicationConfig
 from odradek.protocol.errors import (
     FencedLeaderEpoch,
     NotEnoughReplicas,
@@ -43,7 +44,6 @@ from odradek.protocol.errors import (
 from odradek.types import TopicPartition
 
 from .delayed import Purgatory
-from .replication_config import ReplicationConfig
 
 if TYPE_CHECKING:
     from .isr_manager import IsrManager

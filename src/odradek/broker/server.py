@@ -20,7 +20,9 @@ import logging
 import socket
 from typing import Any
 
-from odradek.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from odradek.config import BrokerConfig
+from odradek.config_sections import BrokerSections
+from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 
@@ -30,7 +32,6 @@ from .dispatch import handler_table
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
-from .replication_config import ReplicationConfig
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -43,9 +44,12 @@ _LISTEN_BACKLOG = 1024
 
 
 class Broker:
-    def __init__(self, config: Any, *, cluster: Any = None, log_manager: Any = None) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, cluster: Any = None, log_manager: Any = None
+    ) -> None:
         self.config = config
-        self.broker_id = int(config["broker.id"])
+        self.sections = BrokerSections.from_config(config)
+        self.broker_id = config.broker_id
         self._cluster = cluster
         self._log_manager = log_manager
         self._listen_sockets: list[tuple[str, socket.socket]] = []
@@ -63,7 +67,7 @@ class Broker:
 
     @property
     def bootstrap(self) -> str:
-        host = self.config.advertised_listeners[0].host
+        host = self.sections.network.advertised_listeners[0].host
         return f"{host}:{self.bound_port}"
 
     @property
@@ -72,38 +76,24 @@ class Broker:
         return self._services
 
     async def start(self) -> None:
-        config = self.config
+        config, sections = self.config, self.sections
         if self._log_manager is None:
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(
-                config.log_dirs,
-                config.log_config(),
-                log_retention_check_interval_ms=int(config["log.retention.check.interval.ms"]),
-                log_flush_offset_checkpoint_interval_ms=int(
-                    config["log.flush.offset.checkpoint.interval.ms"]
-                ),
-                replica_high_watermark_checkpoint_interval_ms=int(
-                    config["replica.high.watermark.checkpoint.interval.ms"]
-                ),
-                log_cleaner_enable=bool(config["log.cleaner.enable"]),
-                log_cleaner_backoff_ms=int(config["log.cleaner.backoff.ms"]),
-                log_cleaner_dedupe_buffer_size=int(config["log.cleaner.dedupe.buffer.size"]),
-            )
+            self._log_manager = LogManager(sections.log, config.log_config())
         if self._cluster is None:
             from odradek.cluster import ZkCluster
 
+            zookeeper, controller = sections.zookeeper, sections.controller
             self._cluster = ZkCluster(
-                config["zookeeper.connect"],
+                zookeeper.connect,
                 self.broker_id,
-                session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
-                connection_timeout_ms=int(config["zookeeper.connection.timeout.ms"]),
-                unclean_leader_election=bool(config["unclean.leader.election.enable"]),
-                auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
-                leader_imbalance_check_interval_s=float(
-                    config["leader.imbalance.check.interval.seconds"]
-                ),
-                leader_imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
+                session_timeout_ms=zookeeper.session_timeout_ms,
+                connection_timeout_ms=zookeeper.connection_timeout_ms,
+                unclean_leader_election=controller.unclean_leader_election_enable,
+                auto_leader_rebalance=controller.auto_leader_rebalance_enable,
+                leader_imbalance_check_interval_s=controller.leader_imbalance_check_interval_s,
+                leader_imbalance_percentage=controller.leader_imbalance_per_broker_percentage,
                 validate_config=config.log_config,
             )
         cluster = self._cluster
@@ -113,7 +103,7 @@ class Broker:
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
         replica_manager = ReplicaManager(
             self.broker_id, self._log_manager, self._log_config_for,
-            replication=ReplicationConfig.from_broker_config(config),
+            replication=sections.replication,
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
         )
@@ -192,17 +182,16 @@ class Broker:
         """Hand leadership to other replicas while we still answer (clients follow the
         NOT_LEADER_OR_FOLLOWER hints), then stop following so no leader re-adds us to an
         ISR we are about to leave."""
-        config = self.config
-        if self._services is None or not bool(config["controlled.shutdown.enable"]):
+        settings, network = self.sections.controlled_shutdown, self.sections.network
+        if self._services is None or not settings.enable:
             return
         from .controlled_shutdown import request_controlled_shutdown
 
-        listener = config["inter.broker.listener.name"] or config["listeners"][0].name
         await request_controlled_shutdown(
-            self._cluster, self.broker_id, listener,
-            max_retries=int(config["controlled.shutdown.max.retries"]),
-            backoff_s=int(config["controlled.shutdown.retry.backoff.ms"]) / 1000,
-            timeout_s=int(config["request.timeout.ms"]) / 1000,
+            self._cluster, self.broker_id, network.inter_broker_listener,
+            max_retries=settings.max_retries,
+            backoff_s=settings.retry_backoff_ms / 1000,
+            timeout_s=network.request_timeout_ms / 1000,
         )
         self._cluster.view.remove_listener(self._on_cluster_change)
         fetchers = getattr(self._services.replica_manager, "fetchers", None)
@@ -214,7 +203,7 @@ class Broker:
 
     # Network -----------------------------------------------------------------------------
     def _bind(self) -> None:
-        for listener in self.config["listeners"]:
+        for listener in self.sections.network.listeners:
             host = listener.host or "0.0.0.0"
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -227,8 +216,8 @@ class Broker:
             self.bound_ports[listener.name] = sock.getsockname()[1]
 
     def _set_buffer_sizes(self, sock: socket.socket) -> None:
-        send = int(self.config["socket.send.buffer.bytes"])
-        receive = int(self.config["socket.receive.buffer.bytes"])
+        network = self.sections.network
+        send, receive = network.socket_send_buffer_bytes, network.socket_receive_buffer_bytes
         if send > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
         if receive > 0:
@@ -238,7 +227,7 @@ class Broker:
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
-        for listener in self.config.advertised_listeners:
+        for listener in self.sections.network.advertised_listeners:
             port = listener.port or self.bound_ports.get(listener.name, listener.port)
             endpoints.append(Endpoint(listener.name, listener.host, port))
         first = endpoints[0]
@@ -247,7 +236,7 @@ class Broker:
 
     async def _accept_loop(self, name: str, server: socket.socket, handlers: Any) -> None:
         loop = asyncio.get_running_loop()
-        max_frame = int(self.config["socket.request.max.bytes"] or DEFAULT_MAX_FRAME_BYTES)
+        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
         while True:
             try:
                 sock, _address = await loop.sock_accept(server)
@@ -273,7 +262,7 @@ class Broker:
 
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:
-        config = GroupCoordinatorConfig.from_broker_config(self.config)
+        config = self.sections.group_coordinator
         coordinator = GroupCoordinator(
             config,
             ReplicatedOffsetsLog(

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from odradek.clock import wall_ms
+from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import JoinRequest, MemberDescription
 from .group_state import GroupState

@@ -36,12 +36,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
 from .errors import (
     CoordinatorNotAvailable,
     FencedInstanceId,

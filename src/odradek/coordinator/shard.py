@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState

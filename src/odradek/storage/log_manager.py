@@ -12,11 +12,13 @@ A checkpoint file that does not parse counts as an unclean shutdown with unknown
 
 Background work (``background=True``), on one scheduler thread plus a cleaner thread:
 
-* flusher, every ``log_flush_scheduler_interval_ms``: flushes logs whose ``flush.ms`` elapsed;
-* retention, every ``log_retention_check_interval_ms``;
-* checkpoints: recovery points and log start offsets every 60 s, high watermarks every 5 s;
+* flusher, every second: flushes logs whose ``flush.ms`` elapsed;
+* retention, every ``log.retention.check.interval.ms``;
+* checkpoints: recovery points every ``log.flush.offset.checkpoint.interval.ms`` and log
+  start offsets every 60 s, high watermarks every
+  ``replica.high.watermark.checkpoint.interval.ms``;
 * removal of ``.deleted`` segment files whose ``file.delete.delay.ms`` passed, every second;
-* the cleaner, every ``log_cleaner_backoff_ms`` (compacted logs only).
+* the cleaner, every ``log.cleaner.backoff.ms`` (compacted logs only).
 
 Shutdown flushes and closes every log, writes every checkpoint, then the marker.
 """
@@ -30,6 +32,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odradek.clock import wall_ms
 from odradek.storage.checkpoint import (
@@ -53,6 +56,9 @@ from odradek.types import TopicPartition
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
 
+if TYPE_CHECKING:  # storage sits below the config module (which builds LogConfig)
+    from odradek.config_sections import LogManagerConfig
+
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
@@ -60,26 +66,22 @@ DELETE_DIR_SUFFIX = "-delete"
 
 
 class LogManager:
+    """The broker's logs, with the background work of :class:`LogManagerConfig` (the
+    ``log`` section of the broker config; ``settings`` is replaced whole by
+    :meth:`reconfigure`)."""
+
     def __init__(
         self,
-        log_dirs: list[Path],
+        settings: LogManagerConfig,
         default_config: LogConfig,
         *,
         background: bool = True,
         topic_configs: Mapping[str, LogConfig] | None = None,
-        log_retention_check_interval_ms: int = 300000,
-        log_flush_scheduler_interval_ms: int = 1000,
-        log_flush_offset_checkpoint_interval_ms: int = 60000,
-        log_flush_start_offset_checkpoint_interval_ms: int = 60000,
-        replica_high_watermark_checkpoint_interval_ms: int = 5000,
-        log_cleaner_enable: bool = True,
-        log_cleaner_backoff_ms: int = 15000,
-        log_cleaner_dedupe_buffer_size: int = 134217728,
-        file_delete_check_interval_ms: int = 1000,
     ) -> None:
-        if not log_dirs:
+        if not settings.log_dirs:
             raise ValueError("at least one log dir is required")
-        self.log_dirs = [Path(directory) for directory in log_dirs]
+        self.settings = settings
+        self.log_dirs = [Path(directory) for directory in settings.log_dirs]
         self.default_config = default_config
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self._lock = threading.RLock()
@@ -87,7 +89,6 @@ class LogManager:
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._deleted_dirs: list[tuple[int, Path]] = []
-        self.dedupe_buffer_size = log_cleaner_dedupe_buffer_size
         self._closed = False
         self._scheduler = Scheduler() if background else None
         for directory in self.log_dirs:
@@ -95,51 +96,32 @@ class LogManager:
         self._cleaner_stop = threading.Event()
         self._cleaner_thread: threading.Thread | None = None
         if self._scheduler is not None:
-            schedule = self._scheduler.schedule
-            schedule(
-                "flusher",
-                self._flush_due_logs,
-                delay_ms=log_flush_scheduler_interval_ms,
-                period_ms=log_flush_scheduler_interval_ms,
-            )
-            schedule(
-                "retention",
-                self.run_retention_once,
-                delay_ms=log_retention_check_interval_ms,
-                period_ms=log_retention_check_interval_ms,
-            )
-            schedule(
-                "recovery-point-checkpoint",
-                self._checkpoint_recovery_points,
-                delay_ms=log_flush_offset_checkpoint_interval_ms,
-                period_ms=log_flush_offset_checkpoint_interval_ms,
-            )
-            schedule(
-                "log-start-checkpoint",
-                self._checkpoint_log_start_offsets,
-                delay_ms=log_flush_start_offset_checkpoint_interval_ms,
-                period_ms=log_flush_start_offset_checkpoint_interval_ms,
-            )
-            schedule(
-                "high-watermark-checkpoint",
-                self._checkpoint_high_watermarks,
-                delay_ms=replica_high_watermark_checkpoint_interval_ms,
-                period_ms=replica_high_watermark_checkpoint_interval_ms,
-            )
-            schedule(
-                "delete-files",
-                self.remove_deleted_files,
-                delay_ms=file_delete_check_interval_ms,
-                period_ms=file_delete_check_interval_ms,
-            )
-            if log_cleaner_enable:
+            for name, task, period_ms in (
+                ("flusher", self._flush_due_logs, settings.flush_check_interval_ms),
+                ("retention", self.run_retention_once, settings.retention_check_interval_ms),
+                ("recovery-point-checkpoint", self._checkpoint_recovery_points,
+                 settings.recovery_point_checkpoint_interval_ms),
+                ("log-start-checkpoint", self._checkpoint_log_start_offsets,
+                 settings.log_start_checkpoint_interval_ms),
+                ("high-watermark-checkpoint", self._checkpoint_high_watermarks,
+                 settings.high_watermark_checkpoint_interval_ms),
+                ("delete-files", self.remove_deleted_files,
+                 settings.file_delete_check_interval_ms),
+            ):
+                self._scheduler.schedule(name, task, delay_ms=period_ms, period_ms=period_ms)
+            if settings.cleaner_enable:
                 self._cleaner_thread = threading.Thread(
                     target=self._cleaner_loop,
-                    args=(log_cleaner_backoff_ms,),
+                    args=(settings.cleaner_backoff_ms,),
                     name="odradek-log-cleaner",
                     daemon=True,
                 )
                 self._cleaner_thread.start()
+
+    def reconfigure(self, settings: LogManagerConfig) -> None:
+        """A new ``log`` section (dynamic broker configs). The next cleaner pass uses its
+        dedupe buffer size; the log dirs and the background cadences stay as started."""
+        self.settings = settings
 
     # ------------------------------------------------------------------ loading
 
@@ -282,7 +264,7 @@ class LogManager:
             result = clean_log(
                 partition_log,
                 first_dirty,
-                dedupe_buffer_size=self.dedupe_buffer_size,
+                dedupe_buffer_size=self.settings.cleaner_dedupe_buffer_size,
                 now=current,
             )
             if result is not None:

@@ -68,9 +68,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 num_partitions = len(assignment)
                 replication_factor = len(next(iter(assignment.values())))
             if num_partitions == -1:
-                num_partitions = int(services.config["num.partitions"])
+                num_partitions = services.sections.topics.num_partitions
             if replication_factor == -1:
-                replication_factor = int(services.config["default.replication.factor"])
+                replication_factor = services.sections.topics.default_replication_factor
             overrides = {c.name: c.value for c in topic.configs if c.value is not None}
             services.config.log_config(overrides)  # raises InvalidConfig naming the key
             created = await services.cluster.create_topic(
@@ -110,7 +110,7 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 if not matches:
                     raise UnknownTopicOrPartition(f"no topic with id {topic_id}")
                 name = matches[0].name
-            if not services.config["delete.topic.enable"]:
+            if not services.sections.topics.delete_topic_enable:
                 raise TopicDeletionDisabled("delete.topic.enable is false")
             await services.cluster.delete_topic(name)
             if timeout_s > 0:
