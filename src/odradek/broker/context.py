@@ -12,9 +12,9 @@ from odradek.protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
+    from odradek.replication import ReplicaManager
 
     from .producer_ids import ProducerIdManager
-    from .replica_manager import ReplicaManager
 
 __all__ = ["BrokerServices", "RequestContext"]
 

@@ -25,13 +25,14 @@ from odradek.config_sections import BrokerSections
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from odradek.replication import ReplicaManager
+from odradek.types import BrokerId
 
 from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
-from .replica_manager import ReplicaManager
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -49,7 +50,7 @@ class Broker:
     ) -> None:
         self.config = config
         self.sections = BrokerSections.from_config(config)
-        self.broker_id = config.broker_id
+        self.broker_id = BrokerId(config.broker_id)
         self._cluster = cluster
         self._log_manager = log_manager
         self._listen_sockets: list[tuple[str, socket.socket]] = []
@@ -102,8 +103,7 @@ class Broker:
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
         replica_manager = ReplicaManager(
-            self.broker_id, self._log_manager, self._log_config_for,
-            replication=sections.replication,
+            self.broker_id, self._log_manager, self._log_config_for, sections.replication,
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
         )
@@ -156,8 +156,7 @@ class Broker:
         for connection in self._connections.values():
             connection.stop_reading()
         if self._services is not None:
-            self._services.replica_manager.fetch_purgatory.expire_all()
-            self._services.replica_manager.produce_purgatory.expire_all()
+            self._services.replica_manager.complete_delayed_now()
             if self._services.group_coordinator is not None:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
