@@ -4,10 +4,11 @@ kio generates one class per (API, version) with the same names in each; fields c
 between versions. :func:`build` fills a class from a mapping and/or keyword arguments and
 drops the names that version lacks, so a handler or a client writes the newest shape once
 and every older version is served from it. It also accepts the plain values a caller has
-at hand where kio declares richer types: a mapping (or a list of them) for a nested entity
+at hand where kio declares richer types: a dict (or a list of them) for a nested entity
 (or an array of them), milliseconds for ``timedelta`` fields, epoch milliseconds (-1 =
 null) for ``datetime`` fields, an int for ``ErrorCode`` and ``UUID`` fields, a list for an
-array. Values already of kio's types pass through untouched.
+array. Values already of
+kio's types pass through untouched.
 
 The helpers below convert kio's values back (:func:`millis`, :func:`epoch_millis`).
 """
@@ -60,10 +61,11 @@ def build(entity: type[T], data: Mapping[str, Any] | None = None, /, **fields: A
     :raises TypeError: a field the version requires is missing (naming the class).
     """
     values = fields if data is None else {**data, **fields} if fields else data
+    plan = _plan(cast(Hashable, entity))
     kwargs: dict[str, Any] = {}
-    for name, convert in _plan(cast(Hashable, entity)):
-        if name in values:
-            value = values[name]
+    for name, value in values.items():
+        if name in plan:
+            convert = plan[name]
             kwargs[name] = value if convert is None or value is None else convert(value)
     try:
         return entity(**kwargs)
@@ -72,18 +74,27 @@ def build(entity: type[T], data: Mapping[str, Any] | None = None, /, **fields: A
 
 
 @cache
-def _plan(entity: Hashable) -> tuple[tuple[str, _Convert | None], ...]:
-    return tuple((shape.name, _converter(shape)) for shape in field_shapes(cast(type, entity)))
+def _plan(entity: Hashable) -> dict[str, _Convert | None]:
+    """Field name -> the conversion its values may need (None: taken as given)."""
+    return {shape.name: _converter(shape) for shape in field_shapes(cast(type, entity))}
 
+
+# The converters run on the response path of every request: each first checks whether the
+# value already has kio's type (the common case for handlers) with a cheap type test.
 
 def _converter(shape: FieldShape) -> _Convert | None:
     nested = shape.entity
     if nested is not None:
         def one(value: Any) -> Any:
-            return build(nested, value) if isinstance(value, Mapping) else value
+            return build(nested, value) if isinstance(value, dict) else value
 
         if shape.array:
-            return lambda items: tuple(one(item) for item in items)
+            def many(items: Any) -> Any:
+                if type(items) is tuple and not any(type(item) is dict for item in items):
+                    return items
+                return tuple(one(item) for item in items)
+
+            return many
         return one
     scalar = _SCALAR_CONVERTERS.get(shape.kafka_type or "")
     if shape.array:
@@ -107,6 +118,10 @@ def _datetime(value: Any) -> datetime.datetime | None:
     return value if isinstance(value, datetime.datetime) else timestamp_or_none(value)
 
 
+def _error_code(value: Any) -> ErrorCode:
+    return value if type(value) is ErrorCode else ErrorCode(value)
+
+
 def _uuid(value: Any) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(int=value)
 
@@ -115,7 +130,7 @@ _SCALAR_CONVERTERS: dict[str, _Convert] = {
     "timedelta_i32": _timedelta,
     "timedelta_i64": _timedelta,
     "datetime_i64": _datetime,
-    "error_code": ErrorCode,
+    "error_code": _error_code,
     "uuid": _uuid,
 }
 

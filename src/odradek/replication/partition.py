@@ -36,7 +36,7 @@ from odradek.protocol.errors import (
     OffsetOutOfRange,
     UnknownLeaderEpoch,
 )
-from odradek.storage import AppendInfo, PartitionLog, ReadResult
+from odradek.storage import AppendInfo, PartitionLog
 from odradek.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
@@ -155,16 +155,14 @@ class Partition:
 
     # Leader: writes and the high watermark ----------------------------------------------
     def append_as_leader(self, records: bytes | memoryview | None, acks: int) -> AppendInfo:
-        """Append a producer's batches (whole, as received) at our epoch; the HW may move
-        at once when we are the whole ISR."""
+        """Append a producer's batches (whole, as received) at our epoch. The caller then
+        moves the HW (it may move at once when we are the whole ISR) and wakes waiters."""
         self.check_leader()
         if acks == -1:
             self.check_enough_replicas()
         if not records:
             raise CorruptRecord("produce request carries no records")
-        info = self.log.append(records, leader_epoch=self.leader_epoch)
-        self.maybe_advance_high_watermark()
-        return info
+        return self.log.append(records, leader_epoch=self.leader_epoch)
 
     def maybe_advance_high_watermark(self) -> bool:
         """Move the HW up to the smallest LEO in the (maximal) ISR; True if it moved."""
@@ -237,14 +235,6 @@ class Partition:
         if fetch_offset > upper or fetch_offset < start:
             raise OffsetOutOfRange(f"{self}: offset {fetch_offset} outside [{start}, {upper}]")
         return upper
-
-    def read(
-        self, fetch_offset: int, max_bytes: int, *, from_follower: bool, min_one_batch: bool
-    ) -> ReadResult:
-        """Whole batches from ``fetch_offset`` as a file region (zero-copy)."""
-        return self.log.read(fetch_offset, max_bytes,
-                             isolation_high_watermark=not from_follower,
-                             min_one_batch=min_one_batch)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[Offset, int]:
         """ListOffsets for consumers: (offset, timestamp), (-1, -1) when no committed

@@ -117,11 +117,12 @@ def _read_one(
         # Only an offset inside our log is the follower's LEO: one past our end would be
         # a diverged follower, and must never count towards the high watermark.
         on_follower_fetch(partition, params.replica_id, fetch_offset)
+    partition_log = partition.log
     region = None
     if fetch_offset < upper and (max_bytes > 0 or min_one_batch):
-        region = partition.read(fetch_offset, max_bytes, from_follower=from_follower,
-                                min_one_batch=min_one_batch).region
-    partition_log = partition.log
+        region = partition_log.read(fetch_offset, max_bytes,
+                                    isolation_high_watermark=not from_follower,
+                                    min_one_batch=min_one_batch).region
     high_watermark = partition_log.high_watermark
     result = FetchPartitionResult(
         partition_index=wanted.partition,
