@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -187,3 +188,34 @@ def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
     keys = [r.key for r in all_records(log)]
     assert len(keys) == len(set(keys)) == 15, "data appended after the truncation is cleaned"
     manager.shutdown()
+
+
+def test_topic_deletion_churn_with_periodic_checkpoints_never_clashes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """delete_log writes every checkpoint while the scheduler writes them too: one writer
+    per file, so no FileNotFoundError on the shared .tmp and no torn file."""
+    manager = LogManager(
+        settings(tmp_path, high_watermark_checkpoint_interval_ms=1,
+                 recovery_point_checkpoint_interval_ms=1, log_start_checkpoint_interval_ms=1,
+                 cleaner_enable=False),
+        small_config(file_delete_delay_ms=0),
+    )
+    deadline = time.monotonic() + 3
+    try:
+        with caplog.at_level(logging.ERROR, logger="odradek.storage"):
+            for round_ in range(300):
+                if time.monotonic() > deadline:
+                    break
+                for partition in range(3):
+                    log = manager.get_or_create_log(f"churn{round_ % 4}", partition)
+                    log.append(batch([b"x"]), leader_epoch=0)
+                    log.update_high_watermark(log.log_end_offset)
+                for partition in range(3):
+                    manager.delete_log(f"churn{round_ % 4}", partition)
+    finally:
+        manager.shutdown()
+    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not failures, failures[:3]
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        OffsetCheckpointFile(tmp_path / name).read()  # parses: not torn

@@ -30,7 +30,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,6 +85,9 @@ class LogManager:
         self.default_config = default_config
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self._lock = threading.RLock()
+        # One writer per checkpoint file: the scheduler's periodic checkpoints, a topic
+        # deletion and shutdown all write the same files (through the same ``.tmp``).
+        self._checkpoint_lock = threading.RLock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
@@ -306,42 +309,41 @@ class LogManager:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _write_per_dir(self, file_name: str, values: dict[TopicPartition, int]) -> None:
-        for directory in self.log_dirs:
-            entries = {
-                key: value
-                for key, value in values.items()
-                if self._log_dir_of.get(key) == directory
-            }
-            OffsetCheckpointFile(directory / file_name).write(entries)
+    def _write_per_dir(
+        self, file_name: str, value_of: Callable[[TopicPartition, PartitionLog], int | None]
+    ) -> None:
+        """Write one checkpoint file in every log dir from a consistent snapshot of the
+        logs, holding the checkpoint lock (the one writer of these files)."""
+        with self._checkpoint_lock:
+            with self._lock:
+                snapshot = [
+                    (key, self._log_dir_of.get(key), value_of(key, partition_log))
+                    for key, partition_log in self._logs.items()
+                ]
+            for directory in self.log_dirs:
+                entries = {
+                    key: value
+                    for key, log_dir, value in snapshot
+                    if log_dir == directory and value is not None
+                }
+                OffsetCheckpointFile(directory / file_name).write(entries)
 
     def _checkpoint_recovery_points(self) -> None:
-        self._write_per_dir(
-            RECOVERY_POINT_CHECKPOINT,
-            {key: partition_log.recovery_point for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(RECOVERY_POINT_CHECKPOINT, lambda _key, log: log.recovery_point)
 
     def _checkpoint_log_start_offsets(self) -> None:
-        self._write_per_dir(
-            LOG_START_OFFSET_CHECKPOINT,
-            {key: partition_log.log_start_offset for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(LOG_START_OFFSET_CHECKPOINT, lambda _key, log: log.log_start_offset)
 
     def _checkpoint_high_watermarks(self) -> None:
-        self._write_per_dir(
-            REPLICATION_OFFSET_CHECKPOINT,
-            {key: partition_log.high_watermark for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(REPLICATION_OFFSET_CHECKPOINT, lambda _key, log: log.high_watermark)
 
     def _checkpoint_cleaner_offsets(self) -> None:
-        self._write_per_dir(
-            CLEANER_OFFSET_CHECKPOINT,
-            {key: offset for key, offset in self._cleaner_offsets.items() if key in self._logs},
-        )
+        self._write_per_dir(CLEANER_OFFSET_CHECKPOINT,
+                            lambda key, _log: self._cleaner_offsets.get(key))
 
     def checkpoint(self) -> None:
         """Write every checkpoint file now."""
-        with self._lock:
+        with self._checkpoint_lock:
             self._checkpoint_recovery_points()
             self._checkpoint_log_start_offsets()
             self._checkpoint_high_watermarks()
