@@ -146,6 +146,7 @@ class ControllerConfig(Section):
         "leader.imbalance.check.interval.seconds", float)
     leader_imbalance_per_broker_percentage: int = setting(
         "leader.imbalance.per.broker.percentage")
+    fast_failover_enable: bool = setting("controller.fast.failover.enable")
 
 
 @dataclass(frozen=True, slots=True)

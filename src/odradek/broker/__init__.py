@@ -8,6 +8,7 @@ components from the config's typed sections), ``connection`` (per-connection pip
 ``outcomes`` (what a handler may answer instead of a body), ``handlers/`` (one module per
 API family: decode, call one entry point, encode), ``offsets_log`` (the coordinator's
 ``__consumer_offsets`` through the replica manager), ``producer_ids`` (ZooKeeper-backed
-producer id blocks). Partitions, replication and the purgatory are
+producer id blocks), ``reconfigure`` (dynamic broker configs: the effective config, cut
+into new sections, handed to the components that apply them live). Partitions, replication and the purgatory are
 :mod:`odradek.replication`'s.
 """

@@ -33,6 +33,7 @@ from .context import BrokerServices
 from .dispatch import handler_table
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
+from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -49,8 +50,9 @@ class Broker:
         self, config: BrokerConfig, *, cluster: Any = None, log_manager: Any = None
     ) -> None:
         self.config = config
-        self.sections = BrokerSections.from_config(config)
         self.broker_id = BrokerId(config.broker_id)
+        self._dynamic = DynamicBrokerConfig(config, self.broker_id)
+        self.sections: BrokerSections = self._dynamic.sections
         self._cluster = cluster
         self._log_manager = log_manager
         self._listen_sockets: list[tuple[str, socket.socket]] = []
@@ -85,16 +87,13 @@ class Broker:
         if self._cluster is None:
             from odradek.cluster import ZkCluster
 
-            zookeeper, controller = sections.zookeeper, sections.controller
+            zookeeper = sections.zookeeper
             self._cluster = ZkCluster(
                 zookeeper.connect,
                 self.broker_id,
                 session_timeout_ms=zookeeper.session_timeout_ms,
                 connection_timeout_ms=zookeeper.connection_timeout_ms,
-                unclean_leader_election=controller.unclean_leader_election_enable,
-                auto_leader_rebalance=controller.auto_leader_rebalance_enable,
-                leader_imbalance_check_interval_s=controller.leader_imbalance_check_interval_s,
-                leader_imbalance_percentage=controller.leader_imbalance_per_broker_percentage,
+                controller=sections.controller,
                 validate_config=config.log_config,
             )
         cluster = self._cluster
@@ -116,7 +115,14 @@ class Broker:
             producer_ids=ProducerIdManager(cluster.allocate_producer_id_block),
             log_manager=self._log_manager,
             group_coordinator=self._start_group_coordinator(replica_manager),
+            dynamic_config=self._dynamic,
         )
+        # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
+        self._dynamic.add_listener(self)
+        for reconfigurable in standard_reconfigurables(self._log_manager, replica_manager,
+                                                       cluster):
+            self._dynamic.add_listener(reconfigurable)
+        self._dynamic.follow(cluster.view.snapshot)
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
         self._bind()
@@ -149,6 +155,8 @@ class Broker:
         self._stopped.set()
         log.info("broker %d shutting down", self.broker_id)
         await self._controlled_shutdown()
+        if self._cluster is not None:  # hand the controller role over while still serving
+            await self._cluster.resign_controller()
         for task in self._accept_tasks:
             task.cancel()
         for _name, sock in self._listen_sockets:
@@ -295,7 +303,17 @@ class Broker:
         info = self._cluster.view.brokers.get(broker_id)
         return (info.host, int(info.port)) if info is not None else None
 
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        """The effective config changed (dynamic broker configs): the broker and its
+        handlers read the new config and sections from now on; the components that apply
+        a section live get theirs from :func:`standard_reconfigurables`."""
+        self.config, self.sections = update.config, update.sections
+        if self._services is not None:
+            self._services.use_config(update.config, update.sections)
+
     def _on_cluster_change(self, change: Any) -> None:
+        if getattr(change, "broker_configs", None):
+            self._dynamic.follow(self._cluster.view.snapshot)
         self._apply_view()
         replica_manager = self.services.replica_manager
         for topic in getattr(change, "configs", ()):
