@@ -9,6 +9,6 @@ components from the config's typed sections), ``connection`` (per-connection pip
 API family: decode, call one entry point, encode), ``offsets_log`` (the coordinator's
 ``__consumer_offsets`` through the replica manager), ``producer_ids`` (ZooKeeper-backed
 producer id blocks), ``reconfigure`` (dynamic broker configs: the effective config, cut
-into new sections, handed to the components that apply them live). Partitions, replication and the purgatory are
-:mod:`odradek.replication`'s.
+into new sections, handed to the components that apply them live). Partitions,
+replication and the purgatory are :mod:`odradek.replication`'s.
 """
