@@ -6,6 +6,9 @@ with its type and default; an unknown key is an error (a typo must not silently 
 a default). Broker-level log settings (``log.segment.bytes``) are the defaults of topic-level
 settings (``segment.bytes``); :meth:`BrokerConfig.log_config` maps one onto the other so
 storage only ever sees topic-level names.
+
+Components do not read this mapping: each takes its typed section
+(:mod:`odradek.config_sections`), built from it.
 """
 
 from __future__ import annotations
@@ -415,3 +418,4 @@ class BrokerConfig(Mapping[str, Any]):
         if not topic_overrides:
             return base
         return LogConfig.from_topic_config(topic_overrides, base)
+

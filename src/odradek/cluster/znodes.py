@@ -40,11 +40,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from odradek.clock import wall_ms
 from odradek.cluster.model import BrokerInfo, Endpoint, PartitionState
 
 CLUSTER_ID = "/cluster/id"
@@ -119,8 +119,9 @@ def _loads(data: bytes | None) -> Any:
     return json.loads(data.decode())
 
 
-def now_ms() -> str:
-    return str(int(time.time() * 1000))
+def timestamp_now() -> str:
+    """Kafka's znode ``timestamp`` field: wall-clock milliseconds, as a string."""
+    return str(wall_ms())
 
 
 # -- ids ---------------------------------------------------------------------------------
@@ -165,7 +166,7 @@ def encode_broker(info: BrokerInfo, *, jmx_port: int = -1, timestamp: str | None
         "port": plaintext.port if plaintext else -1,
         "host": plaintext.host if plaintext else None,
         "version": 5,
-        "timestamp": timestamp or now_ms(),
+        "timestamp": timestamp or timestamp_now(),
     }
     if info.rack is not None:
         obj["rack"] = info.rack
@@ -210,7 +211,7 @@ def encode_controller(broker_id: int, *, timestamp: str | None = None) -> bytes:
         {
             "version": 2,
             "brokerid": broker_id,
-            "timestamp": timestamp or now_ms(),
+            "timestamp": timestamp or timestamp_now(),
             "kraftControllerEpoch": -1,
         }
     )

@@ -48,12 +48,12 @@ import logging
 import random
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from odradek.clock import wall_ms
 from odradek.protocol import records as rec
 from odradek.protocol.errors import (
     InvalidRecord,
@@ -82,10 +82,6 @@ _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def parse_log_dir_name(name: str) -> tuple[str, int]:
@@ -166,7 +162,7 @@ class PartitionLog:
         self.leader_epoch_cache.truncate_from_end(active.next_offset)
         self.producer_state = producer_state or ProducerStateManager(directory)
         self._unflushed_messages = 0
-        self.last_flush_ms = now_ms()
+        self.last_flush_ms = wall_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
@@ -255,7 +251,7 @@ class PartitionLog:
         idempotent batch is not written; its original offsets come back with
         ``duplicate=True``. Magic 0/1 message sets are converted to one v2 batch first.
         """
-        now = now_ms if now_ms is not None else _now_ms()
+        now = now_ms if now_ms is not None else wall_ms()
         data: bytes | bytearray | memoryview = memoryview(records).cast("B")
         if rec.is_legacy_message_set(data):
             data = rec.convert_legacy_message_set(data)
@@ -396,7 +392,7 @@ class PartitionLog:
         reason = None
         if segment.size + size > config.segment_bytes:
             reason = "segment.bytes"
-        elif _now_ms() - segment.created_ms > config.segment_ms - self._roll_jitter_ms:
+        elif wall_ms() - segment.created_ms > config.segment_ms - self._roll_jitter_ms:
             reason = "segment.ms"
         elif segment.indexes_full:
             reason = "index full"
@@ -464,7 +460,7 @@ class PartitionLog:
             # a truncation may have happened during the fsyncs
             self.recovery_point = max(self.recovery_point, min(target, self._state.log_end_offset))
             self._unflushed_messages = 0
-            self.last_flush_ms = now_ms()
+            self.last_flush_ms = wall_ms()
 
     # ------------------------------------------------------------------ reads
 
@@ -716,7 +712,7 @@ class PartitionLog:
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Rename to ``.deleted`` now, unlink after ``file.delete.delay.ms``."""
-        due = now_ms() + self.config.file_delete_delay_ms
+        due = wall_ms() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.deleted = True
             try:
@@ -727,7 +723,7 @@ class PartitionLog:
 
     def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` files whose delay has passed; returns how many segments."""
-        now = now if now is not None else now_ms()
+        now = now if now is not None else wall_ms()
         with self._lock:
             due = [item for item in self._pending_deletes if force or item[0] <= now]
             self._pending_deletes = [item for item in self._pending_deletes if item not in due]
@@ -813,7 +809,3 @@ class PartitionLog:
             f"end={self.log_end_offset}, hw={self._high_watermark}, "
             f"segments={len(self._state.segments)})"
         )
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -15,7 +15,6 @@ DescribeConfigs reports each value's source and, when asked, its synonyms.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,24 +31,21 @@ from odradek.dynamic_config import (
     validate_update,
 )
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import (
     InvalidConfig,
     InvalidRequest,
-    KafkaError,
     UnknownTopicOrPartition,
-    error_code_of,
+    response_error,
 )
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = [
     "handle_alter_configs",
     "handle_describe_configs",
     "handle_incremental_alter_configs",
 ]
-
-log = logging.getLogger(__name__)
 
 TOPIC = 2
 BROKER = 4
@@ -64,13 +60,6 @@ _UNSUPPORTED = "only TOPIC and BROKER resources are supported"
 _BROKER_SYNONYM = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
 
 Synonyms = list[tuple[str, str | None, ConfigSource]]
-
-
-def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if isinstance(exc, KafkaError):
-        return error_code_of(exc), str(exc) or None
-    log.exception("config request failed", exc_info=exc)
-    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 def _layers(ctx: RequestContext) -> BrokerConfigLayers:
@@ -99,6 +88,13 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
                  read_only=read_only, config_source=int(source), is_sensitive=False,
                  synonyms=listed, config_type=_config_type(kind), documentation=doc,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
+
+
+def _resource(resource: Any) -> str:
+    """How a log line names a config resource."""
+    kind = {TOPIC: "topic", BROKER: "broker"}.get(resource.resource_type,
+                                                  f"resource type {resource.resource_type}")
+    return f"{kind} {resource.resource_name!r}"
 
 
 # -- describe ------------------------------------------------------------------------------
@@ -200,7 +196,7 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
             code, message = ErrorCode.none, None
         except Exception as exc:
             entries = []
-            code, message = _error(exc)
+            code, message = response_error(exc, f"describing configs of {_resource(resource)}")
         results.append(
             build(module.DescribeConfigsResult, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name,
@@ -267,7 +263,7 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
                 raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"altering configs of {_resource(resource)}")
         responses.append(
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
@@ -336,7 +332,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
                 raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"altering configs of {_resource(resource)}")
         responses.append(
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)

@@ -20,12 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .replica_manager import Partition, now_ms
+from odradek.clock import monotonic_ms
+
+from .partition import Partition
 
 if TYPE_CHECKING:
-    from .replica_manager import ReplicaManager
+    from odradek.config_sections import ReplicationConfig
 
 __all__ = ["IsrManager"]
 
@@ -35,13 +38,21 @@ _MAX_RETRY_BACKOFF_MS = 1000
 
 
 class IsrManager:
-    def __init__(self, replica_manager: ReplicaManager, writer: Any) -> None:
-        self._replica_manager = replica_manager
+    """ISR changes of the partitions we lead. ``partitions`` lists them all (leaders are
+    picked here); ``on_isr_change`` is told after a partition's ISR changed (or a write of
+    it ended), so the HW and whoever waits on it are re-evaluated."""
+
+    def __init__(
+        self,
+        writer: Any,
+        settings: ReplicationConfig,
+        partitions: Callable[[], Iterable[Partition]],
+        on_isr_change: Callable[[Partition], None],
+    ) -> None:
         self._writer = writer
-        self._lag_time_max_ms = replica_manager.replication.replica_lag_time_max_ms
-        self._retry_backoff_ms = min(
-            replica_manager.replication.replica_fetch_backoff_ms, _MAX_RETRY_BACKOFF_MS
-        )
+        self._partitions = partitions
+        self._on_isr_change = on_isr_change
+        self.settings = settings
         self._tasks: set[asyncio.Task[None]] = set()
         self._checker: asyncio.Task[None] | None = None
 
@@ -69,12 +80,13 @@ class IsrManager:
 
     def shrink_lagging(self, now: int | None = None) -> int:
         """One pass of the periodic check; returns how many shrinks were started."""
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         started = 0
-        for partition in list(self._replica_manager.partitions().values()):
+        lag_time_max_ms = self.settings.replica_lag_time_max_ms
+        for partition in list(self._partitions()):
             if not partition.is_leader or self._busy(partition, now):
                 continue
-            lagging = partition.out_of_sync_replicas(now, self._lag_time_max_ms)
+            lagging = partition.out_of_sync_replicas(now, lag_time_max_ms)
             if not lagging:
                 continue
             new_isr = tuple(r for r in partition.isr if r not in lagging)
@@ -85,9 +97,8 @@ class IsrManager:
         return started
 
     async def _check_periodically(self) -> None:
-        interval = max(self._lag_time_max_ms / 2000, 0.05)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(max(self.settings.replica_lag_time_max_ms / 2000, 0.05))
             try:
                 self.shrink_lagging()
             except Exception:
@@ -97,7 +108,7 @@ class IsrManager:
     def _busy(self, partition: Partition, now: int | None = None) -> bool:
         if partition.pending_isr is not None:
             return True
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         return now < partition.isr_retry_after_ms
 
     def _submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
@@ -134,7 +145,8 @@ class IsrManager:
                 partition.isr = new_isr
                 partition.zk_version = result.zk_version
         else:
-            partition.isr_retry_after_ms = now_ms() + self._retry_backoff_ms
+            backoff_ms = min(self.settings.replica_fetch_backoff_ms, _MAX_RETRY_BACKOFF_MS)
+            partition.isr_retry_after_ms = monotonic_ms() + backoff_ms
             current = result.current if result is not None else None
             if (
                 current is not None
@@ -147,4 +159,4 @@ class IsrManager:
             log.warning("ISR update of %s-%d to %s not applied (zk version %d moved or "
                         "ZooKeeper unreachable)", partition.topic, partition.index,
                         list(new_isr), version)
-        self._replica_manager.after_isr_change(partition)
+        self._on_isr_change(partition)
