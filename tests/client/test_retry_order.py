@@ -15,10 +15,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from odradek.client.errors import BrokerResponseError, ConnectionFailed
 from odradek.client.metadata import TopicPartition
-from odradek.client.producer import UNKNOWN_PRODUCER_ID, AsyncProducer
+from odradek.client.producer import AsyncProducer
 
 TP = TopicPartition("t", 0)
 
@@ -38,7 +39,7 @@ def test_retries_across_a_producer_id_reset_are_resequenced_in_append_order() ->
     # A's request fails retriably; then B's answer is UNKNOWN_PRODUCER_ID.
     producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
     producer._reset_producer_id()
-    producer._retry_or_fail(b, BrokerResponseError(UNKNOWN_PRODUCER_ID, "produce to t-0"))
+    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "produce to t-0"))
 
     producer._producer_id = 8  # InitProducerId answered with a new id
     (first,) = producer._drain_for_node([TP], now + 1)
