@@ -20,7 +20,6 @@ import signal
 import time
 from typing import Any
 
-import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from tests.harness.zk import zk_client
@@ -30,8 +29,6 @@ from .support import FAST_FAILOVER, create_topic, producer, wait_for_isr
 TOPIC = "hw-lag"
 
 
-@pytest.mark.xfail(strict=True, reason="bug found by the soak: a consumer fetch between the "
-                   "high watermark and the log end is answered OFFSET_OUT_OF_RANGE")
 def test_fetch_between_high_watermark_and_log_end_is_empty_not_out_of_range(
     cluster_factory: Any,
 ) -> None:
