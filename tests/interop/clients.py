@@ -178,7 +178,7 @@ class ConfluentClient(Client):
         missing = [i for i, d in enumerate(deliveries) if d is None]
         if missing:
             raise InteropError(f"no delivery report for {len(missing)} messages")
-        return deliveries  # type: ignore[return-value]
+        return deliveries
 
     def consume(self, bootstrap, topic, start, end, timeout):
         consumer = self._consumer(bootstrap)
