@@ -8,7 +8,8 @@ BROKERS ?= 3
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-slow lint bench image image-local e2e e2e-local \
-        k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards
+        k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards \
+        docs
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -53,6 +54,12 @@ prometheus:
 # Dashboards JSON and the alert rules file are generated from src/odradek/metrics.
 generate-monitoring: install
 	$(PY) -m odradek.metrics.generate
+
+# The reference tables of docs/configuration.md and docs/compatibility.md are generated from
+# the config definitions and the advertised API versions (tests/test_reference_docs.py
+# fails while they are out of date).
+docs: install
+	$(PY) -m odradek.reference_docs docs
 
 # Every dashboard drawn to build/dashboards/*.png from a real Prometheus (see
 # tests/harness/render_demo.py for what it scrapes).

@@ -25,6 +25,7 @@ __all__ = [
     "ConfigDef",
     "ConfigError",
     "Listener",
+    "broker_default_name",
     "parse_properties",
 ]
 
@@ -76,6 +77,11 @@ def _parse_int(value: str) -> int:
     return int(value.strip())
 
 
+def _parse_long(value: str) -> int:
+    """The same as an int in Python; a separate parser so the type is documented as Kafka's."""
+    return int(value.strip())
+
+
 def _parse_float(value: str) -> float:
     return float(value.strip())
 
@@ -99,6 +105,11 @@ class ConfigDef:
     topic_name: str | None = None
     at_least: float | None = None
 
+    @property
+    def type_name(self) -> str:
+        """Kafka's name for this property's type (``int``, ``long``, ``list``, ...)."""
+        return _TYPE_NAMES[self.parse]
+
     def convert(self, raw: str) -> Any:
         try:
             value = self.parse(raw)
@@ -113,7 +124,18 @@ def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
     return {definition.name: definition for definition in defs}
 
 
-INT, LONG, BOOL, STR = _parse_int, _parse_int, _parse_bool, _parse_str
+INT, LONG, BOOL, STR = _parse_int, _parse_long, _parse_bool, _parse_str
+
+_TYPE_NAMES: dict[Callable[[str], Any], str] = {
+    _parse_int: "int",
+    _parse_long: "long",
+    _parse_bool: "boolean",
+    _parse_str: "string",
+    _parse_optional_str: "string",
+    _parse_float: "double",
+    _parse_list: "list",
+    _parse_listeners: "list",
+}
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     # Identity and network
@@ -256,6 +278,22 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     # odradek's own
     ConfigDef("metrics.port", INT, 0, "Prometheus metrics HTTP port (0 = off).", at_least=0),
 )
+
+# Topic configs whose broker default is computed from several broker keys (the most specific
+# one named here); every other topic config has at most one ``ConfigDef.topic_name`` source.
+_COMPUTED_TOPIC_DEFAULTS = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
+
+
+def broker_default_name(topic_config: str) -> str | None:
+    """The broker property that supplies the default of topic config ``topic_config``
+    (``segment.bytes`` -> ``log.segment.bytes``); None when only Kafka's default applies."""
+    if topic_config in _COMPUTED_TOPIC_DEFAULTS:
+        return _COMPUTED_TOPIC_DEFAULTS[topic_config]
+    for definition in BROKER_CONFIGS.values():
+        if definition.topic_name == topic_config:
+            return definition.name
+    return None
+
 
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text (``key=value`` or ``key: value``, ``#``/``!`` comments,

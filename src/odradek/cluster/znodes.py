@@ -28,8 +28,6 @@ Kafka's Jackson encoder writes it. Formats, as of Kafka 3.x in ZK mode:
 ``/admin/reassign_partitions``  ``{"version":1,"partitions":[{"topic":"t","partition":0,
                                 "replicas":[1,2]}]}`` (Kafka's tools may add ``log_dirs``)
 ``/admin/preferred_replica_election``  ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``
-``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
-                                "partition":0}]}``
 ``/latest_producer_id_block``   ``{"version":1,"broker":N,"block_start":"0","block_end":"999"}``
 ``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
                                 "partition":0}]}`` (a leader changed these partitions' ISR)

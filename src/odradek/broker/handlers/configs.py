@@ -20,7 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import BROKER_CONFIGS
+from odradek.config import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
     UPDATE_MODES,
@@ -55,9 +55,6 @@ _CONFIG_TYPES = {bool: 1, str: 2, int: 5, float: 6, list: 7}
 
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 _UNSUPPORTED = "only TOPIC and BROKER resources are supported"
-
-# Topic configs whose broker default is computed from several broker keys.
-_BROKER_SYNONYM = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
 
 Synonyms = list[tuple[str, str | None, ConfigSource]]
 
@@ -107,15 +104,6 @@ def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
     return topic.config
 
 
-def _broker_name_for(topic_key: str) -> str | None:
-    if topic_key in _BROKER_SYNONYM:
-        return _BROKER_SYNONYM[topic_key]
-    for found in BROKER_CONFIGS.values():
-        if found.topic_name == topic_key:
-            return found.name
-    return None
-
-
 def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
                     include_synonyms: bool, include_docs: bool) -> list[Any]:
     overrides = _topic_overrides(ctx, name)
@@ -129,7 +117,7 @@ def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
         synonyms: Synonyms = []
         if key in overrides:
             synonyms.append((key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        broker_name = _broker_name_for(key)
+        broker_name = broker_default_name(key)
         if broker_name is not None:
             synonyms.extend(layers.synonyms(broker_name))
         field_name, _kind, doc = fields[key]
