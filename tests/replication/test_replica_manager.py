@@ -157,7 +157,7 @@ def test_long_poll_fetch_is_woken_by_an_append(manager: ReplicaManager) -> None:
     asyncio.run(body())
 
 
-def test_fetch_beyond_the_high_watermark_is_out_of_range_and_not_the_leader_is_refused(
+def test_fetch_beyond_the_log_end_is_out_of_range_and_not_the_leader_is_refused(
     manager: ReplicaManager,
 ) -> None:
     async def body() -> None:
@@ -170,5 +170,35 @@ def test_fetch_beyond_the_high_watermark_is_out_of_range_and_not_the_leader_is_r
         follower = manager.fetch(consume(0))
         assert isinstance(follower, FetchRead)
         assert partition_error(follower) == ErrorCode.not_leader_or_follower
+
+    asyncio.run(body())
+
+
+def test_a_consumer_between_the_high_watermark_and_the_log_end_reads_nothing_and_waits(
+    manager: ReplicaManager,
+) -> None:
+    """Kafka's rule: only beyond the log *end* is out of range. Between the HW and the end
+    (a new leader's HW lags) a consumer gets an empty answer with the HW, and a long poll
+    there waits for the HW to pass its offset instead of re-reading on every append."""
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))  # the follower has fetched nothing: the HW stays at 0
+        manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=1, timeout_ms=1000)
+        for offset in (1, 3):
+            read = manager.fetch(consume(offset))
+            assert isinstance(read, FetchRead) and partition_error(read) == ErrorCode.none
+            answer = read.topics[0].partitions[0]
+            assert (read.total_bytes, answer.high_watermark) == (0, 0)
+        beyond = manager.fetch(consume(4))
+        assert isinstance(beyond, FetchRead)
+        assert partition_error(beyond) == ErrorCode.offset_out_of_range
+        pending = manager.fetch(consume(2, max_wait_ms=5000))
+        assert isinstance(pending, asyncio.Future)
+        manager.append_records({TP: batch([b"d"])}, acks=1, timeout_ms=1000)
+        await asyncio.sleep(0.05)
+        assert not pending.done(), "an append above the HW is nothing a consumer can read"
+        follower = manager.fetch(consume(4, replica_id=2))  # the follower caught up
+        assert isinstance(follower, FetchRead) and partition_error(follower) == ErrorCode.none
+        read = await asyncio.wait_for(pending, 1)
+        assert read.total_bytes > 0 and read.topics[0].partitions[0].high_watermark == 4
 
     asyncio.run(body())

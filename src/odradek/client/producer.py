@@ -449,7 +449,7 @@ class AsyncProducer:
         if (self.config.enable_idempotence and self._producer_id < 0
                 and not await self._init_producer_id()):
             return backoff
-        ready, delay = self.accumulator.ready(now)
+        ready, delay = self.accumulator.ready(now, self._sequencing_id())
         if not ready:
             return delay
         metadata = self.client.metadata
@@ -471,7 +471,7 @@ class AsyncProducer:
                     self._send_produce(node_id, batches))
                 self._responses.add(task)
                 task.add_done_callback(self._responses.discard)
-            if self.accumulator.ready(now)[0]:
+            if self.accumulator.ready(now, self._sequencing_id())[0]:
                 delay = 0 if self._in_flight.get(node_id, 0) < self.config.max_in_flight \
                     else delay
         return delay
@@ -491,12 +491,18 @@ class AsyncProducer:
         finally:
             self._wakeup.set()
 
+    def _sequencing_id(self) -> int | None:
+        """The producer id batches are numbered under (None without idempotence): a
+        partition with a batch in flight under another id is not drained until it is back
+        (see :mod:`.accumulator`)."""
+        return self._producer_id if self.config.enable_idempotence else None
+
     def _drain_for_node(self, tps: list[TopicPartition], now: float) -> list[ProducerBatch]:
         batches: list[ProducerBatch] = []
         size = 0
         compression = self.config.compression
         for tp in tps:
-            batch = self.accumulator.drain(tp, now)
+            batch = self.accumulator.drain(tp, now, self._sequencing_id())
             if batch is None:
                 continue
             if self.config.enable_idempotence and batch.producer_id != self._producer_id:
@@ -629,7 +635,8 @@ class AsyncProducer:
         self._finish(batch, -1, error=DeliveryTimeout(
             f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} not "
             f"delivered within delivery.timeout.ms={self.config.delivery_timeout_ms}{detail}"))
-        if self.config.enable_idempotence and batch.base_sequence >= 0:
+        if (self.config.enable_idempotence and batch.base_sequence >= 0
+                and batch.producer_id == self._producer_id):  # else reset already
             self._reset_producer_id()
 
     def _closing_hard(self) -> bool:

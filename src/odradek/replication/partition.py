@@ -228,13 +228,18 @@ class Partition:
         return partition_log.log_end_offset if from_follower else partition_log.high_watermark
 
     def check_fetch_offset(self, fetch_offset: int, from_follower: bool) -> int:
-        """OFFSET_OUT_OF_RANGE unless ``fetch_offset`` lies in the fetchable range; returns
-        its end (:meth:`fetchable_end`)."""
-        upper = self.fetchable_end(from_follower)
-        start = self.log.log_start_offset
-        if fetch_offset > upper or fetch_offset < start:
-            raise OffsetOutOfRange(f"{self}: offset {fetch_offset} outside [{start}, {upper}]")
-        return upper
+        """OFFSET_OUT_OF_RANGE unless ``fetch_offset`` lies in the log (log start to log
+        end), for consumers too; returns where the fetch stops (:meth:`fetchable_end`).
+
+        A consumer between the HW and the log end gets an empty answer, as in Kafka's
+        ``LocalLog.read``: a new leader's HW lags the old one's until its followers fetch,
+        so a consumer at the old HW is ahead of the new one for a moment. Out of range, it
+        would reset its position (to the beginning, or with Kafka's default ``latest``
+        past records it never read)."""
+        start, end = self.log.log_start_offset, self.log.log_end_offset
+        if fetch_offset > end or fetch_offset < start:
+            raise OffsetOutOfRange(f"{self}: offset {fetch_offset} outside [{start}, {end}]")
+        return self.fetchable_end(from_follower)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[Offset, int]:
         """ListOffsets for consumers: (offset, timestamp), (-1, -1) when no committed

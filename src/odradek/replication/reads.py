@@ -1,12 +1,14 @@
 """Reading partitions for a Fetch: which offsets, how many bytes, what errors.
 
 Rules clients depend on (COMPAT.md): the answer holds exactly the requested partitions; an
-offset above the fetchable end (or below the log start) is OFFSET_OUT_OF_RANGE, equal to
-it is simply empty; ``max_bytes`` bounds the answer except that the first partition with
-data always gets at least one whole batch (KIP-74). Consumers (``replica_id == -1``) read
-below the high watermark; followers (``replica_id >= 0``) up to the log end, and their
-fetch offset — once checked to lie inside our log — is their log end offset, reported
-through ``on_follower_fetch`` (it may move the HW and bring the follower into the ISR).
+offset beyond the log end (or below the log start) is OFFSET_OUT_OF_RANGE, one at or past
+the fetchable end but inside the log is simply empty (a consumer between the HW and the log
+end: Kafka's rule, since a new leader's HW lags); ``max_bytes`` bounds the answer except
+that the first partition with data always gets at least one whole batch (KIP-74). Consumers
+(``replica_id == -1``) read below the high watermark; followers (``replica_id >= 0``) up to
+the log end, and their fetch offset — once checked to lie inside our log — is their log end
+offset, reported through ``on_follower_fetch`` (it may move the HW and bring the follower
+into the ISR).
 
 Records stay in the page cache: a partition's answer carries a file region, which the
 connection sends with ``sendfile``.
@@ -136,12 +138,14 @@ def _read_one(
 
 
 def has_new_data(params: FetchParams, lookup: LeaderLookup) -> bool:
-    """Cheap pre-check before re-reading: did any wanted partition move past its offset?"""
+    """Cheap pre-check before re-reading: did any wanted partition move past its offset
+    (or out from under it: an error is an answer too)?"""
     for wanted in params.partitions:
         try:
             partition = lookup(wanted.topic, wanted.partition)
+            partition.check_fetch_offset(wanted.fetch_offset, params.from_follower)
         except Exception:
             return True  # an error is an answer
-        if partition.fetchable_end(params.from_follower) != wanted.fetch_offset:
+        if partition.fetchable_end(params.from_follower) > wanted.fetch_offset:
             return True
     return False
