@@ -110,6 +110,12 @@ class Controller:
             self._need_reconcile = True
             self._wake.set()
 
+    def pending_events(self) -> int:
+        """Work the controller loop has not started yet: an election, a reconcile pass, and
+        each failed broker reported (its event queue, in Kafka's terms)."""
+        return (int(self._need_election) + int(self._need_reconcile)
+                + len(self._failed_reports))
+
     def add_listener(self, callback: Callable[[], None]) -> None:
         """``callback()`` runs on the loop whenever this broker gains or loses the role."""
         self._changed.append(callback)
