@@ -42,7 +42,8 @@ def _produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None
 def test_the_broker_serves_its_registry_on_metrics_port(start_broker: BrokerStarter,
                                                       topic_name: str) -> None:
     port = free_port()
-    broker = start_broker(metrics_port=str(port), metrics_topic_labels_enable="true")
+    broker = start_broker(metrics_port=str(port), metrics_topic_labels_enable="true",
+                          log_flush_interval_messages="1")
     metrics = _metrics(broker)
     assert metrics.port == port
     assert broker.broker is not None and broker.broker.metrics_url == \
@@ -64,6 +65,10 @@ def test_the_broker_serves_its_registry_on_metrics_port(start_broker: BrokerStar
     assert samples[produce] >= 1
     assert any(name == "odradek_zookeeper_request_duration_seconds_count"
                for name, _ in samples)
+    assert samples[("odradek_log_flush_duration_seconds_count", ())] >= 1
+    assert samples[("odradek_log_fsync_duration_seconds_count", ())] >= 1
+    assert samples[("odradek_log_recovery_duration_seconds", ())] >= 0
+    assert samples[("odradek_purgatory_size", (("operation", "fetch"),))] >= 0
 
 
 def test_requests_errors_and_traffic_are_recorded_once_per_batch(

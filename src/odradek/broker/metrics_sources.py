@@ -19,9 +19,16 @@ from odradek.metrics.sources import ControllerState, PartitionState
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
+    from odradek.metrics import BrokerMetrics
     from odradek.replication import ReplicaManager
 
-__all__ = ["ClusterController", "CoordinatorGroups", "LocalLogOffsets", "ReplicaPartitions"]
+__all__ = [
+    "ClusterController",
+    "CoordinatorGroups",
+    "LocalLogOffsets",
+    "ReplicaPartitions",
+    "StorageObserver",
+]
 
 log = logging.getLogger(__name__)
 
@@ -144,3 +151,21 @@ class LocalLogOffsets:
             log.debug("metrics: no timestamp for %s-%d@%d: %s", topic, partition, offset, exc)
             return None
         return int(_BASE_TIMESTAMP.unpack(header)[0]) if len(header) == 8 else None
+
+
+class StorageObserver:
+    """The log manager's :class:`~odradek.storage.log_manager.LogManagerObserver`: flush and
+    fsync latency, recovery at start-up and cleaner passes, into the broker's recorders."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        storage, cleaner = metrics.storage, metrics.cleaner
+        self.flushed = storage.flushed
+        self.fsynced = storage.fsynced
+        self.recovered = storage.recovered
+        self._cleaner = cleaner
+
+    def cleaned(self, seconds: float, *, read_bytes: int, written_bytes: int) -> None:
+        self._cleaner.ran(seconds, read_bytes=read_bytes, written_bytes=written_bytes)
+
+    def cleaner_failed(self) -> None:
+        self._cleaner.failed()

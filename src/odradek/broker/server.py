@@ -42,6 +42,7 @@ from .metrics_sources import (
     CoordinatorGroups,
     LocalLogOffsets,
     ReplicaPartitions,
+    StorageObserver,
 )
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
@@ -109,7 +110,8 @@ class Broker:
         if self._log_manager is None:
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(sections.log, config.log_config())
+            self._log_manager = LogManager(sections.log, config.log_config(),
+                                           observer=StorageObserver(metrics))
         if self._cluster is None:
             from odradek.cluster import ZkCluster
 
