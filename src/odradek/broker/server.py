@@ -323,6 +323,7 @@ class Broker:
         if controller is not None and hasattr(controller, "pending_events"):
             recorder = self.metrics.controller
             controller.context.on_leader_change = recorder.leader_elected
+            controller.on_event_taken = recorder.event_dequeued
             controller.add_listener(
                 lambda: recorder.activated() if controller.is_active else None)
 

@@ -112,6 +112,9 @@ class ReplicaManager:
                 self.isr_manager.on_applied = _isr_counter(metrics)
             if self.fetchers is not None:
                 self.fetchers.on_appended = metrics.traffic.replicated_in
+            for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+                purgatory.on_expired = metrics.purgatory.expired
+                metrics.purgatory.expired(purgatory.name, 0)  # a series from the start
 
     def reconfigure(self, replication: ReplicationConfig) -> None:
         """A new ``replication`` section (dynamic broker configs)."""
