@@ -108,6 +108,18 @@ def _workload(live: Live) -> None:
         consumer.close()
 
 
+def _compacted_topic(live: Live) -> None:
+    """Keyed records in small segments of a compacted topic: the cleaner has work."""
+    admin = live.admin()
+    admin.create_topics([NewTopic("compacted", 1, 3, config={
+        "cleanup.policy": "compact", "segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01"})])["compacted"].result(30)
+    producer = Producer({"bootstrap.servers": live.bootstrap, "batch.size": 1000})
+    for i in range(600):
+        producer.produce("compacted", f"value-{i}".encode() * 4, key=f"key-{i % 10}".encode())
+    assert producer.flush(30) == 0
+
+
 @pytest.fixture(scope="module")
 def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data = tmp_path_factory.mktemp("live")
@@ -116,7 +128,7 @@ def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) 
         overrides={
             "zookeeper.session.timeout.ms": "6000",
             "controller.fast.failover.enable": "false",  # a frozen controller is seen late
-            "replica.lag.time.max.ms": "2000",
+            "replica.lag.time.max.ms": "5000",
             "default.replication.factor": "3",
             "min.insync.replicas": "2",
             "offsets.topic.num.partitions": "3",
@@ -124,6 +136,7 @@ def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) 
             "group.initial.rebalance.delay.ms": "0",
             "log.retention.check.interval.ms": "1000",
             "metrics.topic.labels.enable": "true",
+            "log.cleaner.backoff.ms": "1000",
         },
         chroot=f"/t-{uuid.uuid4().hex[:12]}", external_zookeeper=zookeeper.connect,
         ports=[free_port() for _ in range(3)], metrics_ports=[free_port() for _ in range(3)])
@@ -138,6 +151,7 @@ def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) 
         live = Live(cluster, prometheus, time.time())
         admin = live.admin()
         admin.create_topics([NewTopic(WORKLOAD_TOPIC, 3, 3)])[WORKLOAD_TOPIC].result(30)
+        _compacted_topic(live)
         worker = threading.Thread(target=_workload, args=(live,), name="workload", daemon=True)
         worker.start()
         live.wait("every target up", lambda: len(prometheus.active_targets()) == 3 and all(
@@ -234,10 +248,12 @@ def test_killed_broker_under_replicates_and_offlines_partitions_until_it_rejoins
     victim = _victim(live)
     admin = live.admin()
     admin.create_topics([NewTopic("solo", 1, replica_assignment=[[victim]])])["solo"].result(30)
-    under = 'sum(odradek_under_replicated_partitions{cluster="live"})'
-    offline = 'sum(odradek_offline_partitions{cluster="live"})'
+    under = 'sum(odradek_broker_under_replicated_partitions{cluster="live"})'
+    offline = 'sum(odradek_controller_offline_partitions{cluster="live"})'
     live.wait("a healthy start", lambda: live.prometheus.value(under) == 0
-              and live.prometheus.value(offline) == 0)
+              and live.prometheus.value(offline) == 0,
+              show='{__name__=~"odradek_(broker_under_replicated|controller_offline)_'
+                   'partitions", cluster="live"}')
 
     live.cluster.brokers[victim].kill()
     live.wait("under-replicated partitions", lambda: (live.prometheus.value(under) or 0) > 0)
