@@ -276,7 +276,27 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("quota.window.num", INT, 11, "Samples kept for quota rates."),
     ConfigDef("quota.window.size.seconds", INT, 1, "Quota sample window."),
     # odradek's own
-    ConfigDef("metrics.port", INT, 0, "Prometheus metrics HTTP port (0 = off).", at_least=0),
+    ConfigDef("metrics.port", INT, 0,
+              "The port of the Prometheus /metrics endpoint, served on the host of the first "
+              "listener. 0 disables the endpoint (the broker still keeps its metrics).",
+              at_least=0),
+    ConfigDef("metrics.topic.labels.enable", BOOL, False,
+              "Export bytes and messages per topic (odradek_topic_*). Off by default: each "
+              "topic adds series, and topics are created by users."),
+    ConfigDef("metrics.topic.labels.max", INT, 500,
+              "The most topics with their own series when per-topic metrics are on; traffic "
+              "of further topics is counted in the broker-wide totals only, and each refused "
+              "topic in odradek_metrics_series_dropped_total.", at_least=0),
+    ConfigDef("metrics.consumer.lag.series.max", INT, 10000,
+              "The most group/topic/partition consumer-lag rows a coordinator exports (each "
+              "row is four series); further rows are counted as dropped.", at_least=0),
+    ConfigDef("metrics.consumer.groups.max", INT, 1000,
+              "The most consumer groups with state and member series per coordinator; "
+              "further groups are counted as dropped.", at_least=0),
+    ConfigDef("metrics.consumer.lag.timestamp.reads.max", INT, 200,
+              "Record timestamps a coordinator reads per scrape to compute lag in seconds; "
+              "positions beyond it reuse their last reading. Bounds what a scrape costs.",
+              at_least=0),
 )
 
 # Topic configs whose broker default is computed from several broker keys (the most specific

@@ -27,6 +27,7 @@ __all__ = [
     "ControllerConfig",
     "GroupCoordinatorConfig",
     "LogManagerConfig",
+    "MetricsConfig",
     "NetworkConfig",
     "ReplicationConfig",
     "Section",
@@ -193,6 +194,37 @@ class TopicCreationConfig(Section):
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsConfig(Section):
+    """The ``/metrics`` endpoint and the caps on series users can multiply."""
+
+    port: int = setting("metrics.port")
+    host: str = "127.0.0.1"
+    topic_labels_enable: bool = setting("metrics.topic.labels.enable")
+    topic_labels_max: int = setting("metrics.topic.labels.max")
+    consumer_lag_series_max: int = setting("metrics.consumer.lag.series.max")
+    consumer_groups_max: int = setting("metrics.consumer.groups.max")
+    consumer_lag_timestamp_reads_max: int = setting("metrics.consumer.lag.timestamp.reads.max")
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        # Served where the first listener is bound: loopback in the dev cluster, every
+        # interface in a pod (an empty host means all interfaces, as for listeners).
+        listeners = config["listeners"]
+        host = listeners[0].host if listeners else "127.0.0.1"
+        return {"host": host or "0.0.0.0"}
+
+    def options(self) -> Any:
+        """The :class:`odradek.metrics.MetricsOptions` of this section."""
+        from odradek.metrics.options import MetricsOptions
+
+        return MetricsOptions(
+            port=self.port, host=self.host, topic_labels=self.topic_labels_enable,
+            max_topics=self.topic_labels_max, max_lag_series=self.consumer_lag_series_max,
+            max_groups=self.consumer_groups_max,
+            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max)
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerSections:
     """One configuration, cut into the sections the broker's components take."""
 
@@ -204,6 +236,7 @@ class BrokerSections:
     controlled_shutdown: ControlledShutdownConfig = ControlledShutdownConfig()
     network: NetworkConfig = NetworkConfig()
     topics: TopicCreationConfig = TopicCreationConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> BrokerSections:
@@ -216,4 +249,5 @@ class BrokerSections:
             controlled_shutdown=ControlledShutdownConfig.from_config(config),
             network=NetworkConfig.from_config(config),
             topics=TopicCreationConfig.from_config(config),
+            metrics=MetricsConfig.from_config(config),
         )

@@ -1,7 +1,7 @@
 """A real Prometheus server scraping real registries over HTTP (the demo brokers: real
 exposition, synthetic workload): targets, every dashboard query, the rules, the renderer.
 
-Phase 2 runs the same checks against a live 3-broker cluster."""
+``test_cluster_live.py`` runs the same checks against a live 3-broker cluster."""
 
 from __future__ import annotations
 

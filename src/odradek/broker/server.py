@@ -10,6 +10,11 @@ Leadership follows the cluster view: every view change is applied to the replica
 which opens logs for partitions this broker now leads and stops serving those it no longer
 does. The group coordinator listens to the replica manager: leading a ``__consumer_offsets``
 partition means coordinating its groups (loaded from the log), losing it means dropping them.
+
+Every broker owns one :class:`~odradek.metrics.BrokerMetrics` (``broker.metrics``, also what
+tests read in-process); it serves ``/metrics`` on ``metrics.port`` from the start of
+:meth:`Broker.start` to the end of :meth:`Broker.stop`, and reads the broker's state through
+the adapters in :mod:`.metrics_sources` when scraped.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from odradek.config import BrokerConfig
 from odradek.config_sections import BrokerSections
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
+from odradek.metrics import BrokerMetrics
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from odradek.replication import ReplicaManager
 from odradek.types import BrokerId
@@ -31,6 +37,13 @@ from odradek.types import BrokerId
 from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
+from .metrics_sources import (
+    ClusterController,
+    CoordinatorGroups,
+    LocalLogOffsets,
+    ReplicaPartitions,
+    StorageObserver,
+)
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
@@ -61,6 +74,7 @@ class Broker:
         self._services: BrokerServices | None = None
         self._stopped = asyncio.Event()
         self.bound_ports: dict[str, int] = {}
+        self.metrics = BrokerMetrics(self.sections.metrics.options())
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -78,12 +92,26 @@ class Broker:
         assert self._services is not None, "broker not started"
         return self._services
 
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` while the endpoint is served (``metrics.port`` > 0)."""
+        port = self.metrics.port
+        if port is None:
+            return None
+        host = self.sections.metrics.host
+        if host in ("0.0.0.0", "::"):
+            host = self.sections.network.advertised_listeners[0].host
+        return f"http://{host}:{port}/metrics"
+
     async def start(self) -> None:
         config, sections = self.config, self.sections
+        metrics = self.metrics
+        metrics.start()
         if self._log_manager is None:
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(sections.log, config.log_config())
+            self._log_manager = LogManager(sections.log, config.log_config(),
+                                           observer=StorageObserver(metrics))
         if self._cluster is None:
             from odradek.cluster import ZkCluster
 
@@ -97,7 +125,10 @@ class Broker:
                 validate_config=config.log_config,
             )
         cluster = self._cluster
+        self._observe_cluster(cluster)
         await cluster.start()
+        metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
+                         rack=config["broker.rack"] or None)
         from .stray_logs import delete_stray_logs
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
@@ -105,6 +136,7 @@ class Broker:
             self.broker_id, self._log_manager, self._log_config_for, sections.replication,
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
+            metrics=metrics,
         )
         await replica_manager.start()
         self._services = BrokerServices(
@@ -116,7 +148,9 @@ class Broker:
             log_manager=self._log_manager,
             group_coordinator=self._start_group_coordinator(replica_manager),
             dynamic_config=self._dynamic,
+            metrics=metrics,
         )
+        self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
         self._dynamic.add_listener(self)
         for reconfigurable in standard_reconfigurables(self._log_manager, replica_manager,
@@ -183,6 +217,7 @@ class Broker:
             self._log_manager.shutdown()
         if self._cluster is not None:
             await self._cluster.stop()
+        await self.metrics.stop()
         log.info("broker %d stopped", self.broker_id)
 
     async def _controlled_shutdown(self) -> None:
@@ -260,12 +295,51 @@ class Broker:
             )
             task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
             self._connections[task] = connection
+            self.metrics.connections.opened(name)
             task.add_done_callback(self._connection_done)
 
     def _connection_done(self, task: asyncio.Task[None]) -> None:
-        self._connections.pop(task, None)
+        connection = self._connections.pop(task, None)
+        if connection is not None:
+            self.metrics.connections.closed(connection.listener)
         if not task.cancelled() and task.exception() is not None:
             log.error("connection task failed", exc_info=task.exception())
+
+    # Metrics -----------------------------------------------------------------------------
+    def _observe_cluster(self, cluster: Any) -> None:
+        """Record ZooKeeper session state and latency and controller events (when the
+        cluster is the ZooKeeper one; tests may inject another)."""
+        session = getattr(cluster, "session", None)
+        zookeeper = self.metrics.zookeeper
+        if session is not None and hasattr(session, "on_request"):
+            from odradek.cluster.zk import SessionEvent
+
+            states = {SessionEvent.NEW_SESSION: "connected", SessionEvent.RECONNECTED:
+                      "connected", SessionEvent.SUSPENDED: "suspended",
+                      SessionEvent.EXPIRED: "lost"}
+            session.on_request = zookeeper.request
+            session.add_listener(lambda event: zookeeper.state_changed(states[event]))
+        controller = getattr(cluster, "controller", None)
+        if controller is not None and hasattr(controller, "pending_events"):
+            recorder = self.metrics.controller
+            controller.context.on_leader_change = recorder.leader_elected
+            controller.on_event_taken = recorder.event_dequeued
+            controller.add_listener(
+                lambda: recorder.activated() if controller.is_active else None)
+
+    def _attach_metrics(self) -> None:
+        services = self.services
+        partitions = ReplicaPartitions(services.replica_manager)
+        controller = None
+        if hasattr(getattr(self._cluster, "controller", None), "pending_events"):
+            controller = ClusterController(self._cluster)
+        coordinator = services.group_coordinator
+        self.metrics.attach(
+            partitions=partitions, purgatory=partitions, controller=controller,
+            groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
+            logs=LocalLogOffsets(services.replica_manager) if coordinator is not None else None,
+            log_dirs=[str(d) for d in self.sections.log.log_dirs],
+        )
 
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:

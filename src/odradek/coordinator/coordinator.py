@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -29,7 +29,7 @@ from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
-from .group import JoinRequest, MemberDescription
+from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_group
@@ -303,6 +303,13 @@ class GroupCoordinator:
             (group.protocol_name or "") if group.state is GroupState.STABLE else "",
             tuple(group.describe_members()),
         )
+
+    def loaded_groups(self) -> Iterator[Group]:
+        """Every group of the offsets partitions loaded here, with or without members (the
+        consumer-lag metrics: a group whose members all left still has offsets to report)."""
+        for slot in list(self._slots.values()):
+            if slot.loaded:
+                yield from list(slot.shard.groups.values())
 
     def list_groups(
         self, states_filter: Iterable[str] = ()

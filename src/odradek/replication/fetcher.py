@@ -64,6 +64,7 @@ class FollowerFetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    leader_high_watermark: int | None = None  # as the last response carried it (metrics)
 
     @property
     def key(self) -> TopicPartition:
@@ -97,6 +98,19 @@ class ReplicaFetcherManager:
         self._broker_address = broker_address
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[TopicPartition, tuple[int, int]] = {}
+        # Told the size of each appended response part (the broker's replication-bytes-in
+        # metric); one call per partition per response, never per record.
+        self.on_appended: Callable[[int], None] | None = None
+
+    def leader_end_offsets(self) -> dict[TopicPartition, int]:
+        """The leaders' high watermarks as last seen, per followed partition (metrics:
+        how far this broker's followers trail)."""
+        ends = {}
+        for fetcher in self._fetchers.values():
+            for key, state in fetcher.states().items():
+                if state.leader_high_watermark is not None:
+                    ends[key] = state.leader_high_watermark
+        return ends
 
     def add_partition(self, partition: Partition) -> None:
         """Follow ``partition.leader`` at ``partition.leader_epoch``, truncating first."""
@@ -170,6 +184,9 @@ class ReplicaFetcher:
     @property
     def idle(self) -> bool:
         return not self._states
+
+    def states(self) -> dict[TopicPartition, FollowerFetchState]:
+        return self._states
 
     def add(self, state: FollowerFetchState) -> None:
         self._states[state.key] = state
@@ -382,12 +399,16 @@ class ReplicaFetcher:
         try:
             if records:
                 partition_log.append_as_follower(records)
+                on_appended = self._manager.on_appended
+                if on_appended is not None:
+                    on_appended(len(records))
         except KafkaError as exc:
             log.warning("follower append to %s-%d failed: %s; truncating again", *state.key,
                         exc)
             state.truncating = True
             return
         leader_hw = int(part.high_watermark)
+        state.leader_high_watermark = leader_hw
         partition_log.maybe_increment_high_watermark(min(leader_hw, partition_log.log_end_offset))
         leader_start = int(getattr(part, "log_start_offset", -1))
         if partition_log.log_start_offset < leader_start <= partition_log.high_watermark:

@@ -55,6 +55,8 @@ class IsrManager:
         self.settings = settings
         self._tasks: set[asyncio.Task[None]] = set()
         self._checker: asyncio.Task[None] | None = None
+        # Told (old ISR, new ISR) when our write of a new ISR landed (shrink/expand metrics).
+        self.on_applied: Callable[[tuple[int, ...], tuple[int, ...]], None] | None = None
 
     def start(self) -> None:
         self._checker = asyncio.create_task(self._check_periodically(), name="isr-shrink")
@@ -142,8 +144,10 @@ class IsrManager:
             return
         if result is not None and result.ok:
             if partition.zk_version == version:  # the view has not moved us past it
-                partition.isr = new_isr
+                old_isr, partition.isr = partition.isr, new_isr
                 partition.zk_version = result.zk_version
+                if self.on_applied is not None:
+                    self.on_applied(old_isr, new_isr)
         else:
             backoff_ms = min(self.settings.replica_fetch_backoff_ms, _MAX_RETRY_BACKOFF_MS)
             partition.isr_retry_after_ms = monotonic_ms() + backoff_ms

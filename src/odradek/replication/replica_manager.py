@@ -56,6 +56,7 @@ from .reads import FetchParams, FetchRead, has_new_data, read_partitions
 
 if TYPE_CHECKING:
     from odradek.config_sections import ReplicationConfig
+    from odradek.metrics import BrokerMetrics
     from odradek.storage import LogManager
 
 __all__ = ["LeadershipListener", "ReplicaManager"]
@@ -84,6 +85,7 @@ class ReplicaManager:
         *,
         isr_writer: Any = None,
         broker_address: Callable[[int], tuple[str, int] | None] | None = None,
+        metrics: BrokerMetrics | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -102,6 +104,17 @@ class ReplicaManager:
                                           self.after_isr_change)
         if broker_address is not None:
             self.fetchers = ReplicaFetcherManager(broker_id, replication, broker_address)
+        # Traffic is counted once per partition of a request (a counter add), never per
+        # record; the state (sizes, offsets, ISR) is read at scrape time instead.
+        self._traffic = metrics.traffic if metrics is not None else None
+        if metrics is not None:
+            if self.isr_manager is not None:
+                self.isr_manager.on_applied = _isr_counter(metrics)
+            if self.fetchers is not None:
+                self.fetchers.on_appended = metrics.traffic.replicated_in
+            for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+                purgatory.on_expired = metrics.purgatory.expired
+                metrics.purgatory.expired(purgatory.name, 0)  # a series from the start
 
     def reconfigure(self, replication: ReplicationConfig) -> None:
         """A new ``replication`` section (dynamic broker configs)."""
@@ -177,6 +190,8 @@ class ReplicaManager:
                 results[key] = _failed(exc, key)
                 continue
             self.after_append(partition)
+            if self._traffic is not None and records is not None:
+                self._traffic.produced(key.topic, len(records), info.record_count)
             results[key] = AppendResult(base_offset=info.first_offset,
                                         log_append_time=info.log_append_time,
                                         log_start_offset=info.log_start_offset)
@@ -199,14 +214,40 @@ class ReplicaManager:
 
         found = read()
         if found.satisfies(params) or params.max_wait_ms <= 0 or not params.partitions:
+            self._count_fetched(params, found)
             return found
         operation = DelayedFetch(
             params, read, lambda: has_new_data(params, self.leader_partition)
         )
         keys = {TopicPartition(p.topic, p.partition) for p in params.partitions}
-        return self.fetch_purgatory.try_complete_else_watch(
+        waiting = self.fetch_purgatory.try_complete_else_watch(
             operation, keys, params.max_wait_ms / 1000
         )
+        if self._traffic is not None:
+
+            def count(done: asyncio.Future[FetchRead]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._count_fetched(params, done.result())
+
+            waiting.add_done_callback(count)
+        return waiting
+
+    def _count_fetched(self, params: FetchParams, read: FetchRead) -> None:
+        """Bytes out: one add per partition with data (a follower's fetch is replication)."""
+        traffic = self._traffic
+        if traffic is None or not read.total_bytes:
+            return
+        if params.from_follower:
+            traffic.replicated_out(read.total_bytes)
+            return
+        for topic in read.topics:
+            size = 0
+            for part in topic.partitions:
+                records = part.records
+                if records is not None:
+                    size += len(records) if isinstance(records, bytes) else records.length
+            if size:
+                traffic.fetched(topic.topic, size)
 
     def _record_follower_fetch(self, partition: Partition, replica_id: int, offset: int) -> None:
         """A follower's Fetch at ``offset`` (validated in range): HW, then ISR expansion."""
@@ -421,6 +462,20 @@ class ReplicaManager:
         for key, partition in self._partitions.items():
             if key.topic == topic:
                 partition.min_insync_replicas = config.min_insync_replicas
+
+
+def _isr_counter(metrics: BrokerMetrics) -> Callable[[tuple[int, ...], tuple[int, ...]], None]:
+    replication = metrics.replication
+
+    def applied(old: tuple[int, ...], new: tuple[int, ...]) -> None:
+        removed = sum(1 for r in old if r not in new)
+        added = sum(1 for r in new if r not in old)
+        if removed:
+            replication.isr_shrunk(removed)
+        if added:
+            replication.isr_expanded(added)
+
+    return applied
 
 
 def _failed(exc: BaseException, key: TopicPartition) -> AppendResult:

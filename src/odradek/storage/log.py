@@ -48,10 +48,11 @@ import logging
 import random
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from odradek.clock import wall_ms
 from odradek.protocol import records as rec
@@ -123,6 +124,15 @@ class LogState(NamedTuple):
     active_size: int  # readable bytes of the last segment
 
 
+class FlushObserver(Protocol):
+    """Told how long flushes and their fsyncs took (the broker's storage metrics); called
+    from whichever thread flushes, so implementations must be thread-safe."""
+
+    def flushed(self, seconds: float) -> None: ...
+
+    def fsynced(self, seconds: float) -> None: ...
+
+
 class PartitionLog:
     """Append-only log of one partition. Construct through :func:`odradek.storage.recovery.
     open_log` or ``LogManager``; the constructor takes already-loaded segments."""
@@ -144,6 +154,7 @@ class PartitionLog:
         self.config = config
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
+        self.flush_observer: FlushObserver | None = None
         self._scheduler = scheduler
         assert segments, "a log always has at least one segment"
         active = segments[-1]
@@ -455,8 +466,15 @@ class PartitionLog:
             if target <= self.recovery_point and self._unflushed_messages == 0:
                 return
             start = bisect.bisect_right(state.base_offsets, self.recovery_point) - 1
+            observer = self.flush_observer
+            began = time.perf_counter()
             for segment in state.segments[max(start, 0) :]:
+                fsync_began = time.perf_counter()
                 self._flush_segment(segment)
+                if observer is not None:
+                    observer.fsynced(time.perf_counter() - fsync_began)
+            if observer is not None:
+                observer.flushed(time.perf_counter() - began)
             # a truncation may have happened during the fsyncs
             self.recovery_point = max(self.recovery_point, min(target, self._state.log_end_offset))
             self._unflushed_messages = 0

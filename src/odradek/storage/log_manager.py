@@ -32,7 +32,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from odradek.clock import wall_ms
 from odradek.storage.checkpoint import (
@@ -54,7 +54,7 @@ from odradek.storage.retention import apply_retention
 from odradek.storage.scheduler import Scheduler
 from odradek.types import TopicPartition
 
-__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager", "LogManagerObserver"]
 
 if TYPE_CHECKING:  # storage sits below the config module (which builds LogConfig)
     from odradek.config_sections import LogManagerConfig
@@ -63,6 +63,21 @@ log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
+
+
+class LogManagerObserver(Protocol):
+    """What the broker's metrics are told: flushes (any thread), start-up recovery, and
+    each cleaner pass (the cleaner thread). Implementations must be thread-safe."""
+
+    def flushed(self, seconds: float) -> None: ...
+
+    def fsynced(self, seconds: float) -> None: ...
+
+    def recovered(self, seconds: float, *, clean: int, unclean: int) -> None: ...
+
+    def cleaned(self, seconds: float, *, read_bytes: int, written_bytes: int) -> None: ...
+
+    def cleaner_failed(self) -> None: ...
 
 
 class LogManager:
@@ -77,6 +92,7 @@ class LogManager:
         *,
         background: bool = True,
         topic_configs: Mapping[str, LogConfig] | None = None,
+        observer: LogManagerObserver | None = None,
     ) -> None:
         if not settings.log_dirs:
             raise ValueError("at least one log dir is required")
@@ -94,8 +110,17 @@ class LogManager:
         self._deleted_dirs: list[tuple[int, Path]] = []
         self._closed = False
         self._scheduler = Scheduler() if background else None
+        self._observer = observer
+        started = time.monotonic()
+        loaded = {True: 0, False: 0}  # partitions after a clean / an unclean shutdown
         for directory in self.log_dirs:
-            self._load_dir(directory)
+            clean, count = self._load_dir(directory)
+            loaded[clean] += count
+        if observer is not None:
+            observer.recovered(time.monotonic() - started, clean=loaded[True],
+                               unclean=loaded[False])
+            for partition_log in self._logs.values():
+                partition_log.flush_observer = observer
         self._cleaner_stop = threading.Event()
         self._cleaner_thread: threading.Thread | None = None
         if self._scheduler is not None:
@@ -128,7 +153,8 @@ class LogManager:
 
     # ------------------------------------------------------------------ loading
 
-    def _load_dir(self, directory: Path) -> None:
+    def _load_dir(self, directory: Path) -> tuple[bool, int]:
+        """Open every log of ``directory``: (after a clean shutdown?, logs opened)."""
         directory.mkdir(parents=True, exist_ok=True)
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
@@ -171,6 +197,7 @@ class LogManager:
             time.monotonic() - started,
             "clean" if clean else "unclean",
         )
+        return clean, sum(1 for d in self._log_dir_of.values() if d == directory)
 
     @staticmethod
     def _read_optional(path: Path) -> dict[TopicPartition, int]:
@@ -206,6 +233,7 @@ class LogManager:
                 had_clean_shutdown=True,
                 scheduler=self._scheduler,
             )
+            partition_log.flush_observer = self._observer
             self._logs[key] = partition_log
             self._log_dir_of[key] = directory
             return partition_log
@@ -264,12 +292,16 @@ class LogManager:
             current = now if now is not None else wall_ms()
             if not needs_cleaning(partition_log, first_dirty, current):
                 continue
+            began = time.monotonic()
             result = clean_log(
                 partition_log,
                 first_dirty,
                 dedupe_buffer_size=self.settings.cleaner_dedupe_buffer_size,
                 now=current,
             )
+            if result is not None and self._observer is not None:
+                self._observer.cleaned(time.monotonic() - began, read_bytes=result.bytes_read,
+                                       written_bytes=result.bytes_written)
             if result is not None:
                 self._cleaner_offsets[key] = result.first_dirty_offset
                 cleaned += 1
@@ -283,6 +315,8 @@ class LogManager:
                 self.run_cleaner_once()
             except Exception:
                 log.exception("log cleaner pass failed")
+                if self._observer is not None:
+                    self._observer.cleaner_failed()
 
     def _flush_due_logs(self) -> None:
         now = wall_ms()

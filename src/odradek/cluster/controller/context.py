@@ -106,6 +106,9 @@ class ControllerContext:
         # broker id -> broker epoch of the registration that asked / that failed.
         self.shutting_down: dict[int, int] = {}
         self.failed: dict[int, int] = {}
+        # Told of each leader change written (the election-rate metric). Called from the
+        # worker thread running the pass, one pass at a time (under ``lock``).
+        self.on_leader_change: Callable[[], None] | None = None
 
     @property
     def client(self) -> KazooClient:
@@ -173,6 +176,8 @@ class ControllerContext:
         )
 
     def log_change(self, topic: str, partition: int, decided: LeaderAndIsr) -> None:
+        if self.on_leader_change is not None:
+            self.on_leader_change()
         log.info(
             "controller %d: %s-%d leader=%d leader_epoch=%d isr=%s",
             self.broker_id,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -63,6 +64,20 @@ PartitionResults = dict[TopicPartition, KafkaError | None]
 _SETTLE_S = 0.5  # how long a new controller waits for its probes' first verdicts
 
 
+class _Wake(asyncio.Event):
+    """The loop's wake-up flag, remembering when it was first raised: how long work waited
+    before the loop took it (Kafka's controller event queue time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raised_at = 0.0
+
+    def set(self) -> None:
+        if not self.is_set():
+            self.raised_at = time.monotonic()
+        super().set()
+
+
 class Controller:
     def __init__(
         self,
@@ -84,7 +99,9 @@ class Controller:
         self._failed_reports: dict[int, int] = {}
         self._need_election = True
         self._need_reconcile = False
-        self._wake = asyncio.Event()
+        self._wake = _Wake()
+        # Told how long raised work waited for the loop (the event queue time metric).
+        self.on_event_taken: Callable[[float], None] | None = None
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
@@ -109,6 +126,12 @@ class Controller:
         if settings.unclean_leader_election_enable != previous.unclean_leader_election_enable:
             self._need_reconcile = True
             self._wake.set()
+
+    def pending_events(self) -> int:
+        """Work the controller loop has not started yet: an election, a reconcile pass, and
+        each failed broker reported (its event queue, in Kafka's terms)."""
+        return (int(self._need_election) + int(self._need_reconcile)
+                + len(self._failed_reports))
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """``callback()`` runs on the loop whenever this broker gains or loses the role."""
@@ -228,6 +251,8 @@ class Controller:
         while not self._stopped:
             await self._wake.wait()
             self._wake.clear()
+            if self.on_event_taken is not None:
+                self.on_event_taken(time.monotonic() - self._wake.raised_at)
             try:
                 if self._need_election:
                     self._need_election = False
