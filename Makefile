@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed
 DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
 PYTEST_ARGS ?=
+# `make run`'s brokers, for `make demo`.
+BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
-.PHONY: install run test test-slow lint typecheck bench image chart e2e clean prereqs
+.PHONY: install run test test-slow lint typecheck bench demo image chart e2e clean prereqs
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -35,11 +37,15 @@ test-slow: install
 	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy src
 
 bench: install
 	$(PY) -m bench --output bench/results
+
+# The reference Spark pipeline (examples/pipeline) against the `make run` cluster.
+demo: install
+	$(PY) -m examples.pipeline.demo --bootstrap-server $(BOOTSTRAP)
 
 image:
 	@docker info >/dev/null 2>&1 || { echo "make image needs a running Docker engine (none here)" >&2; exit 1; }
