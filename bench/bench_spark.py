@@ -1,0 +1,129 @@
+"""Spark batch reads of one odradek topic: ``format("odradek")`` vs Spark's own Kafka source
+(``format("kafka")``, spark-sql-kafka-0-10 from Maven Central) vs odradek's native consumer.
+
+Same records (JSON activity events of ~200 bytes with user-id keys, 2 partitions), same
+broker (one odradek broker), same run, Spark ``local[2]``. A Spark read is timed as
+``write.format("noop")``, which materialises every column of every row; each source gets a
+warm-up read (JVM JIT, Python workers, cached connections) and then the best of three. Goal:
+odradek's source at least as fast as Spark's Kafka source (ratio >= 1.0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from typing import Any
+
+from bench.common import Context
+
+PARTITIONS = 2
+PAGES = [f"/p/{i}" for i in range(500)]
+
+
+def _events(n: int, seed: int = 7) -> list[tuple[bytes, bytes]]:
+    rnd = random.Random(seed)
+    now = 1_767_225_600_000
+    out = []
+    for i in range(n):
+        user = f"u{int(rnd.paretovariate(1.2)) % 50_000}"
+        out.append((user.encode(), json.dumps({
+            "type": rnd.choice(("page_view", "page_view", "page_view", "click", "search")),
+            "user": user, "session": f"s{rnd.randrange(1 << 30):08x}",
+            "page": rnd.choice(PAGES), "referrer": rnd.choice(PAGES),
+            "ts": now + i, "agent": "Mozilla/5.0 (X11; Linux x86_64)"}).encode()))
+    return out
+
+
+def _produce(bootstrap: str, topic: str, events: list[tuple[bytes, bytes]]) -> None:
+    from odradek.client import Producer
+
+    with Producer(bootstrap, linger_ms=20, batch_size=256 * 1024) as producer:
+        for key, value in events:
+            producer.send(topic, value, key=key)
+        producer.flush()
+
+
+def _spark_rate(spark: Any, fmt: str, bootstrap: str, topic: str, n: int, runs: int
+                ) -> float:
+    df = (spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+          .option("subscribe", topic).load())
+    df.write.format("noop").mode("overwrite").save()  # warm-up
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    return n / best
+
+
+def _native_rate(bootstrap: str, topic: str, n: int, runs: int) -> float:
+    from odradek.client import Consumer, TopicPartition
+
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        consumer = Consumer(bootstrap_servers=bootstrap, max_poll_records=10_000,
+                            max_partition_fetch_bytes=8 * 1024 * 1024)
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        consumer.seek_to_beginning()
+        seen = 0
+        while seen < n:
+            seen += len(consumer.poll(1000))
+        consumer.close()
+        best = min(best, time.perf_counter() - start)
+    return n / best
+
+
+def run(ctx: Context) -> None:
+    from odradek.client import AdminClient, NewTopic
+    from odradek.local_cluster import LocalCluster, free_port
+    from odradek.spark.session import local_session
+
+    n = 200_000 if ctx.quick else 1_000_000
+    runs = 2 if ctx.quick else 3
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    jars: list[str] = []
+    connector_version = None
+    try:
+        from tests.harness.spark_kafka import SparkKafkaConnector
+
+        connector = SparkKafkaConnector()
+        jars = connector.jars() or []
+        connector_version = connector.version
+        if not jars:
+            print(f"# bench_spark: Spark's Kafka source unavailable: "
+                  f"{connector.unavailable_reason}", file=sys.stderr)
+    except ImportError:
+        pass
+    with ExitStack() as stack:
+        cluster = LocalCluster(1, ctx.scratch_dir("spark"), zookeeper_port=free_port(),
+                               ports=[free_port()])
+        cluster.start()
+        stack.callback(cluster.stop)
+        bootstrap = cluster.bootstrap
+        topic = f"bench-spark-{uuid.uuid4().hex[:6]}"
+        admin = AdminClient(bootstrap)
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
+        admin.close()
+        events = _events(n)
+        size = sum(len(k) + len(v) for k, v in events) / n
+        _produce(bootstrap, topic, events)
+        del events
+        spark = local_session("bench-spark", jars=jars)
+        stack.callback(spark.stop)
+        odradek = _spark_rate(spark, "odradek", bootstrap, topic, n, runs)
+        kafka = _spark_rate(spark, "kafka", bootstrap, topic, n, runs) if jars else None
+        native = _native_rate(bootstrap, topic, n, runs)
+    extra = {"records": n, "record_bytes": round(size), "partitions": PARTITIONS,
+             "master": "local[2]"}
+    if kafka is not None:
+        ctx.report("spark.batch_read.vs_spark_kafka", odradek, "records/s", reference=kafka,
+                   reference_name=f"Spark Kafka source {connector_version}", goal=">= 1.0",
+                   **extra)
+    ctx.report("spark.batch_read.vs_native_consumer", odradek, "records/s",
+               reference=native, reference_name="odradek Consumer", **extra)
