@@ -1,11 +1,12 @@
 """``make demo``: the whole pipeline against a running cluster (``make run``), end to end.
 
-1. the generator produces activity events to ``activity`` (in a thread, paced);
-2. the stream job turns them into per-minute page metrics as they arrive (Parquet
-   warehouse + ``metrics`` topic), printing its progress;
-3. halfway and at the end the offline load copies everything since its last run into the
-   warehouse's ``activity`` table — the second run picks up exactly where the first stopped;
-4. the results are checked (every offset loaded once), summarised and plotted to a PNG.
+1. the generator (a separate process, paced) produces activity events to ``activity`` while
+   the stream job turns them into per-minute page metrics (Parquet warehouse + ``metrics``
+   topic), printing its progress;
+2. the offline load copies everything so far into the warehouse's ``activity`` table;
+3. more events; the stream job resumes from its checkpoints;
+4. the offline load again: it picks up exactly where the first one stopped;
+5. the results are checked (every offset loaded exactly once), summarised and plotted.
 
     python -m examples.pipeline.demo [--bootstrap-server B] [--output DIR] [--events N]
 """
@@ -15,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from . import generate, offline_load, plot, stream_job
+from . import offline_load, plot, stream_job
 from .topics import ACTIVITY, DEFAULT_BOOTSTRAP, METRICS, ensure_topics
 
 
@@ -53,6 +55,33 @@ def _check_activity_table(spark: Any, warehouse: Path, expected: int) -> int:
     return 0 if status == "ok" else 1
 
 
+def _phase(spark: Any, bootstrap: str, warehouse: Path, events: int, rate: float,
+           first: int) -> None:
+    """Generate ``events`` (a separate process, paced) while the stream job runs; then let
+    the stream job catch up and stop it cleanly."""
+    queries = stream_job.start(spark, bootstrap, warehouse, available_now=False,
+                               max_offsets=20_000)
+    generator = subprocess.Popen(
+        [sys.executable, "-m", "examples.pipeline.generate", "--bootstrap-server", bootstrap,
+         "--events", str(events), "--rate", str(rate), "--first", str(first), "--quiet",
+         "--seconds", str(4 * events / rate)])
+    try:
+        while generator.poll() is None:
+            stream_job.show_progress(queries, 10)
+            print(f"  generator               {_offsets(bootstrap, ACTIVITY):>7} events in "
+                  f"{ACTIVITY}", flush=True)
+        if generator.returncode:
+            raise RuntimeError(f"the generator failed (exit {generator.returncode})")
+        for query in queries:
+            query.processAllAvailable()
+        stream_job.show_progress(queries, 0)
+    finally:
+        if generator.poll() is None:
+            generator.kill()
+        for query in queries:
+            query.stop()
+
+
 def main() -> int:
     from odradek.spark.session import local_session
 
@@ -61,57 +90,30 @@ def main() -> int:
     parser.add_argument("--output", type=Path, default=Path("run/pipeline"))
     parser.add_argument("--events", type=int, default=60_000)
     parser.add_argument("--rate", type=float, default=1_500)
-    parser.add_argument("--keep", action="store_true",
-                        help="keep the warehouse of an earlier demo (resume from it)")
     args = parser.parse_args()
     bootstrap = args.bootstrap_server
     warehouse = args.output / "warehouse"
-    if not args.keep:
-        shutil.rmtree(args.output, ignore_errors=True)
+    shutil.rmtree(args.output, ignore_errors=True)
     ensure_topics(bootstrap)
     before = _offsets(bootstrap, ACTIVITY)
-    print(f"== odradek pipeline demo on {bootstrap}; warehouse {warehouse}")
+    print(f"== odradek pipeline demo on {bootstrap}; output in {args.output}")
     spark = local_session("pipeline-demo")
-
     half = args.events // 2
-    produced = [0]
-
-    def generate_events() -> None:
-        seconds = 4 * args.events / args.rate
-        produced[0] += generate.produce(bootstrap, half, args.rate, seconds, first=before,
-                                        show=False)
-        produced[0] += generate.produce(bootstrap, args.events - half, args.rate, seconds,
-                                        first=half + before, show=False)
-
-    print(f"== 1. generator → {ACTIVITY}: {args.events} events at {args.rate:.0f}/s; "
-          f"stream job → page_metrics (Parquet) + {METRICS}")
-    generator = threading.Thread(target=generate_events, name="generator", daemon=True)
-    generator.start()
-    queries = stream_job.start(spark, bootstrap, warehouse, available_now=False,
-                               max_offsets=20_000)
-    loaded_once = False
-    try:
-        while generator.is_alive():
-            stream_job.show_progress(queries, 10)
-            print(f"  generator               {produced[0]:>7} events acknowledged so far",
-                  flush=True)
-            if not loaded_once and produced[0] >= half:
-                print("== 2. offline load (first half)")
-                offline_load.load(spark, bootstrap, warehouse)
-                loaded_once = True
-    finally:
-        for query in queries:
-            query.stop()
-    generator.join()
-    print("== 3. stream job: drain what is left (Trigger.AvailableNow, same checkpoints)")
-    stream_job.run(spark, bootstrap, warehouse, seconds=0, available_now=True)
-    print("== 4. offline load (everything since the last load)")
+    print(f"== 1. generator → {ACTIVITY} ({half} events at {args.rate:.0f}/s) while the "
+          f"stream job computes page_metrics (Parquet) and {METRICS}")
+    _phase(spark, bootstrap, warehouse, half, args.rate, before)
+    print("== 2. offline load: everything so far")
+    offline_load.load(spark, bootstrap, warehouse)
+    print(f"== 3. more events ({args.events - half}); the stream job resumes from its "
+          f"checkpoints")
+    _phase(spark, bootstrap, warehouse, args.events - half, args.rate, before + half)
+    print("== 4. offline load: only what is new since the last load")
     offline_load.load(spark, bootstrap, warehouse)
     status = _check_activity_table(spark, warehouse, _offsets(bootstrap, ACTIVITY))
     metrics = spark.read.parquet(str(warehouse / "page_metrics"))
     top = metrics.orderBy("views", ascending=False).limit(3).collect()
     print(f"page_metrics: {metrics.count()} (minute, page) windows; busiest: " +
-          "; ".join(f"{r.page} {r.minute:%H:%M} {r.views} views ctr {r.ctr:.2f}"
+          "; ".join(f"{r.page} at {r.minute:%H:%M} {r.views} views, ctr {r.ctr:.2f}"
                     for r in top))
     sample = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", METRICS).load().selectExpr("CAST(value AS STRING) v")

@@ -2,8 +2,8 @@
 
 What a web site's front ends log: page views, clicks on links of the page being viewed,
 searches and logins, as JSON with user, session, page, referrer and an event timestamp.
-Traffic is skewed the way real traffic is — a few users and pages get most of it (Zipf) —
-and events arrive a little out of order (front ends batch their logs), which is what the
+Traffic is skewed the way real traffic is — a few users and pages get most of it (Zipf),
+and every quarter of an hour some page trends — and events arrive a little out of order (front ends batch their logs), which is what the
 stream job's event-time watermark is for. Keys are user ids, so one user's events stay in
 order in one partition.
 """
@@ -64,6 +64,7 @@ class EventGenerator:
     _page_names: list[str] = field(init=False, repr=False, default_factory=list)
     _page_weights: list[float] = field(init=False, repr=False, default_factory=list)
     _user_weights: list[float] = field(init=False, repr=False, default_factory=list)
+    _now: int = field(init=False, repr=False, default=0)
 
     def __post_init__(self) -> None:
         self._rnd = random.Random(self.seed)
@@ -73,7 +74,10 @@ class EventGenerator:
         self._user_weights = list(accumulate(1 / (i + 1) ** 0.9 for i in range(self.users)))
 
     def _page(self) -> str:
-        return self._rnd.choices(self._page_names, cum_weights=self._page_weights)[0]
+        rnd = self._rnd
+        if rnd.random() < 0.12:  # the story of the hour: a page trends for 15 minutes
+            return self._page_names[(self._now // 900_000 * 7919) % self.pages]
+        return rnd.choices(self._page_names, cum_weights=self._page_weights)[0]
 
     def _new_session(self) -> _Session:
         rnd = self._rnd
@@ -83,7 +87,7 @@ class EventGenerator:
 
     def _next(self, index: int) -> Event:
         rnd = self._rnd
-        now = self.start_ms + int(index * 1000 * self.speedup / self.rate)
+        now = self._now = self.start_ms + int(index * 1000 * self.speedup / self.rate)
         if len(self._sessions) < 200 or rnd.random() < 0.05:
             self._sessions.append(self._new_session())
         slot = rnd.randrange(len(self._sessions))

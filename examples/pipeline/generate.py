@@ -25,7 +25,7 @@ def produce(bootstrap: str, events: int, rate: float, seconds: float, *, first: 
     """Send up to ``events`` events (starting at event number ``first``) at ``rate`` per
     second for at most ``seconds``; returns how many were acknowledged. Event times advance
     ``speedup`` times faster than the real clock at ``rate``."""
-    generator = EventGenerator(seed=seed, rate=min(rate, 2_000.0), speedup=speedup)
+    generator = EventGenerator(seed=seed + first, rate=min(rate, 2_000.0), speedup=speedup)
     deadline = time.monotonic() + seconds
     start = time.monotonic()
     sent = 0
@@ -58,11 +58,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--first", type=int, default=0,
                         help="number of the first event (continue an earlier run)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args()
     ensure_topics(args.bootstrap_server)
     sent = produce(args.bootstrap_server, args.events, args.rate, args.seconds,
-                   first=args.first)
-    print(f"{sent} events in topic {ACTIVITY}")
+                   first=args.first, show=not args.quiet)
+    if not args.quiet:
+        print(f"{sent} events sent to topic {ACTIVITY}")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ def start(spark: Any, bootstrap: str, warehouse: Path, *, available_now: bool,
                       .option("path", str(warehouse / "page_metrics"))
                       .option("checkpointLocation", str(checkpoints / "page_metrics"))
                       .outputMode("append")).start()
+    _initialized(parquet)
     topic = trigger(metrics.selectExpr(
         "page AS key",
         "to_json(named_struct('minute', CAST(minute AS STRING), 'page', page, "
@@ -79,7 +80,18 @@ def start(spark: Any, bootstrap: str, warehouse: Path, *, available_now: bool,
         .option("kafka.bootstrap.servers", bootstrap).option("topic", METRICS)
         .option("checkpointLocation", str(checkpoints / "metrics_topic"))
         .outputMode("append")).start()
+    _initialized(topic)
     return [parquet, topic]
+
+
+def _initialized(query: Any, timeout: float = 120) -> None:
+    """Wait until ``query`` has started its source. Spark gives the Python process behind a
+    streaming source 10 s to start; starting queries one at a time keeps a busy machine
+    within that."""
+    deadline = time.monotonic() + timeout
+    while (query.isActive and query.status["message"] == "Initializing sources"
+           and time.monotonic() < deadline):
+        time.sleep(0.2)
 
 
 def show_progress(queries: list[Any], seconds: float, interval: float = 5.0) -> None:
