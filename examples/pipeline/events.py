@@ -3,9 +3,9 @@
 What a web site's front ends log: page views, clicks on links of the page being viewed,
 searches and logins, as JSON with user, session, page, referrer and an event timestamp.
 Traffic is skewed the way real traffic is — a few users and pages get most of it (Zipf),
-and every quarter of an hour some page trends — and events arrive a little out of order (front ends batch their logs), which is what the
-stream job's event-time watermark is for. Keys are user ids, so one user's events stay in
-order in one partition.
+and every quarter of an hour some page trends — and events arrive a little out of order
+(front ends batch their logs), which is what the stream job's event-time watermark is for.
+Keys are user ids, so one user's events stay in order in one partition.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ def _all_offsets(bootstrap: str) -> list[tuple[int, int]]:
     return sorted((tp.partition, o) for tp, v in ends.items() for o in range(v.offset))
 
 
+@pytest.mark.slow  # a Spark driver process of its own, killed, and three loads
 def test_offline_load_killed_mid_write_then_rerun(spark: Any, bootstrap: str, activity: int,
                                                   tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
@@ -99,6 +100,7 @@ def test_offline_load_killed_mid_write_then_rerun(spark: Any, bootstrap: str, ac
     assert offline_load.load(spark, bootstrap, warehouse, show=False) == 0
 
 
+@pytest.mark.slow  # two stateful streaming queries
 def test_stream_job_metrics_match_a_batch_computation(spark: Any, bootstrap: str,
                                                       activity: int, tmp_path: Path) -> None:
     from pyspark.sql import functions as F

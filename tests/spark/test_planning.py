@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from odradek.client import TopicPartition
 from odradek.spark.planning import OffsetRange, from_json, rate_limit, split_ranges, to_json
 
@@ -17,7 +19,7 @@ def test_split_by_max_records_and_min_partitions() -> None:
                                                   (10, 15)]
     pieces = split_ranges(ranges, min_partitions=8)
     assert len(pieces) >= 8 and sum(r.size for r in pieces) == 105
-    assert all(a.end == b.start for a, b in zip(pieces, pieces[1:], strict=False)
+    assert all(a.end == b.start for a, b in pairwise(pieces)
                if a.partition == b.partition and a.topic == b.topic)
 
 
