@@ -13,6 +13,7 @@ with Spark's reason.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -116,9 +117,8 @@ def check_names(options: Mapping[str, str]) -> None:
             raise OptionError(key, "unknown Kafka client setting (odradek honours "
                               + ", ".join(f"kafka.{n}" for n in sorted(
                                   {*CONSUMER_SETTINGS, *PRODUCER_SETTINGS})) + ")")
-        close = [name for low, name in CANONICAL.items() if low.replace(".", "")
-                 == lower.replace(".", "").replace("_", "")]
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        close = difflib.get_close_matches(lower, CANONICAL, n=1, cutoff=0.8)
+        hint = f" (did you mean '{CANONICAL[close[0]]}'?)" if close else ""
         raise OptionError(key, f"unknown option for format(\"odradek\"){hint}")
 
 

@@ -8,6 +8,8 @@ caches its consumers for the same reason).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -46,7 +48,13 @@ def _reader(options: SourceOptions) -> RangeReader:
         reader = _readers.get(key)
         if reader is None:
             reader = _readers[key] = RangeReader(options.bootstrap_servers, **settings)
+            atexit.register(_close, reader)
         return reader
+
+
+def _close(reader: RangeReader) -> None:
+    with contextlib.suppress(Exception):  # interpreter shutdown: nobody left to tell
+        reader.close()
 
 
 def read_range(options: SourceOptions, offsets: OffsetRange) -> Iterator[pa.RecordBatch]:
