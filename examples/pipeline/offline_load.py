@@ -53,7 +53,7 @@ def last_offsets(table: Path) -> dict[str, dict[str, int]]:
     return json.loads((loads[-1] / OFFSETS_FILE).read_text())
 
 
-def _latest(spark: Any, bootstrap: str) -> dict[str, dict[str, int]]:
+def _latest(bootstrap: str) -> dict[str, dict[str, int]]:
     from odradek.client import AdminClient, TopicPartition
 
     admin = AdminClient(bootstrap)
@@ -73,8 +73,12 @@ def load(spark: Any, bootstrap: str, warehouse: Path, *, show: bool = True) -> i
     table = warehouse / ACTIVITY
     staging_root = table / "_staging"
     shutil.rmtree(staging_root, ignore_errors=True)  # what a killed load left behind
+    loads = committed_loads(table)
     start = last_offsets(table)
-    end = _latest(spark, bootstrap)
+    # Numbered from what was committed when this load began: a concurrent load that began
+    # from the same state picks the same number, and only one of the two renames succeeds.
+    number = int(loads[-1].name.removeprefix("load=")) + 1 if loads else 1
+    end = _latest(bootstrap)
     starting = {ACTIVITY: {p: start.get(ACTIVITY, {}).get(p, -2) for p in end[ACTIVITY]}}
     todo = sum(o - max(starting[ACTIVITY][p], 0) for p, o in end[ACTIVITY].items())
     if show:
@@ -101,10 +105,12 @@ def load(spark: Any, bootstrap: str, warehouse: Path, *, show: bool = True) -> i
     rows.write.partitionBy("date", "hour").parquet(str(staging))
     (staging / OFFSETS_FILE).write_text(json.dumps(end))
     _fsync_tree(staging)
-    number = int(_LOAD.match(committed_loads(table)[-1].name).group(1)) + 1 \
-        if committed_loads(table) else 1
     final = table / f"load={number:06d}"
-    os.rename(staging, final)  # the commit: data and offsets appear together
+    try:
+        os.rename(staging, final)  # the commit: data and offsets appear together
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RuntimeError(f"{final} was committed by a concurrent load; run again") from exc
     _fsync_dir(table)
     loaded = spark.read.parquet(str(final)).count()
     if show:
