@@ -9,7 +9,8 @@ PYTEST_ARGS ?=
 # `make run`'s brokers, for `make demo`.
 BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
-.PHONY: install run test test-slow lint typecheck bench demo image chart e2e clean prereqs
+.PHONY: install run test test-slow lint bench demo image image-local e2e e2e-local \
+        k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -18,10 +19,11 @@ prereqs:
 	  { echo "odradek runs Apache ZooKeeper, which needs Java 17+: apt-get install openjdk-17-jre-headless" >&2; exit 1; }
 	@java -version 2>&1 | awk -F'"' '/version/ { split($$2, v, "."); if (v[1] < 17) { print "Java 17+ is needed, found " $$2 > "/dev/stderr"; exit 1 } }'
 
-$(STAMP): pyproject.toml | prereqs
+$(STAMP): pyproject.toml operator/pyproject.toml | prereqs
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev,spark,operator]'
+	$(PY) -m pip install --quiet -e ./operator
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -29,16 +31,33 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --data-dir $(DATA)
 
-test: install lint
+test: install lint prometheus
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # pytest exits 5 when a selection holds no test: not a failure of the code.
-test-slow: install
+test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/ruff check src operator/src tests bench examples e2e
+	$(VENV)/bin/mypy src operator/src
+
+# Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
+# and the dev cluster's local Prometheus; installed only when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus package (prometheus, promtool)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+
+# Dashboards JSON and the alert rules file are generated from src/odradek/metrics.
+generate-monitoring: install
+	$(PY) -m odradek.metrics.generate
+
+# Every dashboard drawn to build/dashboards/*.png from a real Prometheus (see
+# tests/harness/render_demo.py for what it scrapes).
+dashboards: install prometheus
+	$(PY) -m tests.harness.render_demo --output build/dashboards
 
 bench: install
 	$(PY) -m bench --output bench/results
@@ -47,9 +66,47 @@ bench: install
 demo: install
 	$(PY) -m examples.pipeline.demo --bootstrap-server $(BOOTSTRAP)
 
+# Images: broker, ZooKeeper and operator, with any Docker engine and the official base images.
+# `make image-local` needs no container registry: our own dockerd (e2e/local/dockerd.sh) and a
+# debootstrap base (e2e/local/base-image.sh). Names: odradek/<image>:$(IMAGE_TAG).
+IMAGE_TAG ?= dev
+BROKER_IMAGE ?= odradek/broker:$(IMAGE_TAG)
+ZOOKEEPER_IMAGE ?= odradek/zookeeper:$(IMAGE_TAG)
+OPERATOR_IMAGE ?= odradek/operator:$(IMAGE_TAG)
+export IMAGE_TAG BROKER_IMAGE ZOOKEEPER_IMAGE OPERATOR_IMAGE
+
 image:
-	@docker info >/dev/null 2>&1 || { echo "make image needs a running Docker engine (none here)" >&2; exit 1; }
-	docker build -f broker-image/Dockerfile -t odradek/broker:dev .
+	@docker info >/dev/null 2>&1 || { echo "make image: no Docker engine answers at $${DOCKER_HOST:-the default socket} (make image-local starts one)" >&2; exit 1; }
+	docker build -f broker-image/Dockerfile -t $(BROKER_IMAGE) .
+	docker build -f zookeeper-image/Dockerfile -t $(ZOOKEEPER_IMAGE) zookeeper-image
+	@if [ -f operator/pyproject.toml ]; then docker build -f operator/Dockerfile -t $(OPERATOR_IMAGE) .; \
+	  else echo "operator image skipped: operator/pyproject.toml is not in this tree"; fi
+
+image-local:
+	e2e/local/images.sh
+
+# The local Kubernetes stack (e2e/local/README.md), cached in $${ODRADEK_K8S_CACHE:-/var/cache/odradek-k8s}.
+k8s-build:
+	e2e/local/deps.sh
+	e2e/local/build.sh all
+
+k8s-up: k8s-build
+	e2e/local/up.sh
+
+k8s-down:
+	e2e/local/down.sh
+
+# Copy images from the local dockerd into the stack's containerd: make k8s-load LOAD_IMAGES="a b".
+LOAD_IMAGES ?= $(BROKER_IMAGE) $(ZOOKEEPER_IMAGE)
+k8s-load:
+	e2e/local/load-image.sh $(LOAD_IMAGES)
+
+# End-to-end suite: on the local stack (built, started, torn down by the script), or on kind.
+e2e-local: install
+	PYTHON_BIN=$(CURDIR)/$(PY) e2e/local/e2e.sh $(PYTEST_ARGS)
+
+e2e: install
+	PYTHON_BIN=$(CURDIR)/$(PY) e2e/kind/e2e.sh $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

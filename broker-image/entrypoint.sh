@@ -3,7 +3,11 @@
 # BROKER_ID is set; the advertised listener is the pod's stable DNS name behind the headless
 # service. Everything else comes from the mounted server.properties (a ConfigMap) and
 # ODRADEK_OVERRIDES ("key=value key=value").
-set -eu
+# SIGTERM: the broker is exec'd, so it is PID 1 and runs its controlled shutdown itself.
+# The readiness probe (`odradek broker-ready`) derives the broker id by the same rule.
+# shellcheck disable=SC3028  # the container runtime sets HOSTNAME (the pod name)
+set -euf
+HOSTNAME=${HOSTNAME:-$(cat /proc/sys/kernel/hostname)}
 ordinal="${HOSTNAME##*-}"
 broker_id="${BROKER_ID:-$ordinal}"
 case "$broker_id" in ''|*[!0-9]*) echo "cannot derive broker.id from HOSTNAME=$HOSTNAME; set BROKER_ID" >&2; exit 1;; esac

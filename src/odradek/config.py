@@ -154,6 +154,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("leader.imbalance.per.broker.percentage", INT, 10,
               "Imbalance (% of a broker's preferred partitions led elsewhere) that triggers "
               "a rebalance.", at_least=0),
+    ConfigDef("controller.fast.failover.enable", BOOL, True,
+              "odradek: fail a broker (and depose a controller) as soon as its connections "
+              "are refused, instead of waiting for its ZooKeeper session to expire."),
     # Replication
     ConfigDef("min.insync.replicas", INT, 1, "Replicas that must have a write for acks=all.",
               topic_name="min.insync.replicas", at_least=1),

@@ -200,7 +200,7 @@ def test_writes_of_a_superseded_controller_are_fenced(zk_connect: str) -> None:
                 before, stat = zk.get(path)
                 zk.set("/controller_epoch", b"7")  # what a successor's election does
             with pytest.raises(ControllerMoved):
-                await a.session.call(a.controller._set_fenced, path, b"{}", stat.version)
+                await a.session.call(a.controller.context.set_fenced, path, b"{}", stat.version)
             with zk_client(zk_connect) as zk:
                 assert zk.get(path)[0] == before, "a fenced controller must not write"
 

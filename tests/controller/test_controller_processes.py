@@ -9,7 +9,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.alter_partition_reassignments.v0 import request as alter
@@ -224,8 +223,6 @@ def test_auto_leader_rebalance_moves_leadership_back(cluster_factory: Any) -> No
                    "auto rebalance restoring preferred leaders")
 
 
-@pytest.mark.xfail(reason="intermittent: leader killed at its stop deadline under load",
-                   strict=False)
 def test_controlled_shutdown_of_leader_loses_no_produce(cluster_factory: Any) -> None:
     cluster = cluster_factory(3, **FAST)
     with zk_client(cluster.zookeeper_connect) as zk:

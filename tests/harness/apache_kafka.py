@@ -50,6 +50,8 @@ CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 DUMP_LOG_SEGMENTS = "kafka.tools.DumpLogSegments"
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 
 BROKER_HEAP = "-Xmx1G"
 TOOL_HEAP = "-Xmx512M"

@@ -224,8 +224,6 @@ def test_a_partition_held_by_another_consumer_fails_after_bounded_retries_then_i
     assert result[0].assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
 
 
-@pytest.mark.xfail(reason="intermittent: rebalance races a new partition's metadata",
-                   strict=False)
 def test_topic_creation_and_new_partitions_trigger_a_rebalance(
         in_process: list[ZooKeeperConsumer], paper_cluster: PaperCluster, group: str) -> None:
     topic = f"later-{uuid.uuid4().hex[:8]}"

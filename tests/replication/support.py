@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -57,3 +59,52 @@ def restart_when_deregistered(cluster: Any, zk: KazooClient, broker_id: int,
                f"broker {broker_id}'s old registration to expire")
     cluster.brokers[broker_id].start()
     cluster.brokers[broker_id].wait_ready(60)
+
+
+class AcksAllLoad:
+    """Continuous idempotent acks=all production of distinct values in a thread."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.producer = producer(bootstrap)
+        self.acked: list[bytes] = []
+        self.acked_at: list[float] = []  # time.monotonic() of each acknowledgement
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="load", daemon=True)
+
+    def _on_delivery(self, err: Any, message: Any) -> None:
+        if err is None:
+            self.acked.append(message.value())
+            self.acked_at.append(time.monotonic())
+        else:
+            self.errors.append(str(err))
+
+    def _run(self) -> None:
+        sequence = 0
+        while not self._stop.is_set():
+            try:
+                self.producer.produce(self.topic, f"m-{sequence}".encode(),
+                                      on_delivery=self._on_delivery)
+                sequence += 1
+            except BufferError:
+                self.producer.poll(0.05)
+                continue
+            self.producer.poll(0)
+            if sequence % 50 == 0:
+                self.producer.poll(0.005)
+
+    def __enter__(self) -> AcksAllLoad:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        remaining = self.producer.flush(60)
+        assert remaining == 0, f"{remaining} messages never resolved"
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(30)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from tests.harness import wait_until
@@ -10,59 +9,13 @@ from tests.harness.zk import zk_client
 
 from .support import (
     FAST_FAILOVER,
+    AcksAllLoad,
     create_topic,
     partition_state,
     producer,
     read_all,
     wait_for_isr,
 )
-
-
-class _Load:
-    """Continuous idempotent acks=all production of distinct values in a thread."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.topic = topic
-        self.producer = producer(bootstrap)
-        self.acked: list[bytes] = []
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="load", daemon=True)
-
-    def _on_delivery(self, err: Any, message: Any) -> None:
-        if err is None:
-            self.acked.append(message.value())
-        else:
-            self.errors.append(str(err))
-
-    def _run(self) -> None:
-        sequence = 0
-        while not self._stop.is_set():
-            try:
-                self.producer.produce(self.topic, f"m-{sequence}".encode(),
-                                      on_delivery=self._on_delivery)
-                sequence += 1
-            except BufferError:
-                self.producer.poll(0.05)
-                continue
-            self.producer.poll(0)
-            if sequence % 50 == 0:
-                self.producer.poll(0.005)
-
-    def __enter__(self) -> _Load:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
-        remaining = self.producer.flush(60)
-        assert remaining == 0, f"{remaining} messages never resolved"
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._stop.is_set():
-            self._stop.set()
-            self._thread.join(30)
 
 
 def test_follower_catches_up_and_isr_holds_every_replica(cluster_factory: Any) -> None:
@@ -86,7 +39,7 @@ def test_kill_leader_under_acks_all_load_loses_nothing_acknowledged(
                  config={"min.insync.replicas": "2"})
     with zk_client(cluster.zookeeper_connect) as zk:
         old_leader = wait_for_isr(zk, "durable", 3)["leader"]
-        with _Load(cluster.bootstrap, "durable") as load:
+        with AcksAllLoad(cluster.bootstrap, "durable") as load:
             wait_until(lambda: len(load.acked) >= 300, 60, "300 acknowledged before the kill")
             cluster.brokers[old_leader].kill()
             wait_until(

@@ -29,6 +29,7 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     log_manager: Any  # odradek.storage.LogManager
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
+    dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
 
     @property
     def coordinator(self) -> GroupCoordinator:

@@ -152,6 +152,9 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._connection: Connection | None = None
         self._task: asyncio.Task[None] | None = None
+        # Checked by the loop: Python 3.11's asyncio.wait_for drops a cancellation that
+        # lands in the same loop turn as the awaited response, and the loop would go on.
+        self._stopped = False
 
     @property
     def idle(self) -> bool:
@@ -171,6 +174,7 @@ class ReplicaFetcher:
         )
 
     def stop(self) -> None:
+        self._stopped = True
         if self._task is not None:
             self._task.cancel()
         self._close()
@@ -183,7 +187,7 @@ class ReplicaFetcher:
     # Loop --------------------------------------------------------------------------------
     async def _run(self) -> None:
         backoff = self._config.replica_fetch_backoff_ms / 1000
-        while True:
+        while not self._stopped:
             ready = self._ready_states()
             if not ready:
                 await self._wait_for_work()

@@ -29,6 +29,7 @@ from .context import BrokerServices
 from .dispatch import handler_table
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
+from .reconfigure import DynamicBrokerConfig, standard_reconfigurables
 from .replica_manager import ReplicaManager
 from .replication_config import ReplicationConfig
 from .socket_channel import SocketChannel
@@ -52,6 +53,7 @@ class Broker:
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._services: BrokerServices | None = None
+        self._dynamic = DynamicBrokerConfig(config, self.broker_id)
         self._stopped = asyncio.Event()
         self.bound_ports: dict[str, int] = {}
 
@@ -104,6 +106,7 @@ class Broker:
                     config["leader.imbalance.check.interval.seconds"]
                 ),
                 leader_imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
+                fast_failover=bool(config["controller.fast.failover.enable"]),
                 validate_config=config.log_config,
             )
         cluster = self._cluster
@@ -126,7 +129,14 @@ class Broker:
             producer_ids=ProducerIdManager(cluster.allocate_producer_id_block),
             log_manager=self._log_manager,
             group_coordinator=self._start_group_coordinator(replica_manager),
+            dynamic_config=self._dynamic,
         )
+        # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
+        self._dynamic.add_listener(self)
+        for reconfigurable in standard_reconfigurables(self._log_manager, replica_manager,
+                                                       cluster):
+            self._dynamic.add_listener(reconfigurable)
+        self._dynamic.follow(cluster.view.snapshot)
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
         self._bind()
@@ -159,6 +169,8 @@ class Broker:
         self._stopped.set()
         log.info("broker %d shutting down", self.broker_id)
         await self._controlled_shutdown()
+        if self._cluster is not None:  # hand the controller role over while still serving
+            await self._cluster.resign_controller()
         for task in self._accept_tasks:
             task.cancel()
         for _name, sock in self._listen_sockets:
@@ -307,7 +319,15 @@ class Broker:
         info = self._cluster.view.brokers.get(broker_id)
         return (info.host, int(info.port)) if info is not None else None
 
+    def reconfigure(self, config: Any, changed: frozenset[str]) -> None:
+        """The effective config changed (dynamic broker configs): read from now on."""
+        self.config = config
+        if self._services is not None:
+            self._services.config = config
+
     def _on_cluster_change(self, change: Any) -> None:
+        if getattr(change, "broker_configs", None):
+            self._dynamic.follow(self._cluster.view.snapshot)
         self._apply_view()
         replica_manager = self.services.replica_manager
         for topic in getattr(change, "configs", ()):

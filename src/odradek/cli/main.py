@@ -88,6 +88,7 @@ from odradek.cli.consume import consume  # noqa: E402
 from odradek.cli.groups import groups  # noqa: E402
 from odradek.cli.perf import perf  # noqa: E402
 from odradek.cli.produce import produce  # noqa: E402
+from odradek.cli.ready import broker_ready  # noqa: E402
 from odradek.cli.topics import topics  # noqa: E402
 
 cli.add_command(topics)
@@ -95,6 +96,7 @@ cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(groups)
 cli.add_command(perf)
+cli.add_command(broker_ready)
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "GroupDescription",
     "MemberDescription",
     "NewTopic",
+    "PartitionReassignment",
 ]
 
 RESOURCE_TOPIC = 2
@@ -76,6 +77,16 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: int
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """An ongoing reassignment (ListPartitionReassignments): the full replica set while it
+    runs, and which of them are being added or removed."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
 
 
 def _check(errors: list[str], what: str) -> None:
@@ -218,9 +229,8 @@ class AsyncAdminClient:
 
     async def describe_configs(self, resource_type: int, name: str,
                                keys: Sequence[str] | None = None) -> dict[str, ConfigEntry]:
-        node = None
-        if resource_type == RESOURCE_BROKER:
-            node = int(name)
+        # A broker's own configs are served by that broker; the cluster default ("") by any.
+        node = int(name) if resource_type == RESOURCE_BROKER and name else None
         response = await self.client.send(node, ApiKey.DESCRIBE_CONFIGS, {
             "resources": [{"resource_type": resource_type, "resource_name": name,
                            "configuration_keys": list(keys) if keys else None}],
@@ -240,7 +250,7 @@ class AsyncAdminClient:
                                         changes: Iterable[tuple[str, str, str | None]],
                                         *, validate_only: bool = False) -> None:
         """``changes``: (key, operation, value) with operation set/delete/append/subtract."""
-        node = int(name) if resource_type == RESOURCE_BROKER else None
+        node = int(name) if resource_type == RESOURCE_BROKER and name else None
         configs = []
         for key, op, value in changes:
             if op not in _OPS:
@@ -253,6 +263,79 @@ class AsyncAdminClient:
                   f"{BrokerResponseError(int(r.error_code), '', r.error_message)}"
                   for r in response.responses if int(r.error_code)]
         _check(errors, "IncrementalAlterConfigs")
+
+    async def describe_topic_configs(self, names: Iterable[str],
+                                     keys: Sequence[str] | None = None
+                                     ) -> dict[str, dict[str, ConfigEntry]]:
+        """Configs of many topics in one DescribeConfigs request (any broker serves topic
+        configs); a topic that does not exist raises."""
+        names = list(names)
+        if not names:
+            return {}
+        response = await self.client.send(None, ApiKey.DESCRIBE_CONFIGS, {
+            "resources": [{"resource_type": RESOURCE_TOPIC, "resource_name": name,
+                           "configuration_keys": list(keys) if keys else None}
+                          for name in names],
+            "include_synonyms": False, "include_documentation": False})
+        out: dict[str, dict[str, ConfigEntry]] = {}
+        for result in response.results:
+            if int(result.error_code):
+                raise BrokerResponseError(int(result.error_code),
+                                          f"DescribeConfigs {result.resource_name}",
+                                          result.error_message)
+            out[result.resource_name] = {
+                entry.name: ConfigEntry(
+                    entry.name, entry.value,
+                    _CONFIG_SOURCES.get(int(getattr(entry, "config_source", -1)), "UNKNOWN"),
+                    bool(entry.read_only), bool(entry.is_sensitive))
+                for entry in result.configs}
+        return out
+
+    # ------------------------------------------------------------------ reassignments
+
+    async def alter_partition_reassignments(
+            self, moves: Mapping[TopicPartition, Sequence[int] | None]) -> None:
+        """Start moving each partition to its new replica list (None cancels a running
+        reassignment of that partition). Returns once the controller accepted the moves;
+        :meth:`list_partition_reassignments` shows them until the data has been copied."""
+        if not moves:
+            return
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for tp, replicas in sorted(moves.items()):
+            grouped.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition,
+                 "replicas": None if replicas is None else [int(r) for r in replicas]})
+        response = await self._send_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, {
+            "timeout": self.timeout_ms,
+            "topics": [{"name": t, "partitions": p} for t, p in grouped.items()]})
+        if int(response.error_code):
+            raise BrokerResponseError(int(response.error_code), "AlterPartitionReassignments",
+                                      response.error_message)
+        errors = [f"{t.name}-{p.partition_index}: "
+                  f"{BrokerResponseError(int(p.error_code), '', p.error_message)}"
+                  for t in response.responses for p in t.partitions if int(p.error_code)]
+        _check(errors, "AlterPartitionReassignments")
+
+    async def list_partition_reassignments(
+            self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, PartitionReassignment]:
+        """Reassignments still running (of ``partitions``, or all when None)."""
+        topics = None
+        if partitions is not None:
+            grouped: dict[str, list[int]] = {}
+            for tp in partitions:
+                grouped.setdefault(tp.topic, []).append(tp.partition)
+            topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in grouped.items()]
+        response = await self._send_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, {
+            "timeout": self.timeout_ms, "topics": topics})
+        if int(response.error_code):
+            raise BrokerResponseError(int(response.error_code), "ListPartitionReassignments",
+                                      response.error_message)
+        return {
+            TopicPartition(t.name, int(p.partition_index)): PartitionReassignment(
+                tuple(int(r) for r in p.replicas), tuple(int(r) for r in p.adding_replicas),
+                tuple(int(r) for r in p.removing_replicas))
+            for t in response.topics for p in t.partitions}
 
     # ------------------------------------------------------------------ log dirs, records
 

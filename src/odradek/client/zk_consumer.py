@@ -11,6 +11,8 @@ change (a ZooKeeper watch on each)::
     read the broker and consumer registries (re-arming the watches)
     compute our partitions: the range assignment over sorted partitions and sorted
         consumer threads (assign_paper)
+    wait until the brokers report a leader for each of them (a partition just added has
+        none yet: there is no offset to start from until it has)
     claim each one in the ownership registry; if one is still owned by another consumer
         (it has not seen the change yet) release all and retry after a backoff — early when
         that owner node goes away — at most rebalance_max_retries times
@@ -79,6 +81,7 @@ T = TypeVar("T")
 _RESETS = {"smallest": EARLIEST, "earliest": EARLIEST, "largest": LATEST, "latest": LATEST}
 #: The longest a poll waits before looking at rebalance state again.
 _POLL_SLICE_S = 0.2
+_LEADER_POLL_S = 0.1  # how often a rebalance asks whether new partitions have leaders
 
 
 class RebalanceFailed(KafkaClientError):
@@ -349,6 +352,9 @@ class AsyncZooKeeperConsumer:
                                                self.group_id, self.topics, watch=self._watch)
                 assignment = assign_paper(view.consumers, view.partitions)
                 mine = {tp: self.thread_id for tp in assignment.get(self.thread_id, [])}
+                leaderless = await self._wait_for_leaders(sorted(mine))
+                if leaderless:
+                    return f"no leader yet for {leaderless}"
                 await self.session.call(claim_partitions, self.session.client, self.group_id,
                                         mine, watch=self._owner_watch)
                 self._owned = mine
@@ -371,6 +377,20 @@ class AsyncZooKeeperConsumer:
                      self.consumer_id, [f"{tp.topic}-{tp.partition}" for tp in sorted(mine)],
                      sorted(view.consumers), list(view.brokers))
             return None
+
+    async def _wait_for_leaders(self, partitions: list[TopicPartition]) -> list[str]:
+        """Those of ``partitions`` without a leader in the brokers' metadata after waiting up
+        to the rebalance backoff: a partition just added is in ZooKeeper before it has a
+        leader, and has no starting offset to read until it has one."""
+        assert self._fetch is not None
+        deadline = time.monotonic() + max(self.rebalance_backoff, 1.0)
+        while True:
+            metadata = await self._fetch.client.refresh_metadata({tp.topic for tp in partitions})
+            missing = [f"{tp.topic}-{tp.partition}" for tp in partitions
+                       if metadata.leader_for(tp) < 0]
+            if not missing or time.monotonic() >= deadline or self._changed.is_set():
+                return missing
+            await asyncio.sleep(_LEADER_POLL_S)  # a bounded poll, not a synchronisation
 
     def _release_and_register(self, released: dict[TopicPartition, str]) -> None:
         client = self.session.client

@@ -2,8 +2,10 @@
 
 Public surface: :class:`ZkCluster` (what a broker holds), the value types it exposes and
 the startup errors. Modules: ``zk`` (session, thread bridge), ``registry`` (broker ids,
-cluster id), ``assignment`` (replica placement), ``topics`` (admin writes), ``election``
-(leader rules), ``controller``, ``view`` (watched metadata), ``producer_ids``.
+cluster id), ``assignment`` (replica placement), ``topics`` (admin writes), ``election``,
+``preferred`` and ``reassignment`` (pure rules), ``controller`` (a package: context plus one
+module per duty), ``liveness`` (connection probes: fast failure detection), ``view``
+(watched metadata), ``isr`` (leaders' ISR writes), ``producer_ids``.
 """
 
 from odradek.cluster.controller import Controller

@@ -7,7 +7,9 @@ What is watched, and why:
 * ``/brokers/topics`` children and each ``/brokers/topics/<t>`` — topics, ids, assignments;
 * every ``/brokers/topics/<t>/partitions/<p>/state`` — leader, epoch, ISR (an *exists*
   watch while the controller has not created it yet);
-* each ``/config/topics/<t>`` and the ``/config/changes`` notifications Kafka's tools write.
+* each ``/config/topics/<t>`` and the ``/config/changes`` notifications Kafka's tools write;
+* ``/config/brokers`` children and each ``/config/brokers/<id|<default>>`` — dynamic broker
+  configs (every broker computes its effective config from them).
 
 Watches are one-shot and arrive on kazoo's thread: each only marks a *key* dirty on the
 loop. A single task re-reads the dirty keys in a worker thread (re-arming their watches),
@@ -51,6 +53,7 @@ BROKERS: Key = ("brokers",)
 CONTROLLER: Key = ("controller",)
 TOPICS: Key = ("topics",)
 CHANGES: Key = ("changes",)
+BROKER_CONFIGS: Key = ("broker_configs",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,10 @@ class ClusterSnapshot:
     controller_id: int | None = None
     brokers: Mapping[int, BrokerInfo] = field(default_factory=frozen_mapping)
     topics: Mapping[str, TopicMetadata] = field(default_factory=frozen_mapping)
+    # broker id -> broker epoch (the registration's czxid): which incarnation is live
+    broker_epochs: Mapping[int, int] = field(default_factory=frozen_mapping)
+    # ZooKeeper entity ("0", "<default>") -> its dynamic broker configs
+    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=frozen_mapping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +77,12 @@ class ClusterChange:
     partitions: frozenset[TopicPartition] = frozenset()
     configs: frozenset[str] = frozenset()
     controller: bool = False
+    broker_configs: frozenset[str] = frozenset()  # entities whose dynamic configs changed
 
     def __bool__(self) -> bool:
         return bool(
             self.brokers or self.topics or self.partitions or self.configs or self.controller
+            or self.broker_configs
         )
 
 
@@ -82,6 +91,7 @@ def _diff(old: ClusterSnapshot, new: ClusterSnapshot) -> ClusterChange:
         b
         for b in old.brokers.keys() | new.brokers.keys()
         if old.brokers.get(b) != new.brokers.get(b)
+        or old.broker_epochs.get(b) != new.broker_epochs.get(b)
     }
     topics = set(old.topics.keys() ^ new.topics.keys())
     partitions: set[TopicPartition] = set()
@@ -98,12 +108,18 @@ def _diff(old: ClusterSnapshot, new: ClusterSnapshot) -> ClusterChange:
                 topics.add(name)
             if before.config != after.config:
                 configs.add(name)
+    entities = {
+        e
+        for e in old.broker_configs.keys() | new.broker_configs.keys()
+        if old.broker_configs.get(e) != new.broker_configs.get(e)
+    }
     return ClusterChange(
         brokers=frozenset(brokers),
         topics=frozenset(topics),
         partitions=frozenset(partitions),
         configs=frozenset(configs),
         controller=old.controller_id != new.controller_id,
+        broker_configs=frozenset(entities),
     )
 
 
@@ -202,6 +218,8 @@ class ClusterView:
             self._mark(("state", parts[2], int(parts[4])))
         elif parts[:2] == ["config", "topics"] and len(parts) == 3:
             self._mark(("config", parts[2]))
+        elif parts[:2] == ["config", "brokers"]:
+            self._mark(("broker_config", parts[2]) if len(parts) == 3 else BROKER_CONFIGS)
         elif event.path == znodes.CONFIG_CHANGES:
             self._mark(CHANGES)
         elif event.path == znodes.CONTROLLER:
@@ -249,11 +267,13 @@ class _Reader:
         self.cluster_id = base.cluster_id
         self.controller_id = base.controller_id
         self.brokers = dict(base.brokers)
+        self.broker_epochs = dict(base.broker_epochs)
+        self.broker_configs = dict(base.broker_configs)
         self.topics = dict(base.topics)
 
     def read(self, dirty: set[Key]) -> ClusterSnapshot:
         if ALL in dirty:
-            dirty = {BROKERS, CONTROLLER, TOPICS, CHANGES, ("cluster_id",)}
+            dirty = {BROKERS, CONTROLLER, TOPICS, CHANGES, BROKER_CONFIGS, ("cluster_id",)}
             self.topics = {}
         for key in sorted(dirty, key=lambda k: _ORDER.get(k[0], 9)):
             kind = key[0]
@@ -275,11 +295,17 @@ class _Reader:
                 self._read_state(key[1], key[2])
             elif kind == "config" and key[1] in self.topics:
                 self._read_config(key[1])
+            elif kind == "broker_configs":
+                self._read_broker_configs()
+            elif kind == "broker_config":
+                self._read_broker_config(key[1])
         return ClusterSnapshot(
             self.cluster_id,
             self.controller_id,
             frozen_mapping(dict(sorted(self.brokers.items()))),
             frozen_mapping(dict(sorted(self.topics.items()))),
+            frozen_mapping(dict(sorted(self.broker_epochs.items()))),
+            frozen_mapping(dict(sorted(self.broker_configs.items()))),
         )
 
     def _get(self, path: str, *, watch: bool = True) -> tuple[bytes, ZnodeStat] | None:
@@ -294,13 +320,16 @@ class _Reader:
 
     def _read_brokers(self) -> None:
         brokers: dict[int, BrokerInfo] = {}
+        epochs: dict[int, int] = {}
         for child in self.client.get_children(znodes.BROKER_IDS, watch=self.watch):
             try:
-                data, _ = self.client.get(znodes.broker_path(int(child)), watch=self.watch)
+                data, stat = self.client.get(znodes.broker_path(int(child)), watch=self.watch)
             except NoNodeError:
                 continue
             brokers[int(child)] = znodes.decode_broker(int(child), data)
+            epochs[int(child)] = int(stat.czxid)
         self.brokers = brokers
+        self.broker_epochs = epochs
 
     def _read_topics(self) -> None:
         names = set(self.client.get_children(znodes.BROKER_TOPICS, watch=self.watch))
@@ -366,8 +395,30 @@ class _Reader:
                 kind, _, name = entity.partition("/")
                 if kind == "topics" and name in self.topics:
                     self._read_config(name)
+                elif kind == "brokers" and name:
+                    self._read_broker_config(name)
         if children:
             self.view._last_change_seen = children[-1]
+
+
+    def _read_broker_configs(self) -> None:
+        entities = self.client.get_children(znodes.CONFIG_BROKERS, watch=self.watch)
+        for gone in self.broker_configs.keys() - set(entities):
+            del self.broker_configs[gone]
+        for entity in entities:
+            self._read_broker_config(entity)
+
+    def _read_broker_config(self, entity: str) -> None:
+        got = self._get(znodes.broker_config_path(entity))
+        if got is None:
+            self.broker_configs.pop(entity, None)
+            return
+        try:
+            config = znodes.decode_entity_config(got[0])
+        except (ValueError, TypeError, AttributeError):
+            log.error("ignoring unparseable dynamic config of broker entity %s", entity)
+            config = {}
+        self.broker_configs[entity] = frozen_mapping(config)
 
 
 # Brokers and the topic list before per-topic keys, so a topic's keys see it present.

@@ -11,22 +11,37 @@ It owns one ZooKeeper session and composes the parts that share it::
 
 Every broker runs a controller candidate; exactly one is active cluster-wide
 (``cluster.is_controller``). Admin calls may run on any broker.
+
+With ``fast_failover``, failures of processes are acted on before ZooKeeper notices them
+(:mod:`odradek.cluster.liveness`): the controller fails a broker whose connections are
+refused, and every other broker deposes a controller whose connections are refused, so
+that a killed controller is replaced as quickly as a killed broker.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import random
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kazoo.exceptions import KazooException
 
 from odradek.cluster.assignment import Assignment
+from odradek.cluster.broker_configs import Update, alter_broker_config
 from odradek.cluster.controller import Controller
+from odradek.cluster.controller.candidacy import depose_dead_controller
 from odradek.cluster.isr import IsrWriter
+from odradek.cluster.liveness import ConnectionProbes, ProbeTarget
 from odradek.cluster.model import BrokerInfo, TopicMetadata
 from odradek.cluster.producer_ids import DEFAULT_BLOCK_SIZE, allocate_producer_id_block
 from odradek.cluster.registry import BrokerRegistry
 from odradek.cluster.topics import ConfigValidator, TopicAdmin
 from odradek.cluster.view import ClusterView
 from odradek.cluster.zk import ZkSession
+
+log = logging.getLogger(__name__)
 
 
 class ZkCluster:
@@ -43,6 +58,7 @@ class ZkCluster:
         auto_leader_rebalance: bool = False,
         leader_imbalance_check_interval_s: float = 300.0,
         leader_imbalance_percentage: int = 10,
+        fast_failover: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -62,9 +78,17 @@ class ZkCluster:
             auto_leader_rebalance=auto_leader_rebalance,
             leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
             leader_imbalance_percentage=leader_imbalance_percentage,
+            fast_failover=fast_failover,
         )
         self._controller_enabled = controller_enabled
         self.cluster_id = ""
+        # Probes the controller while another broker holds the role.
+        self._controller_probe: ConnectionProbes | None = None
+        self._deposing: set[asyncio.Task[Any]] = set()
+        if fast_failover and controller_enabled:
+            self._controller_probe = ConnectionProbes(self._on_controller_dead)
+            self.view.add_listener(self._follow_controller)
+            self.controller.add_listener(self._follow_controller)
 
     @property
     def is_controller(self) -> bool:
@@ -120,11 +144,63 @@ class ZkCluster:
     ) -> None:
         await self.admin.alter_topic_config(name, config, validate_only)
 
+    async def alter_broker_config(
+        self, entity: str, update: Update, validate_only: bool = False
+    ) -> dict[str, str]:
+        """Rewrite the dynamic configs of ``entity`` (a broker id or ``<default>``) as
+        ``update(current)``; conditional on what was read, retried on a concurrent write."""
+        return await self.session.call(
+            alter_broker_config, self.session.client, entity, update, validate_only
+        )
+
     async def allocate_producer_id_block(self, block_size: int = DEFAULT_BLOCK_SIZE) -> range:
         return await allocate_producer_id_block(self.session, self.broker_id, block_size)
 
+    async def resign_controller(self) -> None:
+        """Leave the controller election now (resigning if active), ahead of :meth:`stop`:
+        a stopping broker hands the role over while it still serves."""
+        await self.controller.stop()
+
     async def stop(self) -> None:
         """Leave the cluster: stop watching and close the session (ephemerals vanish)."""
+        if self._controller_probe is not None:
+            await self._controller_probe.close()
+        for task in list(self._deposing):
+            task.cancel()
         await self.controller.stop()
         await self.view.stop()
         await self.session.stop()
+
+    # -- the controller's liveness, seen from the other brokers -------------------------------
+
+    def _follow_controller(self, _change: object = None) -> None:
+        probes = self._controller_probe
+        if probes is None:
+            return
+        snapshot = self.view.snapshot
+        controller_id = snapshot.controller_id
+        info = snapshot.brokers.get(controller_id) if controller_id is not None else None
+        epoch = snapshot.broker_epochs.get(controller_id) if controller_id is not None else None
+        if (
+            self.controller.is_active
+            or controller_id is None
+            or controller_id == self.broker_id
+            or info is None
+            or epoch is None
+        ):
+            probes.update(())
+            return
+        probes.update([ProbeTarget(controller_id, epoch, info.host, info.port)])
+
+    def _on_controller_dead(self, target: ProbeTarget) -> None:
+        task = asyncio.create_task(self._depose(target), name="depose dead controller")
+        self._deposing.add(task)
+        task.add_done_callback(self._deposing.discard)
+
+    async def _depose(self, target: ProbeTarget) -> None:
+        try:
+            await self.session.call(
+                depose_dead_controller, self.session.client, target.broker_id, target.epoch
+            )
+        except KazooException as exc:  # the session timeout remains the fallback
+            log.warning("could not depose dead controller %d: %r", target.broker_id, exc)

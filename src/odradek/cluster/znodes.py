@@ -21,7 +21,9 @@ Kafka's Jackson encoder writes it. Formats, as of Kafka 3.x in ZK mode:
                                 ``{"controller_epoch":E,"leader":L,"version":1,
                                 "leader_epoch":N,"isr":[...]}``
 ``/config/topics/<t>``          ``{"version":1,"config":{"retention.ms":"1000"}}``
-``/config/changes/config_change_<seq>``  ``{"version":2,"entity_path":"topics/<t>"}``
+``/config/brokers/<id>``        the same, dynamic configs of one broker; ``<default>``: all
+``/config/changes/config_change_<seq>``  ``{"version":2,"entity_path":"topics/<t>"}`` (or
+                                ``brokers/<id>``, ``brokers/<default>``)
 ``/admin/delete_topics/<t>``    no data; its existence is the request
 ``/admin/reassign_partitions``  ``{"version":1,"partitions":[{"topic":"t","partition":0,
                                 "replicas":[1,2]}]}`` (Kafka's tools may add ``log_dirs``)
@@ -51,6 +53,7 @@ BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS = "/admin/delete_topics"
@@ -69,7 +72,7 @@ PERSISTENT_PATHS = (
     CONFIG_TOPICS,
     "/config/clients",
     "/config/users",
-    "/config/brokers",
+    CONFIG_BROKERS,
     "/admin/delete_topics",
     ISR_CHANGE_NOTIFICATION,
     PRODUCER_ID_BLOCK,
@@ -95,6 +98,11 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def broker_config_path(entity: str) -> str:
+    """``entity`` is a broker id or ``<default>`` (the cluster-wide default)."""
+    return f"{CONFIG_BROKERS}/{entity}"
 
 
 def delete_topic_path(topic: str) -> str:

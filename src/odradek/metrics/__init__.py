@@ -1,1 +1,12 @@
-"""metrics."""
+"""Prometheus metrics of odradek: catalog, recorders, scrape-time collectors, exposition.
+
+The public surface is :class:`BrokerMetrics` (one per broker) and the protocols a broker
+implements for scrape-time state (:mod:`odradek.metrics.sources`, :mod:`odradek.metrics.lag`).
+Dashboards (:mod:`odradek.metrics.dashboards`) and alert rules (:mod:`odradek.metrics.alerts`)
+are generated from the same names; ``docs/observability.md`` explains the whole.
+"""
+
+from .options import MetricsOptions
+from .registry import BrokerMetrics
+
+__all__ = ["BrokerMetrics", "MetricsOptions"]

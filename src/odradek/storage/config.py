@@ -52,6 +52,9 @@ class LogConfig:
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     message_downconversion_enable: bool = True
+    # Replication throttles (kafka-reassign-partitions --throttle): stored, not enforced yet.
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
 
     # name -> (field, type, doc); the order is what DescribeConfigs lists.
     TOPIC_CONFIG_NAMES: ClassVar[dict[str, tuple[str, type, str]]] = {
@@ -153,6 +156,18 @@ class LogConfig:
             bool,
             "Accepted for compatibility; odradek never down-converts.",
         ),
+        "leader.replication.throttled.replicas": (
+            "leader_replication_throttled_replicas",
+            str,
+            "Replicas (partition:broker,... or *) throttled on the leader side (stored; not "
+            "enforced yet).",
+        ),
+        "follower.replication.throttled.replicas": (
+            "follower_replication_throttled_replicas",
+            str,
+            "Replicas (partition:broker,... or *) throttled on the follower side (stored; "
+            "not enforced yet).",
+        ),
     }
 
     def __post_init__(self) -> None:
@@ -238,6 +253,17 @@ def _one_of(allowed: set[str]) -> Callable[[Any], str | None]:
     return check
 
 
+def _throttled_replicas(value: Any) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: empty, ``*``, or ``partition:broker,...``."""
+    entries = [entry.strip() for entry in str(value).split(",") if entry.strip()]
+    if entries == ["*"] or all(
+        len(parts := entry.split(":")) == 2 and all(p.strip().isdigit() for p in parts)
+        for entry in entries
+    ):
+        return None
+    return f"{value!r} is not * or a list of partition:broker"
+
+
 def _ratio(value: Any) -> str | None:
     return None if 0.0 <= value <= 1.0 else f"{value} is not between 0 and 1"
 
@@ -262,4 +288,6 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "segment.jitter.ms": _at_least(0),
     "compression.type": _one_of(_COMPRESSION_TYPES),
     "min.insync.replicas": _at_least(1),
+    "leader.replication.throttled.replicas": _throttled_replicas,
+    "follower.replication.throttled.replicas": _throttled_replicas,
 }

@@ -1,19 +1,36 @@
-"""DescribeConfigs (v1-v4), AlterConfigs (v0-v2), IncrementalAlterConfigs (v0-v1).
+"""DescribeConfigs (v0-v4), AlterConfigs (v0-v2), IncrementalAlterConfigs (v0-v1) for
+topics and brokers.
 
 Topic configs are Kafka's topic-level names: a topic's overrides live in ZooKeeper
 (``/config/topics/<t>``, read through the cluster view), everything else comes from the
-broker's defaults. Broker configs are static (server.properties + overrides) and only
-described; altering them arrives with dynamic broker config.
+broker's (effective) defaults. Broker configs are layered as Kafka layers them
+(:mod:`odradek.dynamic_config`): ``/config/brokers/<id>``, ``/config/brokers/<default>``
+(the resource with an empty name), the static config, the defaults. Alters of broker
+resources are validated against the update-mode table (unknown key: INVALID_CONFIG;
+read-only key, per-broker key at the default, bad value: INVALID_REQUEST, as Kafka answers)
+and stored in ZooKeeper; every broker then applies them (:mod:`odradek.broker.reconfigure`).
+DescribeConfigs reports each value's source and, when asked, its synonyms.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.config import BROKER_CONFIGS
+from odradek.dynamic_config import (
+    DEFAULT_ENTITY,
+    UPDATE_MODES,
+    BrokerConfigLayers,
+    ConfigSource,
+    UpdateMode,
+    definition,
+    validate_update,
+)
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import (
     InvalidConfig,
@@ -37,16 +54,16 @@ log = logging.getLogger(__name__)
 TOPIC = 2
 BROKER = 4
 
-# Kafka's ConfigSource values
-DYNAMIC_TOPIC_CONFIG = 1
-STATIC_BROKER_CONFIG = 4
-DEFAULT_CONFIG = 5
-
-# Kafka's ConfigType values (DescribeConfigs v3+)
-_CONFIG_TYPES = {bool: 1, str: 2, int: 5, float: 7, list: 8}
+# Kafka's ConfigType values (DescribeConfigs v3+): BOOLEAN, STRING, LONG, DOUBLE, LIST
+_CONFIG_TYPES = {bool: 1, str: 2, int: 5, float: 6, list: 7}
 
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
-_STATIC_BROKER = "only topic configs can be altered (broker configs are static)"
+_UNSUPPORTED = "only TOPIC and BROKER resources are supported"
+
+# Topic configs whose broker default is computed from several broker keys.
+_BROKER_SYNONYM = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
+
+Synonyms = list[tuple[str, str | None, ConfigSource]]
 
 
 def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
@@ -56,43 +73,12 @@ def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
     return ErrorCode.unknown_server_error, str(exc) or None
 
 
-def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
-    topic = ctx.services.cluster.view.topics.get(name)
-    if topic is None:
-        raise UnknownTopicOrPartition(f"Topic '{name}' does not exist.")
-    return topic.config
-
-
-def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any) -> list[Any]:
-    overrides = _topic_overrides(ctx, name)
-    effective = ctx.services.config.log_config(dict(overrides)).to_topic_config()
-    entries = []
-    for key, value in effective.items():
-        if keys is not None and key not in keys:
-            continue
-        if key in overrides:
-            source = DYNAMIC_TOPIC_CONFIG
-        elif _broker_name_for(key) is not None and ctx.services.config.is_explicit(
-            _broker_name_for(key)
-        ):
-            source = STATIC_BROKER_CONFIG
-        else:
-            source = DEFAULT_CONFIG
-        entries.append(
-            build(module.DescribeConfigsResourceResult, name=key, value=str(value),
-                  read_only=False, config_source=source, is_sensitive=False, synonyms=(),
-                  config_type=_config_type(value), documentation=None, is_default=False)
-        )
-    return entries
-
-
-def _broker_name_for(topic_key: str) -> str | None:
-    from odradek.config import BROKER_CONFIGS
-
-    for definition in BROKER_CONFIGS.values():
-        if definition.topic_name == topic_key:
-            return definition.name
-    return None
+def _layers(ctx: RequestContext) -> BrokerConfigLayers:
+    dynamic = ctx.services.dynamic_config
+    if dynamic is None:
+        return BrokerConfigLayers(ctx.services.config)
+    layers: BrokerConfigLayers = dynamic.layers
+    return layers
 
 
 def _config_type(value: Any) -> int:
@@ -102,27 +88,100 @@ def _config_type(value: Any) -> int:
     return 2
 
 
-def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any) -> list[Any]:
-    config = ctx.services.config
-    if name and name != str(ctx.services.broker_id):
-        raise InvalidRequest(f"this is broker {ctx.services.broker_id}, not {name}")
+def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
+           read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
+    source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    listed = tuple(
+        build(module.DescribeConfigsSynonym, name=n, value=v, source=int(src))
+        for n, v, src in synonyms
+    ) if include_synonyms else ()
+    return build(module.DescribeConfigsResourceResult, name=name, value=value,
+                 read_only=read_only, config_source=int(source), is_sensitive=False,
+                 synonyms=listed, config_type=_config_type(kind), documentation=doc,
+                 is_default=source is ConfigSource.DEFAULT_CONFIG)
+
+
+# -- describe ------------------------------------------------------------------------------
+
+
+def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
+    topic = ctx.services.cluster.view.topics.get(name)
+    if topic is None:
+        raise UnknownTopicOrPartition(f"Topic '{name}' does not exist.")
+    return topic.config
+
+
+def _broker_name_for(topic_key: str) -> str | None:
+    if topic_key in _BROKER_SYNONYM:
+        return _BROKER_SYNONYM[topic_key]
+    for found in BROKER_CONFIGS.values():
+        if found.topic_name == topic_key:
+            return found.name
+    return None
+
+
+def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
+                    include_synonyms: bool, include_docs: bool) -> list[Any]:
+    overrides = _topic_overrides(ctx, name)
+    log_config = ctx.services.config.log_config(dict(overrides))
+    layers = _layers(ctx)
+    fields = type(log_config).TOPIC_CONFIG_NAMES
     entries = []
-    for key in sorted(config):
+    for key, value in log_config.to_topic_config().items():
         if keys is not None and key not in keys:
             continue
-        value = config[key]
-        entries.append(
-            build(module.DescribeConfigsResourceResult, name=key,
-                  value=None if value is None else config.raw(key), read_only=True,
-                  config_source=STATIC_BROKER_CONFIG if config.is_explicit(key) else DEFAULT_CONFIG,
-                  is_sensitive=False, synonyms=(), config_type=_config_type(value),
-                  documentation=None, is_default=not config.is_explicit(key))
+        synonyms: Synonyms = []
+        if key in overrides:
+            synonyms.append((key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        broker_name = _broker_name_for(key)
+        if broker_name is not None:
+            synonyms.extend(layers.synonyms(broker_name))
+        field_name, _kind, doc = fields[key]
+        entries.append(_entry(module, key, str(value), synonyms, read_only=False,
+                              kind=getattr(log_config, field_name),
+                              doc=doc if include_docs else None,
+                              include_synonyms=include_synonyms))
+    return entries
+
+
+def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
+                     include_synonyms: bool, include_docs: bool) -> list[Any]:
+    broker_id = ctx.services.broker_id
+    layers = _layers(ctx)
+    if name == "":  # the cluster default: only what is set there (as Kafka answers)
+        per_broker, names = False, sorted(layers.default)
+    elif name == str(broker_id):
+        per_broker, names = True, sorted(UPDATE_MODES)
+    else:
+        raise InvalidRequest(
+            f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
         )
+    config = ctx.services.config
+    dynamic = ctx.services.dynamic_config
+    dynamic_only = dynamic.dynamic_only() if dynamic is not None else {}
+    entries = []
+    for key in names:
+        found = definition(key)
+        if found is None or (keys is not None and key not in keys):
+            continue
+        if not per_broker:
+            value: str | None = layers.default[key]
+        elif key in BROKER_CONFIGS:
+            value = None if config[key] is None else config.raw(key)
+        else:
+            value = str(dynamic_only.get(key, found.default))
+        entries.append(_entry(module, key, value, layers.synonyms(key, per_broker=per_broker),
+                              read_only=UPDATE_MODES[key] is UpdateMode.READ_ONLY,
+                              kind=found.default if found.default is not None else "",
+                              doc=found.doc if include_docs else None,
+                              include_synonyms=include_synonyms))
     return entries
 
 
 def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DESCRIBE_CONFIGS, ctx.api_version)
+    include_synonyms = bool(getattr(request, "include_synonyms", False))
+    include_docs = bool(getattr(request, "include_documentation", False))
     results = []
     for resource in request.resources:
         keys = (
@@ -131,11 +190,13 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
         )
         try:
             if resource.resource_type == TOPIC:
-                entries = _describe_topic(ctx, module, resource.resource_name, keys)
+                describe = _describe_topic
             elif resource.resource_type == BROKER:
-                entries = _describe_broker(ctx, module, resource.resource_name, keys)
+                describe = _describe_broker
             else:
                 raise InvalidRequest(f"resource type {resource.resource_type} not supported")
+            entries = describe(ctx, module, resource.resource_name, keys, include_synonyms,
+                               include_docs)
             code, message = ErrorCode.none, None
         except Exception as exc:
             entries = []
@@ -149,6 +210,9 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
                  results=tuple(results))
 
 
+# -- alter ---------------------------------------------------------------------------------
+
+
 async def _alter_topic(
     ctx: RequestContext, name: str, new_overrides: dict[str, str], validate_only: bool
 ) -> None:
@@ -156,16 +220,51 @@ async def _alter_topic(
     await ctx.services.cluster.alter_topic_config(name, new_overrides, validate_only)
 
 
+def _broker_entity(name: str) -> tuple[str, bool]:
+    """``(ZooKeeper entity, per broker)`` of a BROKER resource name."""
+    if name == "":
+        return DEFAULT_ENTITY, False
+    try:
+        broker_id = int(name)
+    except ValueError:
+        broker_id = -1
+    if broker_id < 0:
+        raise InvalidRequest(f"Broker id must be an integer, but it is: {name}")
+    return str(broker_id), True
+
+
+async def _alter_broker(
+    ctx: RequestContext,
+    name: str,
+    compute: Callable[[Mapping[str, str]], dict[str, str]],
+    validate_only: bool,
+) -> None:
+    entity, per_broker = _broker_entity(name)
+
+    def update(current: Mapping[str, str]) -> dict[str, str]:
+        wanted = compute(current)
+        validate_update(wanted, per_broker=per_broker)
+        return wanted
+
+    await ctx.services.cluster.alter_broker_config(entity, update, validate_only)
+
+
 async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.ALTER_CONFIGS, ctx.api_version)
+    validate_only = bool(request.validate_only)
     responses = []
     for resource in request.resources:
+        # AlterConfigs replaces the resource's whole set of dynamic configs.
+        wanted = {c.name: c.value for c in resource.configs if c.value is not None}
         try:
-            if resource.resource_type != TOPIC:
-                raise InvalidRequest(_STATIC_BROKER)
-            _topic_overrides(ctx, resource.resource_name)
-            overrides = {c.name: c.value for c in resource.configs if c.value is not None}
-            await _alter_topic(ctx, resource.resource_name, overrides, bool(request.validate_only))
+            if resource.resource_type == TOPIC:
+                _topic_overrides(ctx, resource.resource_name)
+                await _alter_topic(ctx, resource.resource_name, wanted, validate_only)
+            elif resource.resource_type == BROKER:
+                await _alter_broker(ctx, resource.resource_name,
+                                    functools.partial(_replace, wanted), validate_only)
+            else:
+                raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
             code, message = _error(exc)
@@ -175,6 +274,16 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
         )
     return build(module.AlterConfigsResponse, throttle_time=NO_THROTTLE,
                  responses=tuple(responses))
+
+
+def _replace(wanted: Mapping[str, str], _stored: Mapping[str, str]) -> dict[str, str]:
+    return dict(wanted)
+
+
+def _incremental(
+    changes: Any, defaults: Mapping[str, Any], stored: Mapping[str, str]
+) -> dict[str, str]:
+    return _apply_incremental(stored, changes, defaults)
 
 
 def _apply_incremental(
@@ -203,17 +312,28 @@ def _apply_incremental(
     return updated
 
 
+def _broker_values(ctx: RequestContext) -> dict[str, str]:
+    """Effective broker values, the base of APPEND/SUBTRACT on a key not set dynamically."""
+    config = ctx.services.config
+    return {name: config.raw(name) for name in BROKER_CONFIGS}
+
+
 async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, ctx.api_version)
+    validate_only = bool(request.validate_only)
     responses = []
     for resource in request.resources:
         try:
-            if resource.resource_type != TOPIC:
-                raise InvalidRequest(_STATIC_BROKER)
-            current = _topic_overrides(ctx, resource.resource_name)
-            defaults = ctx.services.config.log_config().to_topic_config()
-            updated = _apply_incremental(current, resource.configs, defaults)
-            await _alter_topic(ctx, resource.resource_name, updated, bool(request.validate_only))
+            if resource.resource_type == TOPIC:
+                current = _topic_overrides(ctx, resource.resource_name)
+                defaults = ctx.services.config.log_config().to_topic_config()
+                updated = _apply_incremental(current, resource.configs, defaults)
+                await _alter_topic(ctx, resource.resource_name, updated, validate_only)
+            elif resource.resource_type == BROKER:
+                compute = functools.partial(_incremental, resource.configs, _broker_values(ctx))
+                await _alter_broker(ctx, resource.resource_name, compute, validate_only)
+            else:
+                raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
             code, message = _error(exc)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.cluster.controller_errors import NotController
+from odradek.cluster.controller import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError, error_code_of

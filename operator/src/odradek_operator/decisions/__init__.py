@@ -1,0 +1,1 @@
+"""Pure decisions over observed state; no I/O."""

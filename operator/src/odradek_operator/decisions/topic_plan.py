@@ -1,0 +1,90 @@
+"""What a Topic reconcile must do, given the spec and what the cluster holds.
+
+The plan is computed before anything is sent, so a refusal (partitions cannot shrink, not
+enough brokers for the replication factor) is reported without touching the topic, and the
+rest of the spec (configs) is still applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..spec import TopicSpec
+from .placement import plan_replication_factor
+
+__all__ = ["ObservedTopic", "TopicPlan", "plan_topic"]
+
+
+@dataclass(frozen=True)
+class ObservedTopic:
+    name: str
+    topic_id: str | None
+    assignment: Mapping[int, tuple[int, ...]]  # partition -> replicas
+    #: Configs set on the topic itself (DYNAMIC_TOPIC_CONFIG); defaults are not drift.
+    overrides: Mapping[str, str]
+    reassigning: bool = False
+
+    @property
+    def partitions(self) -> int:
+        return len(self.assignment)
+
+    @property
+    def replication_factor(self) -> int:
+        """The most common replica count (they differ only mid-reassignment)."""
+        counts = [len(r) for r in self.assignment.values()]
+        return max(set(counts), key=counts.count) if counts else 0
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    create: bool = False
+    grow_to: int | None = None
+    config_changes: tuple[tuple[str, str, str | None], ...] = ()
+    reassignment: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    #: (reason, message) for what the spec asks and the cluster cannot do.
+    refusals: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def in_sync(self) -> bool:
+        return not (self.create or self.grow_to or self.config_changes or self.reassignment)
+
+
+def plan_topic(spec: TopicSpec, observed: ObservedTopic | None, brokers: frozenset[int]
+               ) -> TopicPlan:
+    if observed is None:
+        refusals: tuple[tuple[str, str], ...] = ()
+        if spec.replication_factor > len(brokers):
+            refusals = (("InsufficientBrokers",
+                         f"replication factor {spec.replication_factor} needs that many "
+                         f"brokers; the cluster has {len(brokers)}"),)
+            return TopicPlan(refusals=refusals)
+        return TopicPlan(create=True)
+
+    refused: list[tuple[str, str]] = []
+    grow_to = None
+    if spec.partitions > observed.partitions:
+        grow_to = spec.partitions
+    elif spec.partitions < observed.partitions:
+        refused.append(("PartitionsCannotShrink",
+                        f"spec.partitions is {spec.partitions} but the topic has "
+                        f"{observed.partitions}: Kafka cannot remove partitions (keys would "
+                        f"map to other partitions); set spec.partitions >= "
+                        f"{observed.partitions}, or delete and recreate the topic"))
+
+    changes: list[tuple[str, str, str | None]] = [
+        (key, "set", value) for key, value in sorted(spec.config.items())
+        if observed.overrides.get(key) != value]
+    changes += [(key, "delete", None) for key in sorted(observed.overrides)
+                if key not in spec.config]
+
+    reassignment: dict[tuple[str, int], tuple[int, ...]] = {}
+    if not observed.reassigning and any(
+            len(r) != spec.replication_factor for r in observed.assignment.values()):
+        try:
+            reassignment = plan_replication_factor(
+                {(observed.name, p): r for p, r in observed.assignment.items()},
+                observed.name, spec.replication_factor, brokers)
+        except ValueError as exc:
+            refused.append(("InsufficientBrokers", str(exc)))
+    return TopicPlan(False, grow_to, tuple(changes), reassignment, tuple(refused))

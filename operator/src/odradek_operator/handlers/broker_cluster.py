@@ -1,0 +1,260 @@
+"""BrokerCluster: children applied idempotently, then one step of the long operations.
+
+Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
+
+1. builds every child (pure builders) and server-side-applies it;
+2. observes pods and Kafka (Kafka unreachable is not fatal here: children still converge,
+   Kafka-dependent steps wait);
+3. takes at most one step of: drain before scale-down, live config change, restart of one
+   outdated pod (ISR-aware, controller last), rebalance after scale-up;
+4. reports progress in status and comes back soon while work remains.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import kopf
+
+from ..conditions import DEGRADED, READY, RECONCILING, Condition
+from ..decisions.cluster_plan import (
+    PodState,
+    decide_rebalance,
+    decide_replicas,
+    decide_restart,
+)
+from ..decisions.config_change import plan_dynamic_config, restart_relevant_config, split_config
+from ..decisions.state import ClusterState
+from ..errors import ClusterUnreachable
+from ..kafka.brokers import apply_dynamic_config, reassign
+from ..kafka.observe import observe_cluster
+from ..kafka.session import admin_session
+from ..kube.api import KubeApi
+from ..manifests import brokers as broker_manifests
+from ..manifests.common import ClusterNames, Owner, config_hash
+from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
+from ..metrics import UNDER_REPLICATED
+from ..runtime import kube
+from ..spec import BrokerClusterSpec
+from .common import ReconcileResult, reconcile_guarded
+
+__all__ = ["RECONCILE_INTERVAL_S", "desired_children"]
+
+GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "brokerclusters"
+RECONCILE_INTERVAL_S = 30.0
+STEP_DELAY_S = 10.0
+REVISION_LABEL = "controller-revision-hash"
+
+
+def desired_children(names: ClusterNames, owner: Owner, spec: BrokerClusterSpec, *,
+                     replicas: int, dynamic_supported: bool, pod_monitor: bool
+                     ) -> list[dict[str, Any]]:
+    """Every child object, in apply order (pure)."""
+    children: list[dict[str, Any]] = []
+    if spec.managed_zookeeper is not None:
+        children += zookeeper_manifests(names, owner, spec.managed_zookeeper)
+        connect = zookeeper_connect(names, spec.managed_zookeeper)
+    else:
+        assert spec.zookeeper_connect is not None
+        connect = spec.zookeeper_connect
+    config = broker_manifests.broker_config(spec, connect)
+    restart_hash = config_hash(restart_relevant_config(config, dynamic_supported))
+    if spec.rack_topology_key:
+        children += broker_manifests.rack_rbac(names, owner)
+    children += [
+        broker_manifests.config_map(names, owner, config),
+        broker_manifests.headless_service(names, owner, spec),
+        broker_manifests.bootstrap_service(names, owner, spec),
+        broker_manifests.pod_disruption_budget(names, owner),
+        broker_manifests.statefulset(names, owner, spec, replicas=replicas,
+                                     restart_hash=restart_hash),
+    ]
+    if pod_monitor and spec.metrics_enabled:
+        children.append(broker_manifests.pod_monitor(names, owner))
+    return children
+
+
+def _pod_states(pods: Sequence[Mapping[str, Any]], names: ClusterNames) -> list[PodState]:
+    out = []
+    prefix = names.statefulset + "-"
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        if not name.startswith(prefix) or not name[len(prefix):].isdigit():
+            continue
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        out.append(PodState(int(name[len(prefix):]),
+                            (pod["metadata"].get("labels") or {}).get(REVISION_LABEL),
+                            ready, bool(pod["metadata"].get("deletionTimestamp"))))
+    return out
+
+
+async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileResult:
+    api = kube()
+    uid = str(body.metadata.uid)
+    spec = BrokerClusterSpec.parse(body.spec)
+    names = ClusterNames(name, namespace)
+    owner = Owner(name, namespace, uid)
+    status = dict(body.get("status") or {})
+    dynamic = dict(status.get("dynamicConfig") or {})
+    dynamic_supported = bool(dynamic.get("supported", True)) \
+        if dynamic.get("image") == spec.image else True
+    bootstrap = names.bootstrap_servers(spec.port)
+    result = ReconcileResult({"bootstrapServers": bootstrap})
+
+    existing = await api.get("StatefulSet", namespace, names.statefulset)
+    current_replicas = int(existing["spec"]["replicas"]) if existing else spec.replicas
+    kafka = await _observe_kafka(bootstrap, spec) if existing else None
+    replicas = decide_replicas(spec.replicas, current_replicas, kafka)
+
+    pod_monitor = await api.serves("monitoring.coreos.com/v1")
+    for child in desired_children(names, owner, spec, replicas=replicas.statefulset_replicas,
+                                  dynamic_supported=dynamic_supported, pod_monitor=pod_monitor):
+        await api.apply(child)
+
+    statefulset = await api.get("StatefulSet", namespace, names.statefulset) or {}
+    sts_status = statefulset.get("status") or {}
+    pods = _pod_states(await api.list("Pod", namespace, names.selector("broker")), names)
+    restart = decide_restart(pods, sts_status.get("updateRevision"), kafka)
+
+    busy: list[str] = []
+    if replicas.moves and kafka is not None:
+        await _with_admin(bootstrap, lambda admin: reassign(admin, replicas.moves))
+        result.event("Draining", replicas.message)
+    if replicas.phase in ("Draining", "WaitingForKafka"):
+        busy.append(replicas.message)
+
+    # Live config: only once every broker runs (a new pod reads server.properties anyway).
+    if kafka is not None and not restart.pending and all(p.ready for p in pods):
+        plan = plan_dynamic_config(spec.config, dynamic.get("applied") or {})
+        if not plan.empty and dynamic_supported:
+            ok = await _with_admin(bootstrap, lambda admin: apply_dynamic_config(admin, plan))
+            keys = ", ".join(k for k, _, _ in plan.operations)
+            if ok:
+                dynamic = {"applied": split_config(spec.config)[1], "supported": True,
+                           "image": spec.image}
+                result.event("ConfigApplied", f"applied live without restart: {keys}")
+            else:
+                dynamic = {"applied": dynamic.get("applied") or {}, "supported": False,
+                           "image": spec.image}
+                result.event("ConfigNeedsRestart", f"the cluster refused dynamic broker "
+                             f"configs; rolling restart applies {keys}", warning=True)
+                busy.append("switching to a rolling restart for config changes")
+    if dynamic:
+        result.status["dynamicConfig"] = dynamic
+
+    if restart.restart is not None:
+        pod = names.pod(restart.restart)
+        await api.delete("Pod", namespace, pod)
+        result.event("RestartingBroker", f"restarting {pod} (broker {restart.restart}) to apply "
+                                         f"the new configuration; "
+                                         f"{len(restart.pending) - 1} more after it")
+    if restart.pending:
+        busy.append(f"rolling restart: {len(restart.pending)} broker(s) to go"
+                    + (f" ({restart.waiting_for})" if restart.waiting_for else ""))
+        result.status["rollingRestart"] = {
+            "targetRevision": sts_status.get("updateRevision") or "",
+            "pending": list(restart.pending),
+            "current": restart.restart if restart.restart is not None else -1,
+            "waitingFor": restart.waiting_for}
+    else:
+        result.status["rollingRestart"] = {"pending": [], "waitingFor": ""}
+
+    scaling = dict(status.get("scaling") or {})
+    scaling.update({"phase": replicas.phase, "toReplicas": spec.replicas,
+                    "fromReplicas": current_replicas,
+                    "movingPartitions": len(replicas.moves)})
+    if spec.rebalance_on_scale_up and replicas.phase == "Stable" and not restart.pending:
+        moves = decide_rebalance(spec.replicas, kafka, scaling.get("rebalancedForReplicas"))
+        if moves is not None:
+            if moves:
+                await _with_admin(bootstrap, lambda admin: reassign(admin, moves))
+                result.event("Rebalancing", f"moving {len(moves)} partition(s) onto the "
+                                            f"{spec.replicas} brokers")
+            scaling["rebalancedForReplicas"] = spec.replicas
+    result.status["scaling"] = scaling
+
+    ready_replicas = int(sts_status.get("readyReplicas") or 0)
+    result.status.update({"replicas": replicas.statefulset_replicas,
+                          "readyReplicas": ready_replicas})
+    if kafka is not None:
+        result.status.update({"controllerId": kafka.controller,
+                              "underReplicatedPartitions": kafka.under_replicated_partitions})
+        UNDER_REPLICATED.labels(namespace, name).set(kafka.under_replicated_partitions)
+    result.conditions += _conditions(spec, replicas.phase, replicas.message, kafka,
+                                     ready_replicas, busy)
+    if busy:
+        result.requeue_after, result.requeue_reason = STEP_DELAY_S, "; ".join(busy)
+    return result
+
+
+def _conditions(spec: BrokerClusterSpec, phase: str, phase_message: str,
+                kafka: ClusterState | None, ready_replicas: int, busy: list[str]
+                ) -> list[Condition]:
+    problems = []
+    if kafka is None:
+        problems.append(("ClusterUnreachable", "the brokers do not answer yet"))
+    elif kafka.under_replicated_partitions:
+        problems.append(("UnderReplicated",
+                         f"{kafka.under_replicated_partitions} partition(s) under-replicated"))
+    if phase == "ScaleDownBlocked":
+        problems.insert(0, ("ScaleDownBlocked", phase_message))
+    conditions = [Condition(DEGRADED, bool(problems),
+                            problems[0][0] if problems else "Healthy",
+                            problems[0][1] if problems else "")]
+    if busy:
+        conditions.append(Condition(RECONCILING, True, "InProgress", "; ".join(busy)))
+    else:
+        conditions.append(Condition(RECONCILING, False, "Idle", ""))
+    ready = not busy and not problems and ready_replicas >= spec.replicas
+    conditions.append(Condition(
+        READY, ready, "ClusterReady" if ready else
+        (problems[0][0] if problems else "NotReady"),
+        f"{ready_replicas}/{spec.replicas} brokers ready" if not ready else
+        f"{spec.replicas} brokers ready, all partitions fully replicated"))
+    return conditions
+
+
+async def _observe_kafka(bootstrap: str, spec: BrokerClusterSpec) -> ClusterState | None:
+    default_min_isr = int(spec.config.get("min.insync.replicas", "1"))
+    try:
+        async with admin_session(bootstrap) as admin:
+            return await observe_cluster(admin, default_min_isr)
+    except ClusterUnreachable:
+        return None
+
+
+async def _with_admin(bootstrap: str, action: Any) -> Any:
+    async with admin_session(bootstrap) as admin:
+        return await action(admin)
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL)
+async def reconcile_broker_cluster(**kwargs: Any) -> None:
+    await reconcile_guarded("BrokerCluster", kwargs, _reconcile)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=RECONCILE_INTERVAL_S,
+            initial_delay=RECONCILE_INTERVAL_S, idle=RECONCILE_INTERVAL_S / 2)
+async def watch_broker_cluster(**kwargs: Any) -> None:
+    if kwargs["body"].metadata.get("deletionTimestamp"):
+        return
+    await reconcile_guarded("BrokerCluster", kwargs, _reconcile)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL)
+async def delete_cluster_scoped_children(*, namespace: str | None, name: str,
+                                         **_: Any) -> None:
+    """Namespaced children go with their owner; the rack ClusterRole(Binding) cannot carry
+    a namespaced owner, so they are deleted here."""
+    api: KubeApi = kube()
+    names = ClusterNames(name, namespace or "")
+    for child in broker_manifests.rack_rbac(names, None):
+        if child["kind"] in ("ClusterRole", "ClusterRoleBinding"):
+            await api.delete(child["kind"], None, child["metadata"]["name"])
+    with contextlib.suppress(KeyError):
+        UNDER_REPLICATED.remove(namespace, name)

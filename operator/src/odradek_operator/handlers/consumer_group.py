@@ -1,0 +1,100 @@
+"""ConsumerGroup: observe a live consumer group (never own it) and run declarative resets.
+
+Groups are created by their consumers; this resource reports the group's state, members,
+per-partition committed/end offsets and lag on a timer, and executes ``spec.reset`` once per
+reset id, only while the group has no active members (a Blocked condition says who is still
+consuming). Deleting the resource leaves the group alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import kopf
+
+from ..conditions import BLOCKED, READY, Condition, now_rfc3339
+from ..kafka.groups import GroupOutcome, sync_group
+from ..kafka.session import admin_session
+from ..metrics import GROUP_LAG
+from ..runtime import kube
+from ..spec import ConsumerGroupSpec
+from .common import ReconcileResult, reconcile_guarded, resolve_bootstrap, sync_time
+
+__all__ = ["OBSERVE_INTERVAL_S", "group_result"]
+
+GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "consumergroups"
+OBSERVE_INTERVAL_S = 30.0
+
+
+def group_result(spec: ConsumerGroupSpec, outcome: GroupOutcome) -> ReconcileResult:
+    """Status, conditions and Events for one observation (pure)."""
+    group = outcome.group
+    members = group.description.members if group.description else ()
+    result = ReconcileResult({
+        "groupId": spec.group_id,
+        "state": group.state,
+        "memberCount": len(members),
+        "members": [{"memberId": m.member_id, "clientId": m.client_id, "host": m.client_host,
+                     "assignments": [f"{tp.topic}-{tp.partition}" for tp in m.assignment]}
+                    for m in members],
+        "partitions": [{k: v for k, v in {
+            "topic": row.topic, "partition": row.partition, "committedOffset": row.committed,
+            "endOffset": row.end, "lag": row.lag}.items() if v is not None}
+            for row in outcome.lag],
+        "totalLag": outcome.total_lag,
+        "lastSyncTime": sync_time(),
+    })
+    result.conditions.append(Condition(READY, True, "Observed",
+                                       f"group {spec.group_id} is {group.state}"))
+    reset = spec.reset
+    if outcome.blocked and reset is not None:
+        result.conditions.append(Condition(BLOCKED, True, "GroupActive"
+                                           if group.has_active_members else "ResetFailed",
+                                           outcome.blocked))
+        result.event("ResetBlocked", outcome.blocked, warning=True)
+    else:
+        result.conditions.append(Condition(BLOCKED, False, "NotBlocked", ""))
+    if outcome.reset_moves is not None and reset is not None:
+        result.status["lastReset"] = {
+            "id": reset.id, "strategy": reset.strategy, "dryRun": reset.dry_run,
+            "executedAt": now_rfc3339(),
+            "offsets": [{k: v for k, v in {"topic": m.topic, "partition": m.partition,
+                                           "from": m.current, "to": m.target}.items()
+                         if v is not None} for m in outcome.reset_moves]}
+        verb = "computed (dry run)" if reset.dry_run else "executed"
+        result.event("Reset", f"reset {reset.id!r} ({reset.strategy}) {verb} on "
+                              f"{len(outcome.reset_moves)} partition(s)")
+    return result
+
+
+async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileResult:
+    spec = ConsumerGroupSpec.parse(body.spec, name)
+    bootstrap = await resolve_bootstrap(kube(), namespace, spec.cluster)
+    last_reset = (body.get("status") or {}).get("lastReset")
+    async with admin_session(bootstrap) as admin:
+        outcome = await sync_group(admin, spec, last_reset)
+    GROUP_LAG.labels(namespace, name, spec.group_id).set(outcome.total_lag)
+    return group_result(spec, outcome)
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL)
+@kopf.on.create(GROUP, VERSION, PLURAL)
+@kopf.on.update(GROUP, VERSION, PLURAL)
+async def reconcile_consumer_group(**kwargs: Any) -> None:
+    await reconcile_guarded("ConsumerGroup", kwargs, _reconcile)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=OBSERVE_INTERVAL_S,
+            initial_delay=OBSERVE_INTERVAL_S, idle=OBSERVE_INTERVAL_S / 2)
+async def observe_consumer_group(**kwargs: Any) -> None:
+    await reconcile_guarded("ConsumerGroup", kwargs, _reconcile)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, optional=True)
+def forget_consumer_group(*, namespace: str | None, name: str, body: kopf.Body,
+                          **_: Any) -> None:
+    """The group itself is the consumers'; only the lag series goes."""
+    group_id = (body.get("spec") or {}).get("groupId") or name
+    with contextlib.suppress(KeyError):
+        GROUP_LAG.remove(namespace, name, group_id)

@@ -1,0 +1,1 @@
+"""The Kafka side: observing and changing a cluster through the admin protocol."""

@@ -1,0 +1,120 @@
+"""Reading Kafka state into the plain values of :mod:`..decisions.state` and friends.
+
+These are the only functions that turn admin-protocol answers into decision inputs; the
+decisions never see a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from odradek.client.admin import AsyncAdminClient, GroupDescription
+from odradek.client.errors import BrokerResponseError
+from odradek.client.metadata import TopicPartition
+from odradek.client.offsets import EARLIEST, LATEST
+
+from ..decisions.state import ClusterState, PartitionState
+from ..decisions.topic_plan import ObservedTopic
+
+__all__ = ["ObservedGroup", "observe_cluster", "observe_group", "observe_topic"]
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+TOPIC_OVERRIDE_SOURCE = "DYNAMIC_TOPIC_CONFIG"
+
+
+async def observe_cluster(admin: AsyncAdminClient, default_min_isr: int = 1) -> ClusterState:
+    """Brokers, controller, every partition's replicas and ISR, topics' min.insync.replicas
+    overrides, and the partitions being reassigned."""
+    metadata = await admin.describe_cluster()
+    partitions = tuple(
+        PartitionState(p.topic, p.partition, p.replicas, p.isr, p.leader)
+        for info in metadata.topics.values() if info.error_code == 0
+        for p in sorted(info.partitions.values(), key=lambda x: x.partition))
+    topics = sorted({p.topic for p in partitions})
+    configs = await admin.describe_topic_configs(topics, ["min.insync.replicas"])
+    min_isr = {
+        topic: int(entry.value)
+        for topic, entries in configs.items()
+        for entry in entries.values()
+        if entry.name == "min.insync.replicas" and entry.value is not None
+        and entry.value.isdigit()}
+    reassigning = await admin.list_partition_reassignments()
+    return ClusterState(
+        brokers=frozenset(metadata.brokers),
+        controller=metadata.controller_id,
+        partitions=partitions,
+        min_insync_replicas=min_isr,
+        default_min_insync_replicas=default_min_isr,
+        reassigning=frozenset((tp.topic, tp.partition) for tp in reassigning))
+
+
+async def observe_topic(admin: AsyncAdminClient, name: str) -> ObservedTopic | None:
+    """The topic as the cluster holds it, or None when it does not exist."""
+    try:
+        info = (await admin.describe_topics([name]))[name]
+    except BrokerResponseError as exc:
+        if exc.code == UNKNOWN_TOPIC_OR_PARTITION:
+            return None
+        raise
+    configs = (await admin.describe_topic_configs([name]))[name]
+    overrides = {e.name: e.value for e in configs.values()
+                 if e.source == TOPIC_OVERRIDE_SOURCE and e.value is not None}
+    reassigning = await admin.list_partition_reassignments(
+        TopicPartition(name, p) for p in info.partitions)
+    return ObservedTopic(
+        name=name, topic_id=info.topic_id,
+        assignment={p: part.replicas for p, part in sorted(info.partitions.items())},
+        overrides=overrides, reassigning=bool(reassigning))
+
+
+@dataclass(frozen=True)
+class ObservedGroup:
+    description: GroupDescription | None  # None: the coordinator knows no such group
+    committed: dict[tuple[str, int], int]
+    earliest: dict[tuple[str, int], int]
+    latest: dict[tuple[str, int], int]
+    topic_partitions: dict[str, tuple[int, ...]]
+
+    @property
+    def has_active_members(self) -> bool:
+        return self.description is not None and bool(self.description.members)
+
+    @property
+    def state(self) -> str:
+        if self.description is None:
+            return "Dead"
+        return self.description.state or "Unknown"
+
+
+async def observe_group(admin: AsyncAdminClient, group_id: str, topics: Iterable[str] = ()
+                        ) -> ObservedGroup:
+    """The group's live state, its committed offsets and the log bounds of every partition
+    of the topics it committed (or was told to watch)."""
+    try:
+        description: GroupDescription | None = \
+            (await admin.describe_groups([group_id]))[group_id]
+    except BrokerResponseError as exc:
+        if exc.code not in (16, 69):  # NOT_COORDINATOR... handled by retry; GROUP_ID_NOT_FOUND
+            raise
+        description = None
+    if description is not None and description.state == "Dead":
+        description = None
+    committed = {(tp.topic, tp.partition): offset
+                 for tp, offset in (await admin.list_group_offsets(group_id)).items()}
+    wanted = set(topics) | {t for t, _ in committed}
+    metadata = await admin.client.refresh_metadata(sorted(wanted)) if wanted else None
+    topic_partitions: dict[str, tuple[int, ...]] = {}
+    if metadata is not None:
+        for topic in sorted(wanted):
+            info = metadata.topics.get(topic)
+            if info is not None and info.error_code == 0:
+                topic_partitions[topic] = tuple(sorted(info.partitions))
+    keys = [TopicPartition(t, p) for t, parts in topic_partitions.items() for p in parts]
+    earliest, latest = {}, {}
+    if keys:
+        low = await admin.list_offsets({tp: EARLIEST for tp in keys})
+        high = await admin.list_offsets({tp: LATEST for tp in keys})
+        earliest = {(tp.topic, tp.partition): v.offset for tp, v in low.items() if v}
+        latest = {(tp.topic, tp.partition): v.offset for tp, v in high.items() if v}
+    return ObservedGroup(description, committed, earliest, latest, topic_partitions)

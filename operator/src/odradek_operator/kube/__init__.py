@@ -1,0 +1,1 @@
+"""The Kubernetes side: a small REST client for the objects the operator owns."""

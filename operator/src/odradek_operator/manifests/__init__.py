@@ -1,0 +1,1 @@
+"""Pure manifest builders: spec in, Kubernetes object dicts out."""

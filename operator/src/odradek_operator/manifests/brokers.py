@@ -1,0 +1,219 @@
+"""The broker side of a BrokerCluster as Kubernetes objects: pure functions, spec in, dict out.
+
+Contract with ``broker-image/`` (its entrypoint): broker.id is the pod ordinal, the advertised
+listener is ``<pod>.<headless service>.<namespace>.svc.cluster.local:<port>``, the rest comes
+from ``/etc/odradek/server.properties`` (the ConfigMap) and ``ODRADEK_OVERRIDES``.
+
+The StatefulSet uses ``updateStrategy: OnDelete``: a template change never restarts pods by
+itself; the operator deletes one pod at a time when no partition would drop below
+min.insync.replicas (see :mod:`..decisions.restart`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..spec import BrokerClusterSpec
+from .common import RESTART_HASH_ANNOTATION, ClusterNames, Owner, metadata, render_properties
+
+__all__ = [
+    "BROKER",
+    "DATA_DIR",
+    "bootstrap_service",
+    "broker_config",
+    "config_map",
+    "headless_service",
+    "pod_disruption_budget",
+    "pod_monitor",
+    "rack_rbac",
+    "statefulset",
+]
+
+BROKER = "broker"
+DATA_DIR = "/var/lib/odradek/data"
+CONFIG_DIR = "/etc/odradek"
+RACK_DIR = "/etc/odradek-rack"
+TERMINATION_GRACE_SECONDS = 180  # controlled shutdown moves leadership away first
+
+
+def broker_config(spec: BrokerClusterSpec, zookeeper_connect: str) -> dict[str, str]:
+    """The cluster-wide server.properties: the user's config plus what the operator owns.
+    Per-pod keys (broker.id, listeners, log.dirs) are the entrypoint's."""
+    config = dict(spec.config)
+    config["zookeeper.connect"] = zookeeper_connect
+    config["metrics.port"] = str(spec.metrics_port if spec.metrics_enabled else 0)
+    return config
+
+
+def config_map(names: ClusterNames, owner: Owner | None, config: Mapping[str, str]
+               ) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(names.config_map, names, BROKER, owner),
+            "data": {"server.properties": render_properties(config)}}
+
+
+def _ports(spec: BrokerClusterSpec) -> list[dict[str, Any]]:
+    ports = [{"name": "kafka", "port": spec.port, "targetPort": "kafka", "protocol": "TCP"}]
+    if spec.metrics_enabled:
+        ports.append({"name": "metrics", "port": spec.metrics_port, "targetPort": "metrics",
+                      "protocol": "TCP"})
+    return ports
+
+
+def headless_service(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec
+                     ) -> dict[str, Any]:
+    """Gives every broker its stable DNS name. Not-ready addresses are published so brokers
+    resolve each other while they start (replication needs that before readiness)."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": metadata(names.headless_service, names, BROKER, owner),
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                     "selector": names.selector(BROKER), "ports": _ports(spec)}}
+
+
+def bootstrap_service(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec
+                      ) -> dict[str, Any]:
+    """The one address clients (and the operator) bootstrap from; ready brokers only."""
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": metadata(names.bootstrap_service, names, BROKER, owner),
+            "spec": {"type": "ClusterIP", "selector": names.selector(BROKER),
+                     "ports": [p for p in _ports(spec) if p["name"] == "kafka"]}}
+
+
+def pod_disruption_budget(names: ClusterNames, owner: Owner | None) -> dict[str, Any]:
+    """At most one broker voluntarily down (drains, node upgrades): the ISR-aware roll is the
+    operator's; the PDB keeps a node drain from taking two brokers at once."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": metadata(names.statefulset, names, BROKER, owner),
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.selector(BROKER)}}}
+
+
+def pod_monitor(names: ClusterNames, owner: Owner | None) -> dict[str, Any]:
+    """prometheus-operator's PodMonitor (applied only when its CRD exists)."""
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
+            "metadata": metadata(names.statefulset, names, BROKER, owner),
+            "spec": {"selector": {"matchLabels": names.selector(BROKER)},
+                     "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics"}]}}
+
+
+def _rack_init_container(spec: BrokerClusterSpec) -> dict[str, Any]:
+    """Reads the node's topology label through the API (the downward API cannot) and leaves
+    it in a file the broker container turns into ``broker.rack``."""
+    script = (
+        "import json, os, ssl, urllib.request\n"
+        "sa = '/var/run/secrets/kubernetes.io/serviceaccount'\n"
+        "token = open(sa + '/token').read()\n"
+        "url = 'https://%s:%s/api/v1/nodes/%s' % (os.environ['KUBERNETES_SERVICE_HOST'],"
+        " os.environ['KUBERNETES_SERVICE_PORT'], os.environ['NODE_NAME'])\n"
+        "request = urllib.request.Request(url, headers={'Authorization': 'Bearer ' + token})\n"
+        "context = ssl.create_default_context(cafile=sa + '/ca.crt')\n"
+        "node = json.load(urllib.request.urlopen(request, context=context, timeout=30))\n"
+        "rack = node['metadata'].get('labels', {}).get(os.environ['RACK_TOPOLOGY_KEY'], '')\n"
+        f"open('{RACK_DIR}/rack', 'w').write(rack)\n"
+    )
+    return {
+        "name": "rack", "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
+        "command": ["python3", "-c", script],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                {"name": "RACK_TOPOLOGY_KEY", "value": spec.rack_topology_key}],
+        "volumeMounts": [{"name": "rack", "mountPath": RACK_DIR}],
+    }
+
+
+def rack_rbac(names: ClusterNames, owner: Owner | None) -> list[dict[str, Any]]:
+    """The broker pods' ServiceAccount and its right to read nodes (for the rack label).
+    The ClusterRole(Binding) are cluster-scoped, so they carry no namespaced owner; the
+    operator deletes them with the BrokerCluster."""
+    role_name = f"odradek-rack-{names.namespace}-{names.cluster}"
+    labels = names.labels(BROKER)
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": metadata(names.broker_service_account, names, BROKER, owner)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": role_name, "labels": labels},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": role_name, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": role_name},
+         "subjects": [{"kind": "ServiceAccount", "name": names.broker_service_account,
+                       "namespace": names.namespace}]},
+    ]
+
+
+def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec, *,
+                replicas: int, restart_hash: str) -> dict[str, Any]:
+    """``replicas`` is the operator's decision (it lags spec.replicas while a scale-down
+    drains brokers); ``restart_hash`` digests the restart-relevant config."""
+    selector = names.selector(BROKER)
+    env: list[dict[str, Any]] = [
+        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "ODRADEK_HEADLESS_SERVICE", "value": names.headless_service},
+        {"name": "ODRADEK_PORT", "value": str(spec.port)},
+        {"name": "ODRADEK_DATA_DIR", "value": DATA_DIR},
+        {"name": "ODRADEK_CONFIG", "value": f"{CONFIG_DIR}/server.properties"},
+    ]
+    mounts = [{"name": "data", "mountPath": DATA_DIR},
+              {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": names.config_map}}]
+    container: dict[str, Any] = {
+        "name": BROKER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
+        "env": env,
+        "ports": [{"name": "kafka", "containerPort": spec.port, "protocol": "TCP"}],
+        "readinessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 5,
+                           "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 60,
+                          "periodSeconds": 10, "failureThreshold": 6},
+        "volumeMounts": mounts,
+    }
+    if spec.metrics_enabled:
+        container["ports"].append({"name": "metrics", "containerPort": spec.metrics_port,
+                                   "protocol": "TCP"})
+    if spec.resources:
+        container["resources"] = dict(spec.resources)
+    pod_spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+        "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector},
+                                               "topologyKey": "kubernetes.io/hostname"}}]}},
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if spec.rack_topology_key:
+        pod_spec["serviceAccountName"] = names.broker_service_account
+        pod_spec["initContainers"] = [_rack_init_container(spec)]
+        volumes.append({"name": "rack", "emptyDir": {}})
+        mounts.append({"name": "rack", "mountPath": RACK_DIR, "readOnly": True})
+        container["command"] = ["sh", "-c",
+                                f'ODRADEK_OVERRIDES="$ODRADEK_OVERRIDES broker.rack=$(cat '
+                                f'{RACK_DIR}/rack)"; export ODRADEK_OVERRIDES; '
+                                "exec /usr/local/bin/odradek-entrypoint"]
+    else:
+        pod_spec["automountServiceAccountToken"] = False
+    claim: dict[str, Any] = {
+        "metadata": {"name": "data", "labels": names.labels(BROKER)},
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": spec.storage_size}}}}
+    if spec.storage_class:
+        claim["spec"]["storageClassName"] = spec.storage_class
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": metadata(names.statefulset, names, BROKER, owner),
+        "spec": {
+            "serviceName": names.headless_service,
+            "replicas": replicas,
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "OnDelete"},
+            "persistentVolumeClaimRetentionPolicy": {"whenScaled": "Delete",
+                                                     "whenDeleted": "Retain"},
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": names.labels(BROKER),
+                             "annotations": {RESTART_HASH_ANNOTATION: restart_hash}},
+                "spec": pod_spec,
+            },
+            "volumeClaimTemplates": [claim],
+        },
+    }

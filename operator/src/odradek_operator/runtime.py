@@ -1,0 +1,82 @@
+"""Operator-wide runtime: credentials, the Kubernetes client, settings, metrics endpoint.
+
+``kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz -m
+odradek_operator`` imports the package, which registers the handlers below and in
+:mod:`.handlers`. Environment knobs (all optional):
+
+* ``ODRADEK_OPERATOR_METRICS_PORT`` — Prometheus endpoint (default 9090, 0 = off);
+* ``ODRADEK_OPERATOR_LOG_FORMAT`` — ``json`` (default) or ``plain``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+import kopf
+from pythonjsonlogger.json import JsonFormatter
+
+from .kube.api import KubeApi
+from .metrics import serve_metrics
+
+__all__ = ["kube", "set_credentials"]
+
+_credentials: kopf.ConnectionInfo | None = None
+_api: KubeApi | None = None
+
+
+def set_credentials(info: kopf.ConnectionInfo) -> None:
+    """Remember the credentials kopf logged in with (tests set them directly)."""
+    global _credentials, _api
+    _credentials = info
+    _api = None
+
+
+def _current_credentials() -> kopf.ConnectionInfo:
+    if _credentials is None:
+        raise RuntimeError("the operator has not logged in to Kubernetes yet")
+    return _credentials
+
+
+def kube() -> KubeApi:
+    """The operator's client for the objects it owns (shared; one connection pool)."""
+    global _api
+    if _api is None:
+        _api = KubeApi(_current_credentials)
+    return _api
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In-cluster service account first, a kubeconfig otherwise (local runs and tests)."""
+    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    if info is not None:
+        set_credentials(info)
+    return info
+
+
+@kopf.on.startup()
+def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+    # Progress and the last-handled spec live in annotations: the CRDs' status schemas stay
+    # strict (no x-kubernetes-preserve-unknown-fields for kopf's bookkeeping).
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="odradek.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="odradek.dev", key="last-handled-configuration")
+    settings.persistence.finalizer = "odradek.dev/finalizer"
+    settings.watching.server_timeout = 300
+    settings.batching.error_delays = [1, 2, 5, 10, 30, 60, 120, 300]
+    if os.environ.get("ODRADEK_OPERATOR_LOG_FORMAT", "json") == "json":
+        formatter = JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
+                                  rename_fields={"levelname": "level", "asctime": "time"})
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(formatter)
+    port = int(os.environ.get("ODRADEK_OPERATOR_METRICS_PORT", "9090"))
+    if port:
+        serve_metrics(port)
+
+
+@kopf.on.cleanup()
+async def close_clients(**_: Any) -> None:
+    if _api is not None:
+        await _api.close()

@@ -1,0 +1,229 @@
+"""Typed, validated views of the three resources' ``spec`` (DESIGN.md §4).
+
+The API server already enforces the CRD schema and fills its defaults; these parsers repeat
+the defaults (an object written before a default existed has none) and check what a schema
+cannot express, raising :class:`~.errors.InvalidSpec` with a message a person can act on.
+Everything here is pure: dict in, frozen dataclass out.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InvalidSpec
+
+__all__ = [
+    "OPERATOR_OWNED_BROKER_KEYS",
+    "BrokerClusterSpec",
+    "ClusterRef",
+    "ConsumerGroupSpec",
+    "ManagedZooKeeper",
+    "ResetSpec",
+    "TopicSpec",
+    "config_values",
+]
+
+#: Broker keys the operator derives per pod or per cluster; a user value would break the pod.
+OPERATOR_OWNED_BROKER_KEYS = frozenset({
+    "broker.id", "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect",
+})
+RESET_STRATEGIES = ("earliest", "latest", "timestamp", "offset", "shiftBy")
+
+
+def config_values(raw: Mapping[str, Any] | None, what: str) -> dict[str, str]:
+    """A config map with every value as Kafka's string form (``true``, ``604800000``)."""
+    out: dict[str, str] = {}
+    for key, value in (raw or {}).items():
+        if isinstance(value, bool):
+            out[str(key)] = "true" if value else "false"
+        elif isinstance(value, int | float | str):
+            out[str(key)] = str(value)
+        else:
+            raise InvalidSpec(f"{what}.{key}: expected a string or number, got {value!r}")
+    return out
+
+
+def _int(raw: Mapping[str, Any], key: str, default: int | None, what: str, *,
+         minimum: int | None = None) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidSpec(f"{what}.{key} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise InvalidSpec(f"{what}.{key} must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """Where a Topic or ConsumerGroup lives: a BrokerCluster in the same namespace, or any
+    Kafka-protocol cluster by its bootstrap servers."""
+
+    name: str | None = None
+    bootstrap_servers: str | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> ClusterRef:
+        if not isinstance(raw, Mapping):
+            raise InvalidSpec("spec.clusterRef is required")
+        name, servers = raw.get("name"), raw.get("bootstrapServers")
+        if bool(name) == bool(servers):
+            raise InvalidSpec("set exactly one of spec.clusterRef.name or "
+                              "spec.clusterRef.bootstrapServers")
+        return cls(str(name) if name else None, str(servers) if servers else None)
+
+
+@dataclass(frozen=True)
+class ManagedZooKeeper:
+    replicas: int = 3
+    image: str = "odradek/zookeeper:dev"
+    storage_size: str = "1Gi"
+    storage_class: str | None = None
+    chroot: str | None = None
+
+
+@dataclass(frozen=True)
+class BrokerClusterSpec:
+    replicas: int
+    image: str
+    image_pull_policy: str
+    storage_size: str
+    storage_class: str | None
+    resources: Mapping[str, Any]
+    config: Mapping[str, str]
+    port: int
+    metrics_enabled: bool
+    metrics_port: int
+    rack_topology_key: str | None
+    rebalance_on_scale_up: bool
+    zookeeper_connect: str | None
+    managed_zookeeper: ManagedZooKeeper | None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> BrokerClusterSpec:
+        storage = raw.get("storage") or {}
+        config = config_values(raw.get("config"), "spec.config")
+        owned = sorted(OPERATOR_OWNED_BROKER_KEYS & set(config))
+        if owned:
+            raise InvalidSpec(f"spec.config sets {', '.join(owned)}: the operator sets these "
+                              "per pod; remove them")
+        zk = raw.get("zookeeper") or {}
+        connect, managed_raw = zk.get("connect"), zk.get("managed")
+        if bool(connect) == (managed_raw is not None):
+            raise InvalidSpec("set exactly one of spec.zookeeper.connect or "
+                              "spec.zookeeper.managed")
+        managed = None
+        if managed_raw is not None:
+            zk_storage = managed_raw.get("storage") or {}
+            zk_replicas = _int(managed_raw, "replicas", 3, "spec.zookeeper.managed", minimum=1)
+            if zk_replicas % 2 == 0:
+                raise InvalidSpec("spec.zookeeper.managed.replicas must be odd (1, 3 or 5): "
+                                  "an even ensemble tolerates no more failures than one less")
+            managed = ManagedZooKeeper(
+                replicas=zk_replicas,
+                image=str(managed_raw.get("image") or ManagedZooKeeper.image),
+                storage_size=str(zk_storage.get("size") or "1Gi"),
+                storage_class=zk_storage.get("storageClassName"),
+                chroot=managed_raw.get("chroot"))
+        metrics = raw.get("metrics") or {}
+        rack = raw.get("rack")
+        return cls(
+            replicas=_int(raw, "replicas", 3, "spec", minimum=1),
+            image=str(raw.get("image") or "odradek/broker:dev"),
+            image_pull_policy=str(raw.get("imagePullPolicy") or "IfNotPresent"),
+            storage_size=str(storage.get("size") or "10Gi"),
+            storage_class=storage.get("storageClassName"),
+            resources=dict(raw.get("resources") or {}),
+            config=config,
+            port=_int(raw.get("listeners") or {}, "port", 9092, "spec.listeners"),
+            metrics_enabled=bool(metrics.get("enabled", True)),
+            metrics_port=_int(metrics, "port", 9404, "spec.metrics"),
+            rack_topology_key=(str(rack.get("topologyKey") or "topology.kubernetes.io/zone")
+                               if isinstance(rack, Mapping) else None),
+            rebalance_on_scale_up=bool(raw.get("rebalanceOnScaleUp", False)),
+            zookeeper_connect=str(connect) if connect else None,
+            managed_zookeeper=managed,
+        )
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    cluster: ClusterRef
+    topic_name: str
+    partitions: int
+    replication_factor: int
+    config: Mapping[str, str]
+    deletion_policy: str = "Delete"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], resource_name: str) -> TopicSpec:
+        policy = str(raw.get("deletionPolicy") or "Delete")
+        if policy not in ("Delete", "Retain"):
+            raise InvalidSpec(f"spec.deletionPolicy must be Delete or Retain, got {policy!r}")
+        return cls(
+            cluster=ClusterRef.parse(raw.get("clusterRef")),
+            topic_name=str(raw.get("topicName") or resource_name),
+            partitions=_int(raw, "partitions", None, "spec", minimum=1),
+            replication_factor=_int(raw, "replicationFactor", None, "spec", minimum=1),
+            config=config_values(raw.get("config"), "spec.config"),
+            deletion_policy=policy,
+        )
+
+
+@dataclass(frozen=True)
+class ResetSpec:
+    id: str
+    strategy: str
+    topics: tuple[str, ...] = ()
+    timestamp_ms: int | None = None
+    offset: int | None = None
+    shift_by: int | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> ResetSpec:
+        reset_id, strategy = raw.get("id"), raw.get("strategy")
+        if not reset_id:
+            raise InvalidSpec("spec.reset.id is required: a reset runs once per id")
+        if strategy not in RESET_STRATEGIES:
+            raise InvalidSpec(f"spec.reset.strategy must be one of {', '.join(RESET_STRATEGIES)}")
+        timestamp_ms = None
+        if strategy == "timestamp":
+            timestamp_ms = _parse_timestamp(raw.get("timestamp"))
+        offset = _int(raw, "offset", None, "spec.reset", minimum=0) \
+            if strategy == "offset" else None
+        shift_by = _int(raw, "shiftBy", None, "spec.reset") if strategy == "shiftBy" else None
+        return cls(str(reset_id), str(strategy), tuple(raw.get("topics") or ()), timestamp_ms,
+                   offset, shift_by, bool(raw.get("dryRun", False)))
+
+
+def _parse_timestamp(value: Any) -> int:
+    if not isinstance(value, str):
+        raise InvalidSpec("spec.reset.timestamp (RFC 3339) is required for strategy timestamp")
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidSpec(f"spec.reset.timestamp {value!r} is not RFC 3339") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return int(parsed.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class ConsumerGroupSpec:
+    cluster: ClusterRef
+    group_id: str
+    topics: tuple[str, ...] = ()
+    reset: ResetSpec | None = field(default=None)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], resource_name: str) -> ConsumerGroupSpec:
+        reset_raw = raw.get("reset")
+        return cls(
+            cluster=ClusterRef.parse(raw.get("clusterRef")),
+            group_id=str(raw.get("groupId") or resource_name),
+            topics=tuple(raw.get("topics") or ()),
+            reset=ResetSpec.parse(reset_raw) if isinstance(reset_raw, Mapping) else None,
+        )

@@ -1,0 +1,174 @@
+"""Alerting rules, defined once and rendered for plain Prometheus and for a PrometheusRule.
+
+The rules below are the source of truth. ``python -m odradek.metrics.generate`` writes them
+as a Prometheus rules file (``charts/odradek/rules/odradek.rules.yaml``); the same document
+is the ``spec`` of a ``PrometheusRule`` (prometheus-operator), which the chart embeds with
+``.Files.Get`` and the operator can build with :func:`prometheus_rule`. Each rule has a
+runbook in ``docs/runbooks/<alert>.md`` (the test suite checks that every one exists), and a
+``promtool test rules`` case in ``tests/metrics/test_alert_rules.py``.
+
+Every expression aggregates ``by (namespace, cluster, ...)``: those target labels come from
+the scrape configuration (:mod:`odradek.metrics.targets`), so one Prometheus can watch many
+clusters and an alert names the one in trouble.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import catalog as m
+from .lag import LAG
+
+__all__ = ["ALERT_GROUPS", "AlertRule", "prometheus_rule", "rules_document"]
+
+RUNBOOK_BASE = "docs/runbooks"
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    name: str
+    expr: str
+    duration: str
+    severity: str
+    summary: str
+    description: str
+
+    @property
+    def runbook(self) -> str:
+        return f"{RUNBOOK_BASE}/{self.name}.md"
+
+    def as_rule(self, runbook_base: str | None = None) -> dict[str, Any]:
+        base = RUNBOOK_BASE if runbook_base is None else runbook_base.rstrip("/")
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.duration,
+            "labels": {"severity": self.severity},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                "runbook_url": f"{base}/{self.name}.md",
+            },
+        }
+
+
+CLUSTER = "namespace, cluster"
+BROKER = "namespace, cluster, broker"
+
+AVAILABILITY = (
+    AlertRule(
+        "OdradekOfflinePartitions",
+        f"sum by ({CLUSTER}) ({m.OFFLINE_PARTITIONS.name}) > 0",
+        "1m", "critical",
+        "Partitions without a leader in {{ $labels.cluster }}",
+        "{{ $value }} partitions of cluster {{ $labels.namespace }}/{{ $labels.cluster }} have "
+        "no live leader: producing to and consuming from them fails.",
+    ),
+    AlertRule(
+        "OdradekNoActiveController",
+        f"sum by ({CLUSTER}) ({m.CONTROLLER_ACTIVE.name}) == 0",
+        "1m", "critical",
+        "No active controller in {{ $labels.cluster }}",
+        "No broker of {{ $labels.namespace }}/{{ $labels.cluster }} is the active controller: "
+        "leader elections, topic changes and ISR updates are not processed.",
+    ),
+    AlertRule(
+        "OdradekMultipleActiveControllers",
+        f"sum by ({CLUSTER}) ({m.CONTROLLER_ACTIVE.name}) > 1",
+        "2m", "critical",
+        "{{ $value }} active controllers in {{ $labels.cluster }}",
+        "More than one broker of {{ $labels.namespace }}/{{ $labels.cluster }} believes it is "
+        "the controller for longer than a failover takes.",
+    ),
+)
+
+REPLICATION = (
+    AlertRule(
+        "OdradekUnderReplicatedPartitions",
+        f"sum by ({BROKER}) ({m.UNDER_REPLICATED.name}) > 0",
+        "10m", "warning",
+        "Under-replicated partitions on broker {{ $labels.broker }} of {{ $labels.cluster }}",
+        "{{ $value }} partitions led by broker {{ $labels.broker }} have had fewer in-sync "
+        "replicas than replicas for 10 minutes: one more failure may lose availability.",
+    ),
+    AlertRule(
+        "OdradekUnderMinIsrPartitions",
+        f"sum by ({BROKER}) ({m.UNDER_MIN_ISR.name}) > 0",
+        "5m", "critical",
+        "Partitions below min.insync.replicas on broker {{ $labels.broker }}",
+        "{{ $value }} partitions led by broker {{ $labels.broker }} of "
+        "{{ $labels.namespace }}/{{ $labels.cluster }} have fewer in-sync replicas than "
+        "min.insync.replicas: producers with acks=all get NOT_ENOUGH_REPLICAS.",
+    ),
+)
+
+CONSUMERS = (
+    AlertRule(
+        "OdradekConsumerGroupLagGrowing",
+        f"sum by ({CLUSTER}, group, topic) (delta({LAG.name}[5m])) > 0\n"
+        f"and sum by ({CLUSTER}, group, topic) ({LAG.name}) > 0",
+        "15m", "warning",
+        "Lag of group {{ $labels.group }} on {{ $labels.topic }} keeps growing",
+        "Consumer group {{ $labels.group }} has fallen further behind on topic "
+        "{{ $labels.topic }} in every 5-minute window for 15 minutes "
+        "({{ $labels.namespace }}/{{ $labels.cluster }}).",
+    ),
+)
+
+RESOURCES = (
+    AlertRule(
+        "OdradekLogDirNearlyFull",
+        f"{m.LOG_DIR_FREE.name} / {m.LOG_DIR_CAPACITY.name} < 0.10",
+        "5m", "warning",
+        "Log dir {{ $labels.log_dir }} on broker {{ $labels.broker }} is over 90% full",
+        "Only {{ $value | humanizePercentage }} of the filesystem holding "
+        "{{ $labels.log_dir }} is free; a full log dir takes its partitions offline.",
+    ),
+    AlertRule(
+        "OdradekZooKeeperSessionLost",
+        f'{m.ZK_SESSION_STATE.name}{{state="connected"}} == 0',
+        "1m", "critical",
+        "Broker {{ $labels.broker }} has no ZooKeeper session",
+        "Broker {{ $labels.broker }} of {{ $labels.namespace }}/{{ $labels.cluster }} has "
+        "not been connected to ZooKeeper for a minute: it cannot take part in elections and "
+        "its registration may have expired.",
+    ),
+    AlertRule(
+        "OdradekMetricsSeriesDropped",
+        f"sum by ({BROKER}, metric) (increase({m.SERIES_DROPPED.name}[1h])) > 0",
+        "0m", "warning",
+        "Broker {{ $labels.broker }} drops {{ $labels.metric }} series",
+        "A cardinality cap of broker {{ $labels.broker }} refused new {{ $labels.metric }} "
+        "series in the last hour: dashboards miss some topics or groups.",
+    ),
+)
+
+ALERT_GROUPS: dict[str, tuple[AlertRule, ...]] = {
+    "odradek.availability": AVAILABILITY,
+    "odradek.replication": REPLICATION,
+    "odradek.consumers": CONSUMERS,
+    "odradek.resources": RESOURCES,
+}
+
+ALL_ALERTS: tuple[AlertRule, ...] = tuple(rule for group in ALERT_GROUPS.values()
+                                          for rule in group)
+
+
+def rules_document(runbook_base: str | None = None) -> dict[str, Any]:
+    """The rules file (``groups:``), which is also a PrometheusRule's ``spec``."""
+    return {"groups": [
+        {"name": name, "rules": [rule.as_rule(runbook_base) for rule in rules]}
+        for name, rules in ALERT_GROUPS.items()
+    ]}
+
+
+def prometheus_rule(name: str, namespace: str, labels: dict[str, str] | None = None,
+                    runbook_base: str | None = None) -> dict[str, Any]:
+    """A prometheus-operator ``PrometheusRule`` holding the same rules (a pure manifest)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels or {})},
+        "spec": rules_document(runbook_base),
+    }

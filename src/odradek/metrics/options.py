@@ -1,0 +1,53 @@
+"""The knobs of a broker's metrics, with the config keys they will be read from.
+
+Phase 2 reads these from the broker configuration (keys in :data:`CONFIG_KEYS`; ``metrics.port``
+already exists). Defaults keep the series count independent of what users create: per-topic
+traffic is off, consumer-group lag is capped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CONFIG_KEYS", "MetricsOptions"]
+
+
+@dataclass(frozen=True)
+class MetricsOptions:
+    port: int = 0
+    """``metrics.port``: HTTP port of ``/metrics``; 0 = no server (the registry still works)."""
+    host: str = "127.0.0.1"
+    """Address to bind: the host of the broker's first listener (``0.0.0.0`` in a pod)."""
+    topic_labels: bool = False
+    """``metrics.topic.labels.enable``: export ``odradek_topic_*`` series per topic."""
+    max_topics: int = 500
+    """``metrics.topic.labels.max``: cap on topics with their own series (the rest dropped)."""
+    max_lag_series: int = 10_000
+    """``metrics.consumer.lag.series.max``: cap on group/topic/partition lag rows."""
+    max_groups: int = 1_000
+    """``metrics.consumer.groups.max``: cap on groups with state/member series."""
+    lag_timestamp_reads: int = 200
+    """``metrics.consumer.lag.timestamp.reads.max``: record timestamps read per scrape for lag
+    in seconds (the rest reuse their last reading): bounds what a scrape costs the loop."""
+    loop_lag_interval_seconds: float = 0.25
+    """How often the event-loop lag probe wakes up."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"metrics.port must be 0..65535, got {self.port}")
+        for name in ("max_topics", "max_lag_series", "max_groups", "lag_timestamp_reads"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.loop_lag_interval_seconds <= 0:
+            raise ValueError("loop_lag_interval_seconds must be positive")
+
+
+CONFIG_KEYS: dict[str, str] = {
+    "metrics.port": "port",
+    "metrics.topic.labels.enable": "topic_labels",
+    "metrics.topic.labels.max": "max_topics",
+    "metrics.consumer.lag.series.max": "max_lag_series",
+    "metrics.consumer.groups.max": "max_groups",
+    "metrics.consumer.lag.timestamp.reads.max": "lag_timestamp_reads",
+}
+"""Broker config key → :class:`MetricsOptions` field (phase 2 adds the new keys to the config)."""

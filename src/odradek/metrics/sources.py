@@ -1,0 +1,91 @@
+"""What the scrape-time collectors read from a broker: small protocols and plain records.
+
+State that already exists in the broker (log sizes and offsets, ISR, leadership, purgatory
+sizes, controller state) is read when Prometheus scrapes instead of being mirrored into
+gauges on every change: the hot path pays nothing, and the numbers cannot drift from the
+state they describe. The broker adapts its components to these protocols (phase 2 wiring:
+the replication layer implements :class:`PartitionSource`, the controller
+:class:`ControllerSource`, the delayed-operation purgatories :class:`PurgatorySource`).
+
+Every method here is called **on the broker's event loop** (the collector hops onto it once
+per scrape), so implementations read their own structures without locks; they must return
+plain values (no live views), be quick (no I/O: a scrape of 1,000 partitions must stay well
+under 100 ms), and never raise for an ordinary state such as a partition being deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "BrokerInfo",
+    "ControllerSource",
+    "ControllerState",
+    "PartitionSource",
+    "PartitionState",
+    "PurgatorySource",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition replica hosted by this broker, as the metrics see it.
+
+    ``in_sync_replicas`` and ``replicas`` matter only where ``is_leader`` (followers do not
+    know the current ISR reliably); ``leader_end_offset`` only on followers: the leader's log
+    end offset as last seen by the replica fetcher (``None`` when unknown or when leading).
+    """
+
+    topic: str
+    partition: int
+    size_bytes: int
+    segments: int
+    log_start_offset: int
+    log_end_offset: int
+    is_leader: bool
+    replicas: int
+    in_sync_replicas: int
+    min_insync_replicas: int
+    leader_end_offset: int | None = None
+
+
+@runtime_checkable
+class PartitionSource(Protocol):
+    """Lists every partition replica this broker hosts (the replica manager)."""
+
+    def partitions(self) -> Iterable[PartitionState]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerState:
+    """The controller as seen from one broker. Counts are 0 where ``active`` is false, so the
+    cluster-wide sum of each is the active controller's value (Kafka's convention)."""
+
+    active: bool
+    offline_partitions: int = 0
+    topics: int = 0
+    partitions: int = 0
+    event_queue_size: int = 0
+
+
+@runtime_checkable
+class ControllerSource(Protocol):
+    def controller_state(self) -> ControllerState: ...
+
+
+@runtime_checkable
+class PurgatorySource(Protocol):
+    """Delayed operations waiting, by operation name (``produce``, ``fetch``, ...)."""
+
+    def purgatory_sizes(self) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """Labels of ``odradek_broker_info``; ``cluster_id`` is known after ZooKeeper registration."""
+
+    version: str
+    cluster_id: str = ""
+    rack: str = ""

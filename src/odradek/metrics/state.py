@@ -1,0 +1,213 @@
+"""Scrape-time collection of broker state: one hop onto the event loop per scrape.
+
+The sources (:mod:`odradek.metrics.sources`, :mod:`odradek.metrics.lag`) read structures
+that the event loop mutates, so they are called **on the loop**: the scrape thread schedules
+one callback with ``call_soon_threadsafe`` and waits for it. That callback only copies plain
+numbers out of the sources (a few milliseconds for thousands of partitions); turning them
+into metric families and text happens back in the scrape thread, off the loop. Without a
+running loop (a test calling ``collect`` directly, or before the broker starts) the sources
+are read inline. If the loop does not answer within ``timeout`` (it is stuck: exactly when
+an operator looks at metrics), the scrape still returns the recorded metrics and the
+filesystem gauges, logs a warning, and leaves the state families out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from prometheus_client.core import Metric
+
+from . import catalog as m
+from .exposition import GaugeRows
+from .lag import LagCollector, LagSnapshot
+from .sources import (
+    BrokerInfo,
+    ControllerSource,
+    ControllerState,
+    PartitionSource,
+    PartitionState,
+    PurgatorySource,
+)
+
+__all__ = ["StateCollector", "StateSources"]
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+@dataclass
+class StateSources:
+    """What the broker attaches (phase 2); every part is optional so tests attach only some."""
+
+    partitions: PartitionSource | None = None
+    controller: ControllerSource | None = None
+    purgatory: PurgatorySource | None = None
+    lag: LagCollector | None = None
+    log_dirs: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    partitions: tuple[PartitionState, ...] | None
+    controller: ControllerState | None
+    purgatory: dict[str, int] | None
+    lag: LagSnapshot | None
+    tasks: int | None
+
+
+def _gauge(spec: m.MetricSpec) -> GaugeRows:
+    return GaugeRows(spec)
+
+
+class StateCollector:
+    def __init__(self, info: Callable[[], BrokerInfo], *, timeout: float = 5.0) -> None:
+        self.sources = StateSources()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._info = info
+        self._timeout = timeout
+
+    def collect(self) -> Iterator[Metric | GaugeRows]:
+        info = self._info()
+        broker_info = _gauge(m.BROKER_INFO)
+        broker_info.add((info.version, info.cluster_id, info.rack), 1)
+        yield broker_info
+        yield from self._log_dirs()
+        snapshot = self._snapshot_on_loop()
+        if snapshot is not None:
+            yield from self._families(snapshot)
+
+    def _snapshot_on_loop(self) -> _Snapshot | None:
+        loop = self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop or not loop.is_running():
+            return self._snapshot()
+        done: concurrent.futures.Future[_Snapshot] = concurrent.futures.Future()
+
+        def take() -> None:
+            if done.set_running_or_notify_cancel():
+                try:
+                    done.set_result(self._snapshot())
+                except BaseException as exc:
+                    done.set_exception(exc)
+
+        try:
+            loop.call_soon_threadsafe(take)
+            return done.result(self._timeout)
+        except RuntimeError:  # the loop closed between the check and the call
+            return None
+        except concurrent.futures.TimeoutError:
+            done.cancel()
+            log.warning("metrics: the event loop did not answer within %.1fs; "
+                        "scrape without broker state", self._timeout)
+            return None
+
+    def _snapshot(self) -> _Snapshot:
+        sources = self.sources
+        partitions, purgatory = sources.partitions, sources.purgatory
+        return _Snapshot(
+            partitions=_guard("partitions", lambda: tuple(partitions.partitions()))
+            if partitions else None,
+            controller=_guard("controller", sources.controller.controller_state)
+            if sources.controller else None,
+            purgatory=_guard("purgatory", lambda: dict(purgatory.purgatory_sizes()))
+            if purgatory else None,
+            lag=_guard("lag", sources.lag.snapshot) if sources.lag else None,
+            tasks=len(asyncio.all_tasks(self.loop)) if self.loop is not None else None,
+        )
+
+    def _families(self, snapshot: _Snapshot) -> Iterator[Metric | GaugeRows]:
+        if snapshot.partitions is not None:
+            yield from _partition_families(snapshot.partitions)
+        if snapshot.controller is not None:
+            state = snapshot.controller
+            for spec, value in (
+                (m.CONTROLLER_ACTIVE, 1 if state.active else 0),
+                (m.OFFLINE_PARTITIONS, state.offline_partitions if state.active else 0),
+                (m.CONTROLLER_TOPICS, state.topics if state.active else 0),
+                (m.CONTROLLER_PARTITIONS, state.partitions if state.active else 0),
+                (m.CONTROLLER_QUEUE_SIZE, state.event_queue_size),
+            ):
+                family = _gauge(spec)
+                family.add((), value)
+                yield family
+        if snapshot.purgatory is not None:
+            family = _gauge(m.PURGATORY_SIZE)
+            for operation, size in sorted(snapshot.purgatory.items()):
+                family.add((operation,), size)
+            yield family
+        if snapshot.lag is not None:
+            yield from LagCollector.families(snapshot.lag)
+        if snapshot.tasks is not None:
+            family = _gauge(m.EVENT_LOOP_TASKS)
+            family.add((), snapshot.tasks)
+            yield family
+
+    def _log_dirs(self) -> Iterator[Metric | GaugeRows]:
+        """statvfs needs no loop state: read here, in the scrape thread."""
+        if not self.sources.log_dirs:
+            return
+        capacity, free = _gauge(m.LOG_DIR_CAPACITY), _gauge(m.LOG_DIR_FREE)
+        for path in self.sources.log_dirs:
+            try:
+                stats = os.statvfs(path)
+            except OSError as exc:
+                log.warning("metrics: cannot stat log dir %s: %s", path, exc)
+                continue
+            capacity.add((path,), stats.f_blocks * stats.f_frsize)
+            free.add((path,), stats.f_bavail * stats.f_frsize)
+        yield capacity
+        yield free
+
+
+def _guard(what: str, read: Callable[[], _T]) -> _T | None:
+    """A failing source costs its own families, never the whole scrape."""
+    try:
+        return read()
+    except Exception:
+        log.exception("metrics: reading %s state failed", what)
+        return None
+
+
+def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metric | GaugeRows]:
+    size, segments, start, end = (_gauge(spec) for spec in (
+        m.LOG_SIZE, m.LOG_SEGMENTS, m.LOG_START_OFFSET, m.LOG_END_OFFSET))
+    replicas, isr, under = (_gauge(spec) for spec in (
+        m.PARTITION_REPLICAS, m.PARTITION_ISR, m.PARTITION_UNDER_REPLICATED))
+    leaders = under_replicated = under_min = at_min = 0
+    max_fetch_lag = 0
+    for p in partitions:
+        labels = (p.topic, str(p.partition))
+        size.add(labels, p.size_bytes)
+        segments.add(labels, p.segments)
+        start.add(labels, p.log_start_offset)
+        end.add(labels, p.log_end_offset)
+        if p.is_leader:
+            leaders += 1
+            short = p.in_sync_replicas < p.replicas
+            under_replicated += short
+            under_min += p.in_sync_replicas < p.min_insync_replicas
+            at_min += p.in_sync_replicas == p.min_insync_replicas
+            replicas.add(labels, p.replicas)
+            isr.add(labels, p.in_sync_replicas)
+            under.add(labels, 1 if short else 0)
+        elif p.leader_end_offset is not None:
+            max_fetch_lag = max(max_fetch_lag, p.leader_end_offset - p.log_end_offset)
+    yield from (size, segments, start, end, replicas, isr, under)
+    for spec, value in (
+        (m.PARTITIONS, len(partitions)), (m.LEADER_PARTITIONS, leaders),
+        (m.UNDER_REPLICATED, under_replicated), (m.UNDER_MIN_ISR, under_min),
+        (m.AT_MIN_ISR, at_min), (m.FETCHER_MAX_LAG, max_fetch_lag),
+    ):
+        family = _gauge(spec)
+        family.add((), value)
+        yield family
+

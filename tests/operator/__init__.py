@@ -1,0 +1,1 @@
+"""Tests of the odradek operator (operator/src/odradek_operator)."""

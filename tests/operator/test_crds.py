@@ -1,0 +1,143 @@
+"""The CRDs, offline: structural schemas, every example valid, wrong specs rejected.
+
+Validation uses a real OpenAPI 3.0 schema validator (openapi-schema-validator) on the CRDs'
+``openAPIV3Schema``; Kubernetes' ``x-kubernetes-int-or-string`` is translated to its OpenAPI
+meaning first. CEL rules (``x-kubernetes-validations``) need the API server: they are checked
+in ``test_api_server.py`` when a cluster is available.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from openapi_schema_validator import OAS30Validator, oas30_format_checker
+
+REPO = Path(__file__).resolve().parents[2]
+CRDS = {doc["spec"]["names"]["kind"]: doc
+        for path in sorted((REPO / "crds").glob("*.yaml"))
+        for doc in [yaml.safe_load(path.read_text())]}
+
+
+def schema_of(kind: str) -> dict[str, Any]:
+    return CRDS[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def openapi(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        out = {k: openapi(v) for k, v in schema.items()
+               if not k.startswith("x-kubernetes-")}
+        if schema.get("x-kubernetes-int-or-string"):
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+        return out
+    if isinstance(schema, list):
+        return [openapi(v) for v in schema]
+    return schema
+
+
+def errors(kind: str, obj: dict[str, Any]) -> list[str]:
+    validator = OAS30Validator(openapi(schema_of(kind)), format_checker=oas30_format_checker)
+    return sorted(e.message for e in validator.iter_errors(obj))
+
+
+def test_every_kind_is_served_with_status_subresource_and_printer_columns():
+    assert set(CRDS) == {"BrokerCluster", "Topic", "ConsumerGroup"}
+    for crd in CRDS.values():
+        assert crd["spec"]["group"] == "odradek.dev"
+        (version,) = crd["spec"]["versions"]
+        assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+        assert version["subresources"]["status"] == {}
+        assert version["additionalPrinterColumns"]
+
+
+def _walk(schema: dict[str, Any], path: str):
+    yield path, schema
+    for name, sub in (schema.get("properties") or {}).items():
+        yield from _walk(sub, f"{path}.{name}")
+    if isinstance(schema.get("items"), dict):
+        yield from _walk(schema["items"], f"{path}[]")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _walk(schema["additionalProperties"], f"{path}{{}}")
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_schemas_are_structural(kind):
+    """Every node has a type (or is int-or-string), as the API server requires."""
+    untyped = [path for path, node in _walk(schema_of(kind), kind)
+               if "type" not in node and not node.get("x-kubernetes-int-or-string")
+               and not node.get("x-kubernetes-preserve-unknown-fields")]
+    assert untyped == []
+
+
+@pytest.mark.parametrize("kind", sorted(CRDS))
+def test_printer_columns_point_at_schema_fields(kind):
+    version = CRDS[kind]["spec"]["versions"][0]
+    fields = {path for path, _ in _walk(schema_of(kind), "")}
+    for column in version["additionalPrinterColumns"]:
+        json_path = column["jsonPath"].split("[")[0]
+        if json_path.startswith(".metadata"):
+            continue
+        assert json_path in fields, f"{kind} column {column['name']}: {json_path} not in schema"
+
+
+EXAMPLES = [doc for path in sorted((REPO / "examples").glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda d: d["kind"])
+def test_examples_are_valid(example):
+    assert errors(example["kind"], example) == []
+
+
+def _example(kind: str) -> dict[str, Any]:
+    return copy.deepcopy(next(d for d in EXAMPLES if d["kind"] == kind))
+
+
+def _set(obj: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    *parents, last = dotted.split(".")
+    node = obj
+    for key in parents:
+        node = node.setdefault(key, {})
+    if value is _DELETE:
+        node.pop(last, None)
+    else:
+        node[last] = value
+    return obj
+
+
+_DELETE = object()
+
+NEGATIVE = [
+    ("BrokerCluster", "spec.replicas", 0),
+    ("BrokerCluster", "spec.replicas", "three"),
+    ("BrokerCluster", "spec.storage.size", "lots"),
+    ("BrokerCluster", "spec.imagePullPolicy", "Sometimes"),
+    ("BrokerCluster", "spec.config", {"log.retention.ms": {"nested": 1}}),
+    ("BrokerCluster", "spec.zookeeper.managed.replicas", 4),
+    ("BrokerCluster", "spec.zookeeper", _DELETE),
+    ("BrokerCluster", "spec.listeners.port", 80),
+    ("Topic", "spec.partitions", 0),
+    ("Topic", "spec.replicationFactor", _DELETE),
+    ("Topic", "spec.deletionPolicy", "Keep"),
+    ("Topic", "spec.topicName", "bad name!"),
+    ("Topic", "spec.clusterRef.bootstrapServers", "no-port"),
+    ("Topic", "spec.config", {"retention.ms": [1, 2]}),
+    ("ConsumerGroup", "spec.reset.strategy", "middle"),
+    ("ConsumerGroup", "spec.reset.id", _DELETE),
+    ("ConsumerGroup", "spec.reset.offset", -1),
+    ("ConsumerGroup", "spec.reset.timestamp", "yesterday"),
+    ("ConsumerGroup", "spec.clusterRef", _DELETE),
+]
+
+
+@pytest.mark.parametrize(("kind", "field", "value"), NEGATIVE,
+                         ids=[f"{k}:{f}={'<deleted>' if v is _DELETE else v}"
+                              for k, f, v in NEGATIVE])
+def test_invalid_specs_are_rejected(kind, field, value):
+    obj = _set(_example(kind), field, value)
+    if field == "spec.reset.offset":
+        obj["spec"]["reset"]["strategy"] = "offset"
+    assert errors(kind, obj), f"{kind} with {field}={value!r} was accepted"

@@ -1,0 +1,167 @@
+"""kopf handlers against kmock (a Kubernetes API mock server), and one against real brokers.
+
+The handlers run as kopf calls them (keyword arguments, a Patch, a Memo); every Kubernetes
+request they make goes over HTTP to kmock's in-memory API server, so what they create and what
+they write to status is checked as stored objects, not as mocked calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import kmock
+import kopf
+import pytest
+import pytest_asyncio
+from kopf._core.engines import posting
+from odradek_operator import runtime
+from odradek_operator.handlers.broker_cluster import reconcile_broker_cluster
+from odradek_operator.handlers.topic import reconcile_topic
+from odradek_operator.metrics import REGISTRY
+
+pytestmark = pytest.mark.asyncio
+
+LOGGER = logging.getLogger("test.operator")
+
+
+@pytest_asyncio.fixture
+async def api(kmock: kmock.KubernetesEmulator) -> Any:
+    runtime.set_credentials(kopf.ConnectionInfo(server=str(kmock.url)))
+    yield kmock
+    await runtime.kube().close()
+
+
+def capture_events() -> asyncio.Queue[Any]:
+    """The queue kopf.info/kopf.warn post Events to (kopf's own, as in a running operator);
+    set in the test itself, since context variables do not flow out of fixtures."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    posting.settings_var.set(kopf.OperatorSettings())
+    posting.event_queue_var.set(queue)
+    posting.event_queue_loop_var.set(asyncio.get_running_loop())
+    return queue
+
+
+def posted(queue: asyncio.Queue[Any]) -> list[tuple[str, str]]:
+    out = []
+    while not queue.empty():
+        event = queue.get_nowait()
+        out.append((event.type, event.reason))
+    return out
+
+
+def call(handler: Any, body: dict[str, Any], retry: int = 0) -> tuple[Any, kopf.Patch]:
+    patch = kopf.Patch()
+    kwargs = {"body": kopf.Body(body), "patch": patch, "memo": kopf.Memo(), "retry": retry,
+              "logger": LOGGER, "namespace": body["metadata"]["namespace"],
+              "name": body["metadata"]["name"]}
+    return handler(**kwargs), patch
+
+
+def stored(api: Any, group_version_plural: str, namespace: str, name: str) -> dict[str, Any]:
+    return api.objects[kmock.resource(group_version_plural), namespace, name].raw
+
+
+def cluster_body(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+            "metadata": {"name": "odr", "namespace": "kafka", "uid": "uid-7", "generation": 3},
+            "spec": {"replicas": 3, "zookeeper": {"connect": "zk:2181"}, **spec}}
+
+
+def topic_body(cluster_ref: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+            "metadata": {"name": "events", "namespace": "kafka", "generation": 2,
+                         **spec.pop("metadata", {})},
+            "spec": {"clusterRef": cluster_ref, "partitions": 3, "replicationFactor": 1,
+                     **spec}}
+
+
+def conditions(patch: kopf.Patch) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in patch["status"]["conditions"]}
+
+
+async def test_broker_cluster_creates_its_children_owned_and_reports_status(api):
+    coro, patch = call(reconcile_broker_cluster, cluster_body())
+    await coro
+    sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
+    assert sts["spec"]["replicas"] == 3 and sts["spec"]["updateStrategy"]["type"] == "OnDelete"
+    assert sts["metadata"]["ownerReferences"][0]["uid"] == "uid-7"
+    assert "server.properties" in stored(api, "v1/configmaps", "kafka", "odr-config")["data"]
+    assert stored(api, "v1/services", "kafka", "odr-bootstrap")["spec"]["ports"][0]["port"] \
+        == 9092
+    assert stored(api, "policy/v1/poddisruptionbudgets", "kafka", "odr")["spec"][
+        "maxUnavailable"] == 1
+    status = patch["status"]
+    assert status["bootstrapServers"] == "odr-bootstrap.kafka.svc:9092"
+    assert status["observedGeneration"] == 3
+    cond = conditions(patch)
+    assert cond["Ready"]["status"] == "False" and cond["Degraded"]["status"] == "True"
+    assert cond["Degraded"]["reason"] == "ClusterUnreachable"
+
+    # Idempotent: a second pass applies the same objects and keeps them.
+    coro, _ = call(reconcile_broker_cluster, cluster_body())
+    await coro
+    assert stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"]["replicas"] == 3
+
+
+async def test_invalid_cluster_spec_is_a_permanent_error_with_a_condition(api):
+    events = capture_events()
+    coro, patch = call(reconcile_broker_cluster, cluster_body(config={"broker.id": 4}))
+    with pytest.raises(kopf.PermanentError):
+        await coro
+    assert conditions(patch)["Ready"]["reason"] == "InvalidSpec"
+    assert "broker.id" in conditions(patch)["Ready"]["message"]
+    assert posted(events) == [("Warning", "InvalidSpec")]
+
+
+async def test_topic_of_a_missing_cluster_waits_with_a_condition(api):
+    capture_events()
+    coro, patch = call(reconcile_topic, topic_body({"name": "nowhere"}))
+    with pytest.raises(kopf.TemporaryError):
+        await coro
+    assert conditions(patch)["Ready"]["reason"] == "ClusterNotFound"
+
+
+async def test_unreachable_cluster_is_retried_with_backoff_never_a_crash(api):
+    events = capture_events()
+    before = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
+                                       {"kind": "Topic", "result": "temporary"}) or 0
+    delays = []
+    for retry in (0, 3):
+        coro, patch = call(reconcile_topic, topic_body({"bootstrapServers": "127.0.0.1:1"}),
+                           retry=retry)
+        with pytest.raises(kopf.TemporaryError) as caught:
+            await coro
+        delays.append(caught.value.delay)
+        assert conditions(patch)["Ready"]["reason"] == "ClusterUnreachable"
+    assert delays == [5, 40]
+    assert posted(events) == [("Warning", "ClusterUnreachable")]  # once, not every retry
+    after = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
+                                      {"kind": "Topic", "result": "temporary"})
+    assert after == before + 2
+
+
+async def test_unmanaged_topic_is_left_alone(api):
+    body = topic_body({"bootstrapServers": "127.0.0.1:1"},
+                      metadata={"annotations": {"odradek.dev/managed": "false"}})
+    coro, patch = call(reconcile_topic, body)
+    await coro  # no Kafka connection attempted: the bootstrap is unreachable
+    assert conditions(patch)["Ready"] == {**conditions(patch)["Ready"], "status": "Unknown",
+                                          "reason": "Unmanaged"}
+
+
+async def test_topic_through_a_broker_cluster_reference_creates_a_real_topic(api, broker):
+    events = capture_events()
+    api.objects[kmock.resource("odradek.dev/v1alpha1/brokerclusters"), "kafka", "odr"] = {
+        "apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+        "metadata": {"name": "odr", "namespace": "kafka"},
+        "spec": {"replicas": 1, "zookeeper": {"connect": "zk:2181"}},
+        "status": {"bootstrapServers": broker.bootstrap}}
+    coro, patch = call(reconcile_topic, topic_body({"name": "odr"}))
+    await coro
+    status = patch["status"]
+    assert status["partitions"] == 3 and status["replicationFactor"] == 1
+    assert status["topicId"] and status["topicName"] == "events"
+    assert conditions(patch)["Ready"]["status"] == "True"
+    assert ("Normal", "Created") in posted(events)
