@@ -43,7 +43,6 @@ from .planning import (
     split_ranges,
     to_json,
 )
-from .reading import DataLossError, data_loss_message, read_range
 
 __all__ = ["StreamReader"]
 
@@ -139,11 +138,16 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                             max_records=self.opts.max_records_per_partition)
 
     def _data_loss(self, detail: str) -> None:
+        from .reading import DataLossError, data_loss_message
+
         if self.opts.fail_on_data_loss:
             raise DataLossError(data_loss_message(detail))
         log.warning("%s; skipping (failOnDataLoss=false)", detail)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # Imported here: the decoder (numba) is for executors, not the driver's planner.
+        from .reading import read_range
+
         if not isinstance(partition, OffsetRange):
             return iter(())  # no ranges planned: Spark still runs one empty partition
         return read_range(self.opts, partition)
