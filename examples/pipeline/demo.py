@@ -72,8 +72,13 @@ def _phase(spark: Any, bootstrap: str, warehouse: Path, events: int, rate: float
                   f"{ACTIVITY}", flush=True)
         if generator.returncode:
             raise RuntimeError(f"the generator failed (exit {generator.returncode})")
-        for query in queries:
-            query.processAllAvailable()
+        for i in range(len(queries)):
+            while True:
+                try:
+                    queries[i].processAllAvailable()
+                    break
+                except Exception:
+                    stream_job.show_progress(queries, 0)  # restarts a slow start, or raises
         stream_job.show_progress(queries, 0)
     finally:
         if generator.poll() is None:

@@ -66,38 +66,66 @@ def start(spark: Any, bootstrap: str, warehouse: Path, *, available_now: bool,
             return writer.trigger(availableNow=True)
         return writer.trigger(processingTime="5 seconds")
 
-    parquet = trigger(metrics.writeStream.queryName("page_metrics_parquet")
-                      .format("parquet").partitionBy("date", "hour")
-                      .option("path", str(warehouse / "page_metrics"))
-                      .option("checkpointLocation", str(checkpoints / "page_metrics"))
-                      .outputMode("append")).start()
-    _initialized(parquet)
-    topic = trigger(metrics.selectExpr(
+    parquet = _start(trigger(metrics.writeStream.queryName("page_metrics_parquet")
+                             .format("parquet").partitionBy("date", "hour")
+                             .option("path", str(warehouse / "page_metrics"))
+                             .option("checkpointLocation", str(checkpoints / "page_metrics"))
+                             .outputMode("append")))
+    topic = _start(trigger(metrics.selectExpr(
         "page AS key",
         "to_json(named_struct('minute', CAST(minute AS STRING), 'page', page, "
         "'views', views, 'clicks', clicks, 'ctr', ctr)) AS value")
         .writeStream.queryName("page_metrics_topic").format("odradek")
         .option("kafka.bootstrap.servers", bootstrap).option("topic", METRICS)
         .option("checkpointLocation", str(checkpoints / "metrics_topic"))
-        .outputMode("append")).start()
-    _initialized(topic)
+        .outputMode("append")))
     return [parquet, topic]
 
 
-def _initialized(query: Any, timeout: float = 120) -> None:
-    """Wait until ``query`` has started its source. Spark gives the Python process behind a
-    streaming source 10 s to start; starting queries one at a time keeps a busy machine
-    within that."""
+#: Writers of the running queries by name, so that :func:`show_progress` can restart one.
+_writers: dict[str, Any] = {}
+#: How many times the queries may be restarted after Spark's Python process came up too
+#: slowly (over the whole run).
+_restarts_left = [20]
+
+
+def _start(writer: Any, timeout: float = 120) -> Any:
+    """Start a query and wait until it has run a micro-batch (or stopped): starting the
+    queries one at a time keeps a busy machine's load down while their sources start."""
+    query = writer.start()
+    _writers[query.name] = writer
     deadline = time.monotonic() + timeout
-    while (query.isActive and query.status["message"] == "Initializing sources"
-           and time.monotonic() < deadline):
+    while query.isActive and query.lastProgress is None and time.monotonic() < deadline:
         time.sleep(0.2)
+    return query
+
+
+def _restart_slow_starts(queries: list[Any]) -> None:
+    """Start again (in ``queries``) each query that failed because a Python process Spark
+    started did not connect back in time.
+
+    Spark gives the processes behind a Python streaming source and sink a fixed 10 s, and
+    on a pip-installed pyspark they import pyspark from ``pyspark.zip`` (no cached
+    bytecode), which an overloaded machine can make take longer. Nothing of the failed
+    micro-batch was committed, so the query simply resumes from its checkpoint.
+    """
+    for i, query in enumerate(queries):
+        while (not query.isActive and query.exception() is not None
+               and "failed to connect back" in str(query.exception())
+               and _restarts_left[0] > 0):
+            _restarts_left[0] -= 1
+            print(f"  {query.name}: Spark's Python process started too slowly; restarting "
+                  f"from the checkpoint", flush=True)
+            query = queries[i] = _start(_writers[query.name])
 
 
 def show_progress(queries: list[Any], seconds: float, interval: float = 5.0) -> None:
-    """Print each query's newest progress until ``seconds`` pass or all have stopped."""
+    """Print each query's newest progress until ``seconds`` pass or all have stopped (a
+    query that failed only because Spark's Python process started too slowly is restarted
+    in ``queries``); raise if a query failed."""
     deadline = time.monotonic() + seconds
     seen: dict[str, int] = {}
+    _restart_slow_starts(queries)
     while time.monotonic() < deadline and any(q.isActive for q in queries):
         time.sleep(min(interval, max(0.0, deadline - time.monotonic())))
         for query in queries:
@@ -110,6 +138,7 @@ def show_progress(queries: list[Any], seconds: float, interval: float = 5.0) -> 
                   f"{progress.get('processedRowsPerSecond', 0):>9.0f} rows/s  "
                   f"watermark {progress.get('eventTime', {}).get('watermark', '-')}",
                   flush=True)
+        _restart_slow_starts(queries)
     for query in queries:
         if query.exception() is not None:
             raise RuntimeError(f"{query.name} failed: {query.exception()}")
