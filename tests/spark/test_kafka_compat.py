@@ -60,3 +60,43 @@ def test_spark_kafka_sink_and_odradek_sink_interoperate(spark: Any, kafka_jars: 
     assert contents("odradek", by_kafka) == contents("kafka", by_odradek) == \
         contents("kafka", by_kafka) == contents("odradek", by_odradek)
     assert len(contents("odradek", by_kafka)) == 30
+
+
+def _checkpointed_offsets(checkpoint: Any) -> list[dict[str, Any]]:
+    """The source offsets of every micro-batch in a query's offset log (Spark writes a
+    version line, the batch metadata, then one line per source)."""
+    logs = sorted(checkpoint.joinpath("offsets").glob("[0-9]*"), key=lambda p: int(p.name))
+    return [json.loads(path.read_text().splitlines()[2]) for path in logs]
+
+
+@pytest.mark.slow  # four streaming queries
+def test_streaming_same_batches_and_checkpoint_offsets_as_spark_kafka_source(
+        spark: Any, kafka_jars: list[str], bootstrap: str, new_topic: TopicFactory,
+        tmp_path: Any) -> None:
+    """Both micro-batch sources plan the same batches under maxOffsetsPerTrigger, keep the
+    same offset JSON in the checkpoint, and resume from it the same way."""
+    topic = new_topic(3)
+    produce(bootstrap, topic, random_records(150, seed=20), partitions=[0, 1, 2])
+
+    def run(fmt: str) -> Any:
+        query = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", topic).option("startingOffsets", "earliest")
+                 .option("maxOffsetsPerTrigger", "40").load()
+                 .writeStream.format("parquet").option("path", str(tmp_path / fmt))
+                 .option("checkpointLocation", str(tmp_path / f"{fmt}-cp"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(300)
+        assert query.exception() is None
+        return query
+
+    for fmt in ("kafka", "odradek"):
+        run(fmt)
+    produce(bootstrap, topic, random_records(30, seed=21), partitions=[0, 1, 2])
+    for fmt in ("kafka", "odradek"):
+        run(fmt)  # resumes from the checkpoint
+    assert _checkpointed_offsets(tmp_path / "odradek-cp") == \
+        _checkpointed_offsets(tmp_path / "kafka-cp")
+    assert len(_checkpointed_offsets(tmp_path / "kafka-cp")) >= 5
+    kafka = rows(spark.read.parquet(str(tmp_path / "kafka")))
+    assert rows(spark.read.parquet(str(tmp_path / "odradek"))) == kafka
+    assert len(kafka) == 180
