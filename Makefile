@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed
 DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
 PYTEST_ARGS ?=
+# `make run`'s brokers, for `make demo`.
+BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
-.PHONY: install run test test-slow lint bench image image-local e2e e2e-local \
+.PHONY: install run test test-slow lint bench demo image image-local e2e e2e-local \
         k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards \
         docs
 
@@ -40,7 +42,7 @@ test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check src operator/src tests bench e2e
+	$(VENV)/bin/ruff check src operator/src tests bench examples e2e
 	$(VENV)/bin/mypy src operator/src
 
 # Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
@@ -68,6 +70,10 @@ dashboards: install prometheus
 
 bench: install
 	$(PY) -m bench --output bench/results
+
+# The reference Spark pipeline (examples/pipeline) against the `make run` cluster.
+demo: install
+	$(PY) -m examples.pipeline.demo --bootstrap-server $(BOOTSTRAP)
 
 # Images: broker, ZooKeeper and operator, with any Docker engine and the official base images.
 # `make image-local` needs no container registry: our own dockerd (e2e/local/dockerd.sh) and a

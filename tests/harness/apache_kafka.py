@@ -14,7 +14,6 @@ Process handling (stop by PID, log tails, bounded waits) and ZooKeeper come from
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import signal
@@ -25,6 +24,9 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+if not __package__:  # run as a script: make ``tests.harness`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from odradek.local_cluster import (
     ManagedProcess,
     WaitTimeout,
@@ -32,14 +34,13 @@ from odradek.local_cluster import (
     free_port,
     wait_until,
 )
+from tests.harness.maven import COMPLETE_MARKER, copy_dependencies
 
 KAFKA_VERSION = "3.9.2"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 POM = REPO_ROOT / "bench" / "apache-kafka" / "pom.xml"
 CACHE_ROOT = REPO_ROOT / ".cache" / "apache-kafka"
 LIBS_ENV = "ODRADEK_APACHE_KAFKA_LIBS"
-COMPLETE_MARKER = ".complete"
-FETCH_TIMEOUT_S = 600.0
 
 # Main classes of the 3.9 command-line tools (read from the jars: several moved from the
 # Scala `kafka.*` packages to `org.apache.kafka.tools` during 3.x).
@@ -166,44 +167,14 @@ class ApacheKafka:
             return self._libs
         if reason is None and os.environ.get(LIBS_ENV):
             reason = f"{LIBS_ENV}={self._libs} holds no kafka_2.13 jar"
-        if reason is None and shutil.which("mvn") is None:
-            reason = "Maven (mvn) is not installed; it fetches Apache Kafka from Maven Central"
         if reason is None:
             reason = self._mvn_copy_dependencies()
         self.unavailable_reason = reason
         return None if reason else self._libs
 
     def _mvn_copy_dependencies(self) -> str | None:
-        target = self._libs.parent
-        target.mkdir(parents=True, exist_ok=True)
-        # One fetch at a time across processes (parallel pytest workers, a bench run).
-        with (target / ".lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if self._complete():
-                return None
-            staging = target / "libs.partial"
-            shutil.rmtree(staging, ignore_errors=True)
-            cmd = [
-                "mvn", "-q", "-B", "-f", str(POM),
-                f"-Dkafka.version={self.version}",
-                "dependency:copy-dependencies",
-                "-DincludeScope=runtime",
-                f"-DoutputDirectory={staging}",
-            ]
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True,
-                                      timeout=FETCH_TIMEOUT_S, check=False)
-            except subprocess.TimeoutExpired:
-                return f"mvn dependency:copy-dependencies took over {FETCH_TIMEOUT_S:.0f}s"
-            if proc.returncode != 0:
-                tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
-                return "mvn could not fetch Apache Kafka: " + " | ".join(tail)
-            if not any(staging.glob("kafka_2.13-*.jar")):
-                return f"mvn finished but {staging} holds no kafka_2.13 jar"
-            (staging / COMPLETE_MARKER).write_text(self.version + "\n")
-            shutil.rmtree(self._libs, ignore_errors=True)
-            staging.rename(self._libs)
-        return None
+        return copy_dependencies(POM, self._libs, properties={"kafka.version": self.version},
+                                 expect="kafka_2.13-*.jar")
 
     def require(self) -> Path:
         libs = self.fetch_jars()

@@ -1,0 +1,1 @@
+"""The reference log-processing pipeline on Spark (see README.md beside this file)."""

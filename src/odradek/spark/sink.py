@@ -1,0 +1,174 @@
+"""``df.write.format("odradek")`` and ``writeStream``: rows → records, as Spark's Kafka sink.
+
+Columns, as Spark's Kafka sink takes them: ``value`` (string or binary, required; null writes
+a tombstone), ``key`` (string or binary, optional), ``topic`` (string; the ``topic`` option
+overrides it), ``partition`` (int, optional: otherwise keys hash with murmur2 and keyless
+records go to a sticky partition), ``headers`` (``array<struct<key string, value binary>>``,
+optional). Other columns are an error, as are wrong types — both found on the driver before
+any task runs.
+
+Tasks produce through odradek's idempotent producer (acks=all unless ``kafka.acks`` says
+otherwise), kept per Python worker like Spark's cached Kafka producers, and flush before they
+finish: a task succeeds only when every record it sent is acknowledged. A delivery failure
+fails the task with the Kafka error's name (``UNKNOWN_TOPIC_OR_PARTITION``,
+``MESSAGE_TOO_LARGE``, ...). Delivery is at-least-once, like Spark's Kafka sink: a retried
+task or micro-batch writes its records again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    StringType,
+    StructType,
+)
+
+from .options import OptionError, SinkOptions
+
+__all__ = ["BatchWriter", "SinkError", "StreamWriter"]
+
+_producers: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+_lock = threading.Lock()
+
+
+class SinkError(RuntimeError):
+    """Records could not be delivered; the message names the Kafka error."""
+
+
+@dataclass
+class WriteCommit(WriterCommitMessage):
+    records: int
+
+
+def _column_type_error(name: str, allowed: str, got: Any) -> OptionError:
+    return OptionError(name, f"the '{name}' column must be {allowed}, got "
+                       f"{got.simpleString()}")
+
+
+def check_input(schema: StructType, options: SinkOptions) -> None:
+    """Spark's Kafka sink rules for the input columns (``KafkaWriter.validateQuery``)."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    extra = sorted(set(fields) - {"key", "value", "topic", "partition", "headers"})
+    if extra:
+        raise OptionError("schema", f"unexpected column(s) {extra}: the sink takes key, "
+                          f"value, topic, partition and headers")
+    if "value" not in fields:
+        raise OptionError("value", "required column 'value' not found")
+    for name in ("key", "value"):
+        if name in fields and not isinstance(fields[name], (StringType, BinaryType)):
+            raise _column_type_error(name, "string or binary", fields[name])
+    if options.topic is None and "topic" not in fields:
+        raise OptionError("topic", "no topic: add a 'topic' column or set the 'topic' "
+                              "option")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        raise _column_type_error("topic", "string", fields["topic"])
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        raise _column_type_error("partition", "int", fields["partition"])
+    if "headers" in fields:
+        headers = fields["headers"]
+        ok = (isinstance(headers, ArrayType) and isinstance(headers.elementType, StructType)
+              and [f.name for f in headers.elementType.fields] == ["key", "value"]
+              and isinstance(headers.elementType["key"].dataType, StringType)
+              and isinstance(headers.elementType["value"].dataType, BinaryType))
+        if not ok:
+            raise _column_type_error("headers", "array<struct<key:string,value:binary>>",
+                                     headers)
+
+
+def _producer(options: SinkOptions) -> Any:
+    from ._internals import Producer
+
+    settings = dict(options.producer)
+    settings.setdefault("client_id", "odradek-spark-sink")
+    key = (options.bootstrap_servers, tuple(sorted(settings.items())))
+    with _lock:
+        producer = _producers.get(key)
+        if producer is None:
+            producer = _producers[key] = Producer(options.bootstrap_servers, **settings)
+        return producer
+
+
+def _pylist(batch: pa.RecordBatch, name: str) -> list[Any] | None:
+    index = batch.schema.get_field_index(name)
+    return None if index < 0 else batch.column(index).to_pylist()
+
+
+def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
+    """Send every row of ``batches``; returns how many, once all are acknowledged."""
+    from ._internals import KafkaClientError
+
+    producer = _producer(options)
+    futures = []
+    sent = 0
+    try:
+        for batch in batches:
+            n = batch.num_rows
+            if not n:
+                continue
+            values = _pylist(batch, "value")
+            assert values is not None
+            keys = _pylist(batch, "key")
+            topics = [options.topic] * n if options.topic else _pylist(batch, "topic")
+            partitions = _pylist(batch, "partition")
+            headers = _pylist(batch, "headers")
+            assert topics is not None
+            send = producer.send
+            for i in range(n):
+                topic = topics[i]
+                if topic is None:
+                    raise SinkError("null topic in the data: set the 'topic' option or fill "
+                                    "the 'topic' column")
+                futures.append(send(
+                    topic, values[i], keys[i] if keys is not None else None,
+                    [(h["key"], h["value"]) for h in headers[i]]
+                    if headers is not None and headers[i] else None,
+                    partitions[i] if partitions is not None else None))
+            sent += n
+        producer.flush()
+    except KafkaClientError as exc:
+        raise SinkError(f"writing to odradek failed: {exc}") from exc
+    for future in futures:
+        error = future.exception(0)
+        if error is not None:
+            raise SinkError(f"writing to odradek failed: {error}") from error
+    return sent
+
+
+class BatchWriter(DataSourceArrowWriter):
+    def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool) -> None:
+        if overwrite:
+            raise OptionError("mode", "save mode Overwrite is not allowed for a topic (it is "
+                              "append-only): use mode('append')")
+        check_input(schema, options)
+        self.opts = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        return WriteCommit(produce(self.opts, iterator))
+
+
+class StreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: SinkOptions, schema: StructType, overwrite: bool) -> None:
+        check_input(schema, options)
+        self.opts = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        return WriteCommit(produce(self.opts, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are acknowledged when tasks finish; nothing is left to commit."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records already acknowledged stay (at-least-once, as with Spark's Kafka sink)."""
