@@ -82,6 +82,7 @@ class ManagedZooKeeper:
     storage_size: str = "1Gi"
     storage_class: str | None = None
     chroot: str | None = None
+    delete_claim: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class BrokerClusterSpec:
     image_pull_policy: str
     storage_size: str
     storage_class: str | None
+    delete_claim: bool
     resources: Mapping[str, Any]
     config: Mapping[str, str]
     port: int
@@ -126,7 +128,8 @@ class BrokerClusterSpec:
                 image=str(managed_raw.get("image") or ManagedZooKeeper.image),
                 storage_size=str(zk_storage.get("size") or "1Gi"),
                 storage_class=zk_storage.get("storageClassName"),
-                chroot=managed_raw.get("chroot"))
+                chroot=managed_raw.get("chroot"),
+                delete_claim=bool(zk_storage.get("deleteClaim", False)))
         metrics = raw.get("metrics") or {}
         rack = raw.get("rack")
         return cls(
@@ -135,6 +138,7 @@ class BrokerClusterSpec:
             image_pull_policy=str(raw.get("imagePullPolicy") or "IfNotPresent"),
             storage_size=str(storage.get("size") or "10Gi"),
             storage_class=storage.get("storageClassName"),
+            delete_claim=bool(storage.get("deleteClaim", False)),
             resources=dict(raw.get("resources") or {}),
             config=config,
             port=_int(raw.get("listeners") or {}, "port", 9092, "spec.listeners"),

@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..spec import BrokerClusterSpec
-from .common import RESTART_HASH_ANNOTATION, ClusterNames, Owner, metadata, render_properties
+from .common import (
+    RESTART_HASH_ANNOTATION,
+    ClusterNames,
+    Owner,
+    container_security_context,
+    metadata,
+    pod_security_context,
+    render_properties,
+)
 
 __all__ = [
     "BROKER",
@@ -34,6 +42,7 @@ BROKER = "broker"
 DATA_DIR = "/var/lib/odradek/data"
 CONFIG_DIR = "/etc/odradek"
 RACK_DIR = "/etc/odradek-rack"
+BROKER_UID = 10001  # the broker image's user
 TERMINATION_GRACE_SECONDS = 180  # controlled shutdown moves leadership away first
 
 
@@ -117,6 +126,7 @@ def _rack_init_container(spec: BrokerClusterSpec) -> dict[str, Any]:
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                 {"name": "RACK_TOPOLOGY_KEY", "value": spec.rack_topology_key}],
         "volumeMounts": [{"name": "rack", "mountPath": RACK_DIR}],
+        "securityContext": container_security_context(),
     }
 
 
@@ -161,11 +171,15 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         "name": BROKER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
         "env": env,
         "ports": [{"name": "kafka", "containerPort": spec.port, "protocol": "TCP"}],
-        "readinessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 5,
-                           "periodSeconds": 5, "failureThreshold": 3},
+        # Ready = registered in ZooKeeper and in the ISR of everything it replicates (the
+        # image's probe): the bootstrap Service then routes only to caught-up brokers.
+        "readinessProbe": {"exec": {"command": ["odradek", "broker-ready", "--timeout", "4"]},
+                           "initialDelaySeconds": 3, "periodSeconds": 5, "timeoutSeconds": 8,
+                           "failureThreshold": 3},
         "livenessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 60,
                           "periodSeconds": 10, "failureThreshold": 6},
         "volumeMounts": mounts,
+        "securityContext": container_security_context(),
     }
     if spec.metrics_enabled:
         container["ports"].append({"name": "metrics", "containerPort": spec.metrics_port,
@@ -174,7 +188,7 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         container["resources"] = dict(spec.resources)
     pod_spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-        "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
+        "securityContext": pod_security_context(BROKER_UID),
         "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
             "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector},
                                                "topologyKey": "kubernetes.io/hostname"}}]}},
@@ -206,8 +220,11 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
             "replicas": replicas,
             "podManagementPolicy": "Parallel",
             "updateStrategy": {"type": "OnDelete"},
-            "persistentVolumeClaimRetentionPolicy": {"whenScaled": "Delete",
-                                                     "whenDeleted": "Retain"},
+            # A drained broker's volume holds no replica any more; the cluster's volumes
+            # outlive it unless spec.storage.deleteClaim says otherwise.
+            "persistentVolumeClaimRetentionPolicy": {
+                "whenScaled": "Delete",
+                "whenDeleted": "Delete" if spec.delete_claim else "Retain"},
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": names.labels(BROKER),
