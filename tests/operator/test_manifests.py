@@ -101,6 +101,18 @@ def test_managed_zookeeper_ensemble_and_connect_string():
     assert f"zookeeper.connect={connect}" in props
 
 
+def test_managed_zookeeper_always_requests_resources():
+    def zk_resources(managed: dict) -> dict:
+        objs = children(cluster_spec(zookeeper={"managed": managed}))
+        return objs[("StatefulSet", "odr-zookeeper")]["spec"]["template"]["spec"][
+            "containers"][0]["resources"]
+
+    # Never BestEffort: the first pod starved of CPU on a busy node, with every broker behind.
+    assert zk_resources({})["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    chosen = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+    assert zk_resources({"resources": chosen}) == chosen
+
+
 def test_rack_awareness_adds_init_container_and_node_reader_rbac():
     objs = children(cluster_spec(rack={"topologyKey": "topology.kubernetes.io/zone"}))
     pod = objs[("StatefulSet", "odr")]["spec"]["template"]["spec"]

@@ -75,6 +75,11 @@ class ClusterRef:
         return cls(str(name) if name else None, str(servers) if servers else None)
 
 
+ZOOKEEPER_RESOURCES: Mapping[str, Any] = {"requests": {"cpu": "100m", "memory": "256Mi"}}
+"""What a managed ZooKeeper requests when the spec says nothing: without requests it would be
+BestEffort, the first pod starved of CPU on a busy node, and every broker waits on it."""
+
+
 @dataclass(frozen=True)
 class ManagedZooKeeper:
     replicas: int = 3
@@ -83,6 +88,7 @@ class ManagedZooKeeper:
     storage_class: str | None = None
     chroot: str | None = None
     delete_claim: bool = False
+    resources: Mapping[str, Any] = field(default_factory=lambda: dict(ZOOKEEPER_RESOURCES))
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,8 @@ class BrokerClusterSpec:
                 storage_size=str(zk_storage.get("size") or "1Gi"),
                 storage_class=zk_storage.get("storageClassName"),
                 chroot=managed_raw.get("chroot"),
-                delete_claim=bool(zk_storage.get("deleteClaim", False)))
+                delete_claim=bool(zk_storage.get("deleteClaim", False)),
+                resources=dict(managed_raw.get("resources") or ZOOKEEPER_RESOURCES))
         metrics = raw.get("metrics") or {}
         rack = raw.get("rack")
         return cls(

@@ -94,6 +94,7 @@ def zookeeper_manifests(names: ClusterNames, owner: Owner | None, managed: Manag
                                                                           contract)},
                 {"name": contract.data_dir_env, "value": contract.data_dir}],
         "ports": [{"name": p["name"], "containerPort": p["port"]} for p in ports],
+        "resources": dict(managed.resources),
         "readinessProbe": {"exec": {"command": list(contract.ready_command)},
                            "initialDelaySeconds": 5, "periodSeconds": 5, "timeoutSeconds": 5,
                            "failureThreshold": 3},
