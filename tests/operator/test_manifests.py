@@ -181,6 +181,12 @@ def test_brokers_and_zookeeper_use_the_images_exec_readiness_probes():
     assert zk["readinessProbe"]["exec"]["command"] == ["zookeeper-ready"]
     assert zk["volumeMounts"] == [{"name": "data", "mountPath": "/var/lib/zookeeper/data"}]
     assert {"name": "ZOO_DATA_DIR", "value": "/var/lib/zookeeper/data"} in zk["env"]
+    # Liveness never kills a pod that is still starting: the startup probe covers that.
+    for container, port in ((broker, "kafka"), (zk, "client")):
+        assert container["startupProbe"]["tcpSocket"] == {"port": port}
+        assert container["startupProbe"]["failureThreshold"] * \
+            container["startupProbe"]["periodSeconds"] >= 300
+        assert "initialDelaySeconds" not in container["livenessProbe"]
 
 
 def test_pods_meet_the_restricted_pod_security_standard():

@@ -176,8 +176,13 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         "readinessProbe": {"exec": {"command": ["odradek", "broker-ready", "--timeout", "4"]},
                            "initialDelaySeconds": 3, "periodSeconds": 5, "timeoutSeconds": 8,
                            "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 60,
-                          "periodSeconds": 10, "failureThreshold": 6},
+        # A broker listens only once it has registered in ZooKeeper, which on a busy node (or
+        # behind a slow ensemble) can take minutes: the startup probe gives it ten, so the
+        # liveness probe never kills a broker that is still starting (a restart starts over).
+        "startupProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+                         "failureThreshold": 60},
+        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+                          "failureThreshold": 6},
         "volumeMounts": mounts,
         "securityContext": container_security_context(),
     }

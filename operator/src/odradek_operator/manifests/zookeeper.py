@@ -98,8 +98,10 @@ def zookeeper_manifests(names: ClusterNames, owner: Owner | None, managed: Manag
         "readinessProbe": {"exec": {"command": list(contract.ready_command)},
                            "initialDelaySeconds": 5, "periodSeconds": 5, "timeoutSeconds": 5,
                            "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": "client"}, "initialDelaySeconds": 30,
-                          "periodSeconds": 10, "failureThreshold": 6},
+        "startupProbe": {"tcpSocket": {"port": "client"}, "periodSeconds": 10,
+                         "failureThreshold": 30},
+        "livenessProbe": {"tcpSocket": {"port": "client"}, "periodSeconds": 10,
+                          "failureThreshold": 6},
         "volumeMounts": [{"name": "data", "mountPath": contract.data_dir}],
         "securityContext": container_security_context(),
     }
