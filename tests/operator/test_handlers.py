@@ -185,7 +185,11 @@ async def test_deleting_a_cluster_stops_its_brokers_before_their_managed_zookeep
     with pytest.raises(kopf.TemporaryError, match="1 broker"):
         await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",
                                         logger=LOGGER)
-    assert stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"]["replicas"] == 0
+    sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"]
+    assert sts["replicas"] == 0
+    # Scaling to zero is a scale-down: without deleteClaim it must keep the claims.
+    assert sts["persistentVolumeClaimRetentionPolicy"] == {"whenScaled": "Retain",
+                                                           "whenDeleted": "Retain"}
     # Once they are gone (or after the bound), the deletion proceeds.
     del api.objects[kmock.resource("v1/pods"), "kafka", "odr-0"]
     await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",

@@ -256,7 +256,8 @@ async def stop_brokers_then_release(*, body: kopf.Body, namespace: str | None, n
     Garbage collection would delete the brokers and a managed ZooKeeper at once; a broker
     whose ZooKeeper is gone cannot finish its controlled shutdown and holds on for its whole
     termination grace period (minutes), and its volume with it. So the brokers are scaled to
-    zero while ZooKeeper still runs, and the finalizer waits (bounded) until they have stopped.
+    zero while ZooKeeper still runs (keeping their claims unless ``deleteClaim``: a scale to zero
+    is a scale-down), and the finalizer waits (bounded) until they have stopped.
 
     Namespaced children then go with their owner; the rack ClusterRole(Binding) cannot carry a
     namespaced owner, so they are deleted here."""
@@ -268,8 +269,10 @@ async def stop_brokers_then_release(*, body: kopf.Body, namespace: str | None, n
         waited = seconds_since(body.metadata.get("deletionTimestamp"))
         if pods and waited < BROKER_STOP_TIMEOUT_S:
             try:
+                delete_claim = bool(((body.get("spec") or {}).get("storage") or {})
+                                    .get("deleteClaim", False))
                 await api.patch("StatefulSet", namespace, names.statefulset,
-                                {"spec": {"replicas": 0}})
+                                broker_manifests.stop_brokers_patch(delete_claim))
             except KubeApiError as exc:  # already gone (a foreground deletion): pods follow
                 if exc.status != 404:
                     raise

@@ -36,6 +36,7 @@ __all__ = [
     "pod_monitor",
     "rack_rbac",
     "statefulset",
+    "stop_brokers_patch",
 ]
 
 BROKER = "broker"
@@ -151,6 +152,22 @@ def rack_rbac(names: ClusterNames, owner: Owner | None) -> list[dict[str, Any]]:
     ]
 
 
+def claim_retention(delete_claim: bool) -> dict[str, str]:
+    """A drained broker's volume holds no replica any more (``whenScaled: Delete``); the
+    cluster's volumes outlive it unless ``spec.storage.deleteClaim`` says otherwise."""
+    return {"whenScaled": "Delete", "whenDeleted": "Delete" if delete_claim else "Retain"}
+
+
+def stop_brokers_patch(delete_claim: bool) -> dict[str, Any]:
+    """The StatefulSet patch that stops every broker before the cluster is deleted.
+
+    Scaling to zero is a scale-down, so ``whenScaled: Delete`` would take every claim with it;
+    the same patch makes the scale-down keep them whenever deletion keeps them."""
+    when_deleted = claim_retention(delete_claim)["whenDeleted"]
+    return {"spec": {"replicas": 0, "persistentVolumeClaimRetentionPolicy": {
+        "whenScaled": when_deleted, "whenDeleted": when_deleted}}}
+
+
 def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec, *,
                 replicas: int, restart_hash: str) -> dict[str, Any]:
     """``replicas`` is the operator's decision (it lags spec.replicas while a scale-down
@@ -225,11 +242,7 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
             "replicas": replicas,
             "podManagementPolicy": "Parallel",
             "updateStrategy": {"type": "OnDelete"},
-            # A drained broker's volume holds no replica any more; the cluster's volumes
-            # outlive it unless spec.storage.deleteClaim says otherwise.
-            "persistentVolumeClaimRetentionPolicy": {
-                "whenScaled": "Delete",
-                "whenDeleted": "Delete" if spec.delete_claim else "Retain"},
+            "persistentVolumeClaimRetentionPolicy": claim_retention(spec.delete_claim),
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": names.labels(BROKER),
