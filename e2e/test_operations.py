@@ -64,7 +64,9 @@ def test_scale_three_five_three_keeps_data_and_refuses_what_replication_cannot_s
     def drained(c: dict) -> bool:
         phases.add(str((c.get("status") or {}).get("scaling", {}).get("phase")))
         sts = kube.apps.read_namespaced_stateful_set(CLUSTER, namespace)
+        # ready_replicas stops counting a removed broker before its pod is gone: wait for that.
         return sts.spec.replicas == 3 and (sts.status.ready_replicas or 0) == 3 and \
+            len(kube.pod_uids(namespace, BROKER_SELECTOR)) == 3 and \
             conditions(c).get("Ready", {}).get("status") == "True"
 
     kube.wait_resource(namespace, "brokerclusters", CLUSTER, "to drain back to 3 brokers",
