@@ -6,6 +6,9 @@ with its type and default; an unknown key is an error (a typo must not silently 
 a default). Broker-level log settings (``log.segment.bytes``) are the defaults of topic-level
 settings (``segment.bytes``); :meth:`BrokerConfig.log_config` maps one onto the other so
 storage only ever sees topic-level names.
+
+Components do not read this mapping: each takes its typed section
+(:mod:`odradek.config_sections`), built from it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ __all__ = [
     "ConfigDef",
     "ConfigError",
     "Listener",
+    "broker_default_name",
     "parse_properties",
 ]
 
@@ -73,6 +77,11 @@ def _parse_int(value: str) -> int:
     return int(value.strip())
 
 
+def _parse_long(value: str) -> int:
+    """The same as an int in Python; a separate parser so the type is documented as Kafka's."""
+    return int(value.strip())
+
+
 def _parse_float(value: str) -> float:
     return float(value.strip())
 
@@ -96,6 +105,11 @@ class ConfigDef:
     topic_name: str | None = None
     at_least: float | None = None
 
+    @property
+    def type_name(self) -> str:
+        """Kafka's name for this property's type (``int``, ``long``, ``list``, ...)."""
+        return _TYPE_NAMES[self.parse]
+
     def convert(self, raw: str) -> Any:
         try:
             value = self.parse(raw)
@@ -110,7 +124,18 @@ def _defs(*defs: ConfigDef) -> dict[str, ConfigDef]:
     return {definition.name: definition for definition in defs}
 
 
-INT, LONG, BOOL, STR = _parse_int, _parse_int, _parse_bool, _parse_str
+INT, LONG, BOOL, STR = _parse_int, _parse_long, _parse_bool, _parse_str
+
+_TYPE_NAMES: dict[Callable[[str], Any], str] = {
+    _parse_int: "int",
+    _parse_long: "long",
+    _parse_bool: "boolean",
+    _parse_str: "string",
+    _parse_optional_str: "string",
+    _parse_float: "double",
+    _parse_list: "list",
+    _parse_listeners: "list",
+}
 
 BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     # Identity and network
@@ -251,8 +276,44 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("quota.window.num", INT, 11, "Samples kept for quota rates."),
     ConfigDef("quota.window.size.seconds", INT, 1, "Quota sample window."),
     # odradek's own
-    ConfigDef("metrics.port", INT, 0, "Prometheus metrics HTTP port (0 = off).", at_least=0),
+    ConfigDef("metrics.port", INT, 0,
+              "The port of the Prometheus /metrics endpoint, served on the host of the first "
+              "listener. 0 disables the endpoint (the broker still keeps its metrics).",
+              at_least=0),
+    ConfigDef("metrics.topic.labels.enable", BOOL, False,
+              "Export bytes and messages per topic (odradek_topic_*). Off by default: each "
+              "topic adds series, and topics are created by users."),
+    ConfigDef("metrics.topic.labels.max", INT, 500,
+              "The most topics with their own series when per-topic metrics are on; traffic "
+              "of further topics is counted in the broker-wide totals only, and each refused "
+              "topic in odradek_metrics_series_dropped_total.", at_least=0),
+    ConfigDef("metrics.consumer.lag.series.max", INT, 10000,
+              "The most group/topic/partition consumer-lag rows a coordinator exports (each "
+              "row is four series); further rows are counted as dropped.", at_least=0),
+    ConfigDef("metrics.consumer.groups.max", INT, 1000,
+              "The most consumer groups with state and member series per coordinator; "
+              "further groups are counted as dropped.", at_least=0),
+    ConfigDef("metrics.consumer.lag.timestamp.reads.max", INT, 200,
+              "Record timestamps a coordinator reads per scrape to compute lag in seconds; "
+              "positions beyond it reuse their last reading. Bounds what a scrape costs.",
+              at_least=0),
 )
+
+# Topic configs whose broker default is computed from several broker keys (the most specific
+# one named here); every other topic config has at most one ``ConfigDef.topic_name`` source.
+_COMPUTED_TOPIC_DEFAULTS = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
+
+
+def broker_default_name(topic_config: str) -> str | None:
+    """The broker property that supplies the default of topic config ``topic_config``
+    (``segment.bytes`` -> ``log.segment.bytes``); None when only Kafka's default applies."""
+    if topic_config in _COMPUTED_TOPIC_DEFAULTS:
+        return _COMPUTED_TOPIC_DEFAULTS[topic_config]
+    for definition in BROKER_CONFIGS.values():
+        if definition.topic_name == topic_config:
+            return definition.name
+    return None
+
 
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text (``key=value`` or ``key: value``, ``#``/``!`` comments,
@@ -415,3 +476,4 @@ class BrokerConfig(Mapping[str, Any]):
         if not topic_overrides:
             return base
         return LogConfig.from_topic_config(topic_overrides, base)
+

@@ -30,7 +30,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.config import BROKER_CONFIGS, LONG_MAX, BrokerConfig, ConfigDef, ConfigError
+from odradek.config import (
+    BROKER_CONFIGS,
+    LONG,
+    LONG_MAX,
+    BrokerConfig,
+    ConfigDef,
+    ConfigError,
+)
 from odradek.protocol.errors import InvalidConfig, InvalidRequest
 
 __all__ = [
@@ -68,20 +75,16 @@ class ConfigSource(enum.IntEnum):
     DEFAULT_CONFIG = 5
 
 
-def _long(value: str) -> int:
-    return int(value.strip())
-
-
 DYNAMIC_ONLY_CONFIGS: dict[str, ConfigDef] = {
     definition.name: definition
     for definition in (
-        ConfigDef("leader.replication.throttled.rate", _long, LONG_MAX,
+        ConfigDef("leader.replication.throttled.rate", LONG, LONG_MAX,
                   "Bytes/s a leader may send to throttled followers (throttles are stored "
                   "and reported; odradek does not enforce them yet).", at_least=0),
-        ConfigDef("follower.replication.throttled.rate", _long, LONG_MAX,
+        ConfigDef("follower.replication.throttled.rate", LONG, LONG_MAX,
                   "Bytes/s a follower may fetch for throttled replicas (stored and reported; "
                   "not enforced yet).", at_least=0),
-        ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", _long, LONG_MAX,
+        ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", LONG, LONG_MAX,
                   "Bytes/s for moving replicas between log dirs (stored; no such moves).",
                   at_least=0),
     )

@@ -177,15 +177,18 @@ class BrokerProcess(ManagedProcess):
         zookeeper_connect: str,
         overrides: dict[str, str] | None = None,
         log_path: Path | None = None,
+        metrics_port: int = 0,
     ) -> None:
         self.broker_id = broker_id
         self.port = port
+        self.metrics_port = metrics_port
         self.data_dir = data_dir
         self.overrides = {
             "broker.id": str(broker_id),
             "listeners": f"PLAINTEXT://127.0.0.1:{port}",
             "log.dirs": str(data_dir / "logs"),
             "zookeeper.connect": zookeeper_connect,
+            "metrics.port": str(metrics_port),
             **(overrides or {}),
         }
         argv = [sys.executable, "-m", "odradek", "broker"]
@@ -197,6 +200,16 @@ class BrokerProcess(ManagedProcess):
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_address(self) -> str | None:
+        """``host:port`` of ``/metrics`` (None when ``metrics.port`` is 0)."""
+        return f"127.0.0.1:{self.metrics_port}" if self.metrics_port else None
+
+    @property
+    def metrics_url(self) -> str | None:
+        address = self.metrics_address
+        return f"http://{address}/metrics" if address else None
 
     def wait_ready(self, timeout: float = 60) -> None:
         def ready() -> bool:
@@ -211,7 +224,8 @@ class BrokerProcess(ManagedProcess):
 class LocalCluster:
     """ZooKeeper plus ``size`` brokers, each with its own port and directory.
 
-    Broker ``i`` listens on ``ports[i]`` when ``ports`` is given, else ``base_port + i``.
+    Broker ``i`` listens on ``ports[i]`` when ``ports`` is given, else ``base_port + i``,
+    and serves ``/metrics`` on ``metrics_ports[i]`` when given (else no metrics endpoint).
     With ``external_zookeeper`` set, no ZooKeeper is started and brokers use that one.
     """
 
@@ -223,6 +237,7 @@ class LocalCluster:
     chroot: str = ""
     external_zookeeper: str | None = None
     ports: list[int] | None = None
+    metrics_ports: list[int] | None = None
     zookeeper: ZooKeeperProcess | None = field(default=None, init=False)
     brokers: list[BrokerProcess] = field(default_factory=list, init=False)
 
@@ -247,6 +262,7 @@ class LocalCluster:
                 self.data_dir / f"broker-{broker_id}",
                 self.zookeeper_connect,
                 self.overrides,
+                metrics_port=self.metrics_ports[broker_id] if self.metrics_ports else 0,
             )
             for broker_id in range(self.size)
         ]

@@ -100,7 +100,7 @@ def test_metadata_auto_creates_only_when_allowed(
         first = client.request(MetadataRequestV4(
             topics=(MetadataTopicV4(name=topic_name),), allow_auto_topic_creation=True))
         assert first.topics[0].error_code in (0, 5)  # created; leader maybe not yet elected
-        view = broker.broker.services.cluster.view  # type: ignore[union-attr]
+        view = broker.broker.services.cluster.view
         broker.run(view.wait_for(lambda s: topic_name in s.topics, 20))
         assert (topic_name + "-no") not in view.topics
 

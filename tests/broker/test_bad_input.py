@@ -12,6 +12,7 @@ from kio.schema.metadata.v1.request import MetadataRequest
 from odradek.protocol.framing import size_prefix
 from odradek.protocol.records import BATCH_HEADER_SIZE
 
+from ..protocol.hostile_frames import CRASH_FRAME
 from .helpers import batch, create_topic, fetch_request, partition_response, produce_request
 from .inprocess import InProcessBroker
 from .wire import WireClient
@@ -50,9 +51,11 @@ def closed_with_one_log_line(
         (size_prefix(12) + bytes.fromhex("000300010000000100ff") + b"\xff\xff", "header"),
         (size_prefix(14) + bytes.fromhex("0003000100000001ffff") + b"\x7f\xff\xff\xff",
          "MetadataRequest"),
+        # An array length kio's native reader would try to allocate (and abort the process).
+        (size_prefix(len(CRASH_FRAME)) + CRASH_FRAME, "does not fit"),
     ],
     ids=["huge", "negative", "unknown-key", "unknown-version", "short", "bad-header",
-         "truncated-body"],
+         "truncated-body", "impossible-array-length"],
 )
 def test_bad_frames_close_the_connection(
     shared_broker: InProcessBroker, topic_name: str, caplog: pytest.LogCaptureFixture,

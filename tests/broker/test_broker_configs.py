@@ -187,3 +187,31 @@ def test_alter_configs_replaces_the_whole_set_and_validate_only_writes_nothing(
                         incremental_operation=AlterConfigOpType.SET)])
         client.incremental_alter_configs([check], validate_only=True)[check].result(20)
         assert json.loads(zk.get("/config/brokers/0")[0])["config"] == stored
+
+
+def test_dynamic_changes_reach_each_component_as_its_new_section(
+    broker: InProcessBroker,
+) -> None:
+    """One path for live changes: the effective config is cut into new sections, and the
+    log manager, the replica manager and the controller each get theirs whole."""
+    assert broker.broker is not None
+    services = broker.broker.services
+    log_manager, replica_manager = services.log_manager, services.replica_manager
+    controller = services.cluster.controller
+    replication_before = replica_manager.replication
+    _set(broker, "", ("log.cleaner.dedupe.buffer.size", "1048576"),
+         ("unclean.leader.election.enable", "true"))
+    wait_until_true(lambda: log_manager.settings.cleaner_dedupe_buffer_size == 1048576, 10,
+                    "the log manager's new log section")
+    wait_until_true(lambda: controller.context.settings.unclean_leader_election_enable, 10,
+                    "the controller's new controller section")
+    assert replica_manager.replication is replication_before  # its section did not change
+    assert services.sections.log is log_manager.settings
+    assert broker.broker.sections is services.sections
+
+    _set(broker, "0", ("num.replica.fetchers", "3"))
+    wait_until_true(lambda: replica_manager.replication.num_replica_fetchers == 3, 10,
+                    "the replica manager's new replication section")
+    assert replica_manager.fetchers is not None
+    assert replica_manager.fetchers.settings is replica_manager.replication
+    assert log_manager.settings.cleaner_dedupe_buffer_size == 1048576  # still the default's

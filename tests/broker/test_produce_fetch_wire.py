@@ -66,7 +66,7 @@ def test_invalid_acks_is_rejected(shared_broker: InProcessBroker, topic_name: st
         assert partition_response(response).error_code == 21  # INVALID_REQUIRED_ACKS
 
 
-def test_fetch_above_high_watermark_is_out_of_range_and_at_it_is_empty(
+def test_fetch_beyond_the_log_end_is_out_of_range_and_at_it_is_empty(
     shared_broker: InProcessBroker, topic_name: str
 ) -> None:
     create_topic(shared_broker, topic_name)

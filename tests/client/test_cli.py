@@ -75,7 +75,7 @@ def test_perf_produce_and_consume_report_rates(target: Target) -> None:
     assert json.loads(done.stdout)["records"] == 20000
 
 
-def test_groups_describe_and_reset_offsets(apache_kafka) -> None:  # type: ignore[no-untyped-def]
+def test_groups_describe_and_reset_offsets(apache_kafka) -> None:
     bs = ["--bootstrap-server", apache_kafka.bootstrap]
     topic = f"grp-{uuid.uuid4().hex[:8]}"
     group = f"g-{uuid.uuid4().hex[:8]}"

@@ -119,7 +119,7 @@ def _close(sock: socket.socket) -> None:
 
 
 @pytest.fixture
-def doomed_broker(broker_factory) -> Iterator[KillOnProduceProxy]:  # type: ignore[no-untyped-def]
+def doomed_broker(broker_factory) -> Iterator[KillOnProduceProxy]:
     proxy = KillOnProduceProxy(free_port())
     try:
         broker = broker_factory(
@@ -132,7 +132,7 @@ def doomed_broker(broker_factory) -> Iterator[KillOnProduceProxy]:  # type: igno
 
 
 def _send_until_broker_dies(proxy: KillOnProduceProxy, **settings: object) -> tuple[
-        Producer, list]:  # type: ignore[type-arg]
+        Producer, list]:
     topic = create_topic(proxy.bootstrap, f"doomed-{uuid.uuid4().hex[:8]}", 1)
     producer = Producer(proxy.bootstrap, linger_ms=0, **settings)
     futures = [producer.send(topic, b"record-%d" % i) for i in range(200)]
@@ -140,7 +140,7 @@ def _send_until_broker_dies(proxy: KillOnProduceProxy, **settings: object) -> tu
     return producer, futures
 
 
-def _assert_all_failed(futures: list) -> None:  # type: ignore[type-arg]
+def _assert_all_failed(futures: list) -> None:
     pending = sum(not f.done() for f in futures)
     assert pending == 0, f"{pending} of {len(futures)} record futures left unresolved"
     delivered = [f for f in futures if f.exception(0) is None]

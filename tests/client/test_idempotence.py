@@ -16,7 +16,7 @@ from .conftest import create_topic
 N = 20_000
 
 
-def _restart_during_send(bootstrap: str, restart) -> None:  # type: ignore[no-untyped-def]
+def _restart_during_send(bootstrap: str, restart) -> None:
     topic = create_topic(bootstrap, f"idem-{uuid.uuid4().hex[:8]}", 2)
     producer = Producer(bootstrap, linger_ms=2, batch_size=4096, retry_backoff_ms=50,
                         request_timeout_ms=5_000)
@@ -68,7 +68,7 @@ def _restart_during_send(bootstrap: str, restart) -> None:  # type: ignore[no-un
 
 
 def test_idempotent_producer_survives_apache_kafka_restart(
-        zookeeper, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        zookeeper, tmp_path: Path) -> None:
     from tests.harness.apache_kafka import ApacheKafka
 
     kafka = ApacheKafka()
@@ -88,7 +88,7 @@ def test_idempotent_producer_survives_apache_kafka_restart(
         broker.stop()
 
 
-def test_idempotent_producer_survives_odradek_restart(broker_factory) -> None:  # type: ignore[no-untyped-def]
+def test_idempotent_producer_survives_odradek_restart(broker_factory) -> None:
     broker = broker_factory(0)
 
     def restart() -> None:

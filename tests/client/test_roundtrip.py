@@ -103,7 +103,7 @@ def test_partition_choice_equals_librdkafka_murmur2_random(target: Target,
     keys = [f"key-{i}".encode() for i in range(10_000)]
     delivered: dict[bytes, int] = {}
 
-    def on_delivery(err, msg) -> None:  # type: ignore[no-untyped-def]
+    def on_delivery(err, msg) -> None:
         assert err is None, err
         delivered[msg.key()] = msg.partition()
 

@@ -14,7 +14,7 @@ from odradek.client.producer import AsyncProducer
 TP = TopicPartition("t", 0)
 
 
-def _producer_with_batches(*sequences: int) -> tuple[AsyncProducer, list]:  # type: ignore[type-arg]
+def _producer_with_batches(*sequences: int) -> tuple[AsyncProducer, list]:
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)
     producer._producer_id = 7
     batches = []

@@ -12,6 +12,7 @@ from odradek.cluster import ZkCluster
 from odradek.cluster.controller import ControllerMoved
 from odradek.cluster.view import ClusterSnapshot
 from odradek.cluster.znodes import encode_entity_config, encode_topic_assignment
+from odradek.config_sections import ControllerConfig
 from tests.cluster.support import DEADLINE, group, run
 from tests.harness.zk import read_json, zk_client
 
@@ -153,7 +154,10 @@ def test_losing_the_whole_isr_elects_outside_it_only_when_unclean(
 ) -> None:
     async def body() -> None:
         async with group(zk_connect) as g:
-            a = await g.cluster(1, unclean_leader_election=controller_unclean)
+            a = await g.cluster(
+                1, controller=ControllerConfig(unclean_leader_election_enable=controller_unclean,
+                                               fast_failover_enable=False)
+            )
             two = await g.broker(2)
             await controller_is(a, 1)
             write_topic(zk_connect, "t", {0: [2, 3]}, topic_config)  # 3 is not registered

@@ -12,6 +12,7 @@ from odradek.cluster import BrokerInfo, ZkSession
 from odradek.cluster.liveness import ConnectionProbes, ProbeTarget
 from odradek.cluster.registry import BrokerRegistry
 from odradek.cluster.znodes import encode_entity_config, encode_topic_assignment
+from odradek.config_sections import ControllerConfig
 from tests.cluster.support import DEADLINE, SHORT_SESSION_MS, group, run
 from tests.cluster.test_controller import state_of
 from tests.harness.zk import read_json, zk_client
@@ -157,7 +158,7 @@ def test_controller_fails_a_refusing_broker_at_once_and_keeps_its_ghost_out(
 ) -> None:
     async def body() -> None:
         async with group(zk_connect) as g:
-            a = await g.cluster(1, fast_failover=True)
+            a = await g.cluster(1, controller=ControllerConfig(fast_failover_enable=True))
             await a.view.wait_for(lambda s: s.controller_id == 1, DEADLINE)
             server = _Server()
             ghost = await _register(zk_connect, 2, server.port)

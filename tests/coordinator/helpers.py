@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.coordinator.config import GroupCoordinatorConfig
+from odradek.config_sections import GroupCoordinatorConfig
 from odradek.coordinator.group import Group, JoinRequest
 from odradek.coordinator.results import JoinResult, Output, Reply, StoreGroup, SyncResult
 from odradek.coordinator.shard import CoordinatorShard

@@ -125,7 +125,7 @@ async def _run_aiokafka(args: argparse.Namespace, events: EventLog, stop: Stop) 
     from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
     from aiokafka.structs import OffsetAndMetadata
 
-    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    class Listener(ConsumerRebalanceListener):
         async def on_partitions_revoked(self, revoked: Any) -> None:
             events.write("revoked", partitions=sorted(tp.partition for tp in revoked))
 

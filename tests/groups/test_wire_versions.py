@@ -37,7 +37,7 @@ def schema(api_key: int, version: int) -> ModuleType:
 
 def request(api_key: int, version: int, **fields: Any) -> Any:
     cls = load_request_schema(api_key, version)
-    names = cls.__dataclass_fields__  # type: ignore[attr-defined]
+    names = cls.__dataclass_fields__
     return cls(**{k: v for k, v in fields.items() if k in names})
 
 

@@ -1,4 +1,5 @@
-"""pytest fixtures: a session ZooKeeper, per-test chroots, brokers and local clusters.
+"""pytest fixtures: a session ZooKeeper, per-test chroots, brokers and local clusters, and
+clusters whose hosts are network namespaces.
 
 Every process a fixture starts is stopped by PID at teardown. When a test fails, the last
 lines of every process log it used are attached to the report ("Captured process logs"), so
@@ -7,6 +8,7 @@ a CI failure explains itself.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ from odradek.local_cluster import (
     free_port,
 )
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
+from tests.harness.netns import NetworkLab
+from tests.harness.netns_cluster import NetnsCluster
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -134,3 +138,31 @@ def cluster_factory(
         attach_process_logs(request, list(cluster.brokers))
         cluster.stop()
 
+
+
+NetnsClusterFactory = Callable[..., NetnsCluster]
+
+
+@pytest.fixture
+def netns_cluster_factory(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[NetnsClusterFactory]:
+    """Start ZooKeeper and ``size`` brokers, each in its own network namespace, plus a
+    client host (:class:`~tests.harness.netns_cluster.NetnsCluster`). Needs root and
+    iproute2: skip with :func:`tests.harness.netns.netns_unavailable_reason` first."""
+    with contextlib.ExitStack() as stack:
+        clusters: list[NetnsCluster] = []
+
+        def start(size: int = 3, **overrides: str) -> NetnsCluster:
+            lab = stack.enter_context(NetworkLab())
+            props = {key.replace("_", "."): str(value) for key, value in overrides.items()}
+            cluster = NetnsCluster(lab, tmp_path / f"netns-cluster-{len(clusters)}", size,
+                                   props)
+            clusters.append(cluster)
+            cluster.start()
+            return cluster
+
+        yield start
+        for cluster in clusters:
+            attach_process_logs(request, cluster.processes())
+            cluster.stop()

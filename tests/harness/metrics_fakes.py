@@ -1,7 +1,8 @@
-"""Fakes of the sources a broker attaches to its metrics: the metrics side of the phase-2 contracts.
+"""Fakes of the sources a broker attaches to its metrics (the metrics side of the contracts).
 
-These stand below real tests of the same path (the live exposition tests scrape a real
-server; phase 2 replaces these with the replication layer and the coordinator).
+These stand below real tests of the same path: the broker's real sources are
+``odradek.broker.metrics_sources``, tested with real clients in ``test_broker_wiring.py`` and
+on a live 3-broker cluster with a real Prometheus in ``test_cluster_live.py``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
     python -m tests.harness.render_demo [--output build/dashboards] [--seconds 120]
 
-Today (phase 1) Prometheus scrapes the demo cluster of :mod:`tests.harness.metrics_demo`
-(real registries and exposition, synthetic workload); phase 2 points it at a live
-``odradek.local_cluster`` under load instead. The alert rules are loaded too, so the run
-also shows whether they evaluate.
+Prometheus scrapes the demo cluster of :mod:`tests.harness.metrics_demo` (real registries
+and exposition, synthetic workload: every panel has data in two minutes). Rendering from a
+live ``odradek.local_cluster`` is not done yet; ``odradek cluster --prometheus`` gives the
+live queries. The alert rules are loaded too, so the run also shows whether they evaluate.
 """
 
 from __future__ import annotations

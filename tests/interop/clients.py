@@ -2,8 +2,8 @@
 
 The adapters use only what an application would: the client's producer (with its own
 partitioner, batching and compression), a consumer with manual assignment (``assign`` +
-``seek``; no group subscription and no offset commits, since odradek has no group
-coordinator yet) and the client's offset lookups. Each blocking call is bounded by a
+``seek``: these tests pin partitions and offsets; the group tests exercise subscription
+and commits) and the client's offset lookups. Each blocking call is bounded by a
 deadline and raises :class:`InteropError` with what it was waiting for.
 """
 
@@ -178,7 +178,7 @@ class ConfluentClient(Client):
         missing = [i for i, d in enumerate(deliveries) if d is None]
         if missing:
             raise InteropError(f"no delivery report for {len(missing)} messages")
-        return deliveries  # type: ignore[return-value]
+        return deliveries
 
     def consume(self, bootstrap, topic, start, end, timeout):
         consumer = self._consumer(bootstrap)

@@ -71,7 +71,7 @@ def test_log_dir_space_is_the_filesystems(tmp_path: Path) -> None:
 
 def test_a_failing_source_costs_only_its_own_families() -> None:
     class Broken:
-        def partitions(self):  # type: ignore[no-untyped-def]
+        def partitions(self):
             raise RuntimeError("replica manager is being rebuilt")
 
     metrics = BrokerMetrics(process_metrics=False)
@@ -86,7 +86,7 @@ def test_sources_are_read_on_the_event_loop_thread() -> None:
     seen: list[int] = []
 
     class Recording(FakeReplicaManager):
-        def partitions(self):  # type: ignore[no-untyped-def]
+        def partitions(self):
             seen.append(threading.get_ident())
             return super().partitions()
 

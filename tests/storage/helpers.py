@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from odradek.config_sections import LogManagerConfig
 from odradek.protocol.records import (
     BatchHeader,
     Record,
@@ -78,3 +80,8 @@ def read_all(log: PartitionLog, start: int | None = None) -> list[tuple[BatchHea
 def all_records(log: PartitionLog) -> Iterator[Record]:
     for _header, records in read_all(log):
         yield from records
+
+
+def settings(*log_dirs: Path, **overrides: Any) -> LogManagerConfig:
+    """The ``log`` section for a LogManager over ``log_dirs`` (defaults otherwise)."""
+    return LogManagerConfig(log_dirs=log_dirs, **overrides)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from odradek.storage.checkpoint import CorruptCheckpoint, OffsetCheckpointFile, 
 from odradek.storage.leader_epoch import LeaderEpochFileCache
 from tests.storage.helpers import BASE_TS, all_records, batch, small_config
 
+from .helpers import settings
+
 
 def _wait_for(condition, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
@@ -21,7 +24,7 @@ def _wait_for(condition, timeout: float = 20.0) -> None:
 
 
 def test_checkpoint_files_use_kafkas_text_format(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], small_config(), background=False)
+    manager = LogManager(settings(tmp_path), small_config(), background=False)
     for partition in range(2):
         log = manager.get_or_create_log("orders", partition)
         for i in range(5 + partition):
@@ -37,7 +40,7 @@ def test_checkpoint_files_use_kafkas_text_format(tmp_path: Path) -> None:
     assert sorted(starts[2:]) == ["orders 0 0", "orders 1 0"]
     epochs = (tmp_path / "orders-0" / "leader-epoch-checkpoint").read_text().splitlines()
     assert epochs == ["0", "1", "1 0"]
-    reopened = LogManager([tmp_path], small_config(), background=False)
+    reopened = LogManager(settings(tmp_path), small_config(), background=False)
     loaded = reopened.get_log("orders", 1)
     assert loaded is not None
     assert (loaded.log_end_offset, loaded.high_watermark, loaded.recovery_point) == (6, 3, 6)
@@ -74,7 +77,7 @@ def test_leader_epoch_cache_rules(tmp_path: Path) -> None:
 
 
 def test_delete_log_renames_then_removes_the_directory(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], small_config(file_delete_delay_ms=0), background=False)
+    manager = LogManager(settings(tmp_path), small_config(file_delete_delay_ms=0), background=False)
     log = manager.get_or_create_log("gone", 0)
     log.append(batch([b"x"]), leader_epoch=0)
     manager.delete_log("gone", 0)
@@ -89,7 +92,7 @@ def test_delete_log_renames_then_removes_the_directory(tmp_path: Path) -> None:
 
 def test_logs_spread_over_log_dirs_and_meta_properties(tmp_path: Path) -> None:
     dirs = [tmp_path / "d1", tmp_path / "d2"]
-    manager = LogManager(dirs, small_config(), background=False)
+    manager = LogManager(settings(*dirs), small_config(), background=False)
     for partition in range(4):
         manager.get_or_create_log("t", partition)
     assert sorted(len(list(d.glob("t-*"))) for d in dirs) == [2, 2]
@@ -101,11 +104,9 @@ def test_logs_spread_over_log_dirs_and_meta_properties(tmp_path: Path) -> None:
 def test_background_retention_and_file_removal(tmp_path: Path) -> None:
     config = small_config(segment_bytes=1024, retention_ms=1000, file_delete_delay_ms=0)
     manager = LogManager(
-        [tmp_path],
+        settings(tmp_path, retention_check_interval_ms=50, file_delete_check_interval_ms=50,
+                 cleaner_enable=False),
         config,
-        log_retention_check_interval_ms=50,
-        file_delete_check_interval_ms=50,
-        log_cleaner_enable=False,
     )
     try:
         log = manager.get_or_create_log("old", 0)
@@ -120,10 +121,8 @@ def test_background_retention_and_file_removal(tmp_path: Path) -> None:
 
 def test_background_flush_by_flush_ms(tmp_path: Path) -> None:
     manager = LogManager(
-        [tmp_path],
+        settings(tmp_path, flush_check_interval_ms=20, cleaner_enable=False),
         small_config(flush_ms=10),
-        log_flush_scheduler_interval_ms=20,
-        log_cleaner_enable=False,
     )
     try:
         log = manager.get_or_create_log("f", 0)
@@ -134,7 +133,7 @@ def test_background_flush_by_flush_ms(tmp_path: Path) -> None:
 
 
 def test_flush_messages_flushes_on_append(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], small_config(flush_messages=3), background=False)
+    manager = LogManager(settings(tmp_path), small_config(flush_messages=3), background=False)
     log = manager.get_or_create_log("f", 0)
     log.append(batch([b"a", b"b"]), leader_epoch=0)
     assert log.recovery_point == 0
@@ -144,7 +143,7 @@ def test_flush_messages_flushes_on_append(tmp_path: Path) -> None:
 
 
 def test_cleaner_runs_for_compacted_topics_after_config_change(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], small_config(segment_bytes=1024), background=False)
+    manager = LogManager(settings(tmp_path), small_config(segment_bytes=1024), background=False)
     log = manager.get_or_create_log("c", 0)
     for i in range(200):
         log.append(batch([b"%d" % i], keys=[b"k%d" % (i % 5)]), leader_epoch=0)
@@ -169,7 +168,7 @@ def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
     compact = small_config(
         segment_bytes=1024, cleanup_policy="compact", min_cleanable_dirty_ratio=0.01
     )
-    manager = LogManager([tmp_path], compact, background=False)
+    manager = LogManager(settings(tmp_path), compact, background=False)
     log = manager.get_or_create_log("c", 0)
     for i in range(100):
         log.append(batch([b"%d" % i], keys=[b"k%d" % (i % 5)]), leader_epoch=0)
@@ -189,3 +188,34 @@ def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
     keys = [r.key for r in all_records(log)]
     assert len(keys) == len(set(keys)) == 15, "data appended after the truncation is cleaned"
     manager.shutdown()
+
+
+def test_topic_deletion_churn_with_periodic_checkpoints_never_clashes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """delete_log writes every checkpoint while the scheduler writes them too: one writer
+    per file, so no FileNotFoundError on the shared .tmp and no torn file."""
+    manager = LogManager(
+        settings(tmp_path, high_watermark_checkpoint_interval_ms=1,
+                 recovery_point_checkpoint_interval_ms=1, log_start_checkpoint_interval_ms=1,
+                 cleaner_enable=False),
+        small_config(file_delete_delay_ms=0),
+    )
+    deadline = time.monotonic() + 3
+    try:
+        with caplog.at_level(logging.ERROR, logger="odradek.storage"):
+            for round_ in range(300):
+                if time.monotonic() > deadline:
+                    break
+                for partition in range(3):
+                    log = manager.get_or_create_log(f"churn{round_ % 4}", partition)
+                    log.append(batch([b"x"]), leader_epoch=0)
+                    log.update_high_watermark(log.log_end_offset)
+                for partition in range(3):
+                    manager.delete_log(f"churn{round_ % 4}", partition)
+    finally:
+        manager.shutdown()
+    failures = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not failures, failures[:3]
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        OffsetCheckpointFile(tmp_path / name).read()  # parses: not torn

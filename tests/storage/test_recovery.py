@@ -18,6 +18,8 @@ from odradek.storage.log_manager import CLEAN_SHUTDOWN_FILE
 from odradek.storage.segment import LogSegment, segment_file_name
 from tests.storage.helpers import all_records, batch, new_log, read_all, small_config
 
+from .helpers import settings
+
 
 def _fill(tmp_path: Path, count: int = 120, segment_bytes: int = 1024):
     config = small_config(segment_bytes=segment_bytes)
@@ -103,7 +105,7 @@ def test_clean_shutdown_marker_skips_the_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = small_config(segment_bytes=1024)
-    manager = LogManager([tmp_path], config, background=False)
+    manager = LogManager(settings(tmp_path), config, background=False)
     log = manager.get_or_create_log("t", 0)
     for i in range(100):
         log.append(batch([b"%d" % i]), leader_epoch=0)
@@ -114,7 +116,7 @@ def test_clean_shutdown_marker_skips_the_scan(
         raise AssertionError("a clean shutdown must not scan segments")
 
     monkeypatch.setattr(LogSegment, "recover", no_scan)
-    manager = LogManager([tmp_path], config, background=False)
+    manager = LogManager(settings(tmp_path), config, background=False)
     assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists(), "marker must go once loaded"
     loaded = manager.get_log("t", 0)
     assert loaded is not None and loaded.log_end_offset == 100
@@ -126,7 +128,7 @@ def test_unclean_restart_scans_only_after_recovery_point(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = small_config(segment_bytes=1024)
-    manager = LogManager([tmp_path], config, background=False)
+    manager = LogManager(settings(tmp_path), config, background=False)
     log = manager.get_or_create_log("t", 0)
     for i in range(100):
         log.append(batch([b"%d" % i]), leader_epoch=0)
@@ -144,7 +146,7 @@ def test_unclean_restart_scans_only_after_recovery_point(
 
     monkeypatch.setattr(LogSegment, "recover", recording)
     # no shutdown: simulate a crash by loading again without the marker
-    again = LogManager([tmp_path], config, background=False)
+    again = LogManager(settings(tmp_path), config, background=False)
     assert again.get_log("t", 0).log_end_offset == 110  # type: ignore[union-attr]
     assert scanned and min(scanned) == last_flushed_segment
 

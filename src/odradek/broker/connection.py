@@ -11,12 +11,18 @@ hypercorn's TCP server). Two tasks per connection:
 
 A broken peer (bad frame size, undecodable request, unknown API) gets one log line and a
 closed connection; nothing a client sends can take down the broker or other connections.
+
+Each request is timed in Kafka's phases (docs/observability.md): *queue* from the read that
+completed its frame to its handler call, *local* the handler's synchronous part, *remote*
+until its awaitable completed, *send* until its bytes were written. One recorder call per
+request; the error codes of the response are counted by :mod:`.response_errors`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable
 from typing import Any
 
@@ -28,6 +34,8 @@ from odradek.protocol.negotiation import unsupported_api_versions_frame
 
 from .context import BrokerServices, RequestContext
 from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_chunks
+from .outcomes import Marker
+from .response_errors import count_errors
 from .socket_channel import ByteChannel
 
 __all__ = ["Connection"]
@@ -37,6 +45,19 @@ log = logging.getLogger(__name__)
 _READ_SIZE = 256 * 1024
 _MAX_PIPELINE = 64
 _CLOSE = object()
+_clock = time.perf_counter
+
+
+class _Timed:
+    """One request in the pipeline: its outcome and the moments of its phases."""
+
+    __slots__ = ("api_key", "called", "done", "outcome", "received", "returned")
+
+    def __init__(self, api_key: int, received: float) -> None:
+        self.api_key = api_key
+        self.received = received
+        self.called = self.returned = self.done = received
+        self.outcome: Any = None
 
 
 class Connection:
@@ -53,13 +74,16 @@ class Connection:
         self._channel = channel
         self._services = services
         self._handlers = handlers
-        self._listener = listener
+        self.listener = listener
+        self.listener = listener
         self.peer = peer
         self._frames = FrameReader(max_frame_bytes)
         self._pipeline: asyncio.Queue[Any] = asyncio.Queue(_MAX_PIPELINE)
         self._reader_stopped = asyncio.Event()
         self._receiving = False
         self._task: asyncio.Task[Any] | None = None
+        metrics = services.metrics
+        self._requests = metrics.requests if metrics is not None else None
 
     async def run(self) -> None:
         writer = asyncio.create_task(self._write_loop(), name=f"conn-writer {self.peer}")
@@ -105,16 +129,19 @@ class Connection:
                 self._receiving = False
             if count == 0:
                 return
+            received = _clock()
             self._frames.receive_data(view[:count])
             while (frame := self._frames.next_frame()) is not None:
                 if self._reader_stopped.is_set():
                     return
-                await self._pipeline.put(self._handle_frame(frame))
+                await self._pipeline.put(self._handle_frame(frame, received))
 
-    def _handle_frame(self, frame: memoryview) -> Any:
+    def _handle_frame(self, frame: memoryview, received: float) -> _Timed:
         api_key, api_version, correlation_id = peek_ids(frame)
+        timed = _Timed(api_key, received)
         if api_key == ApiKey.API_VERSIONS and not is_advertised(api_key, api_version):
-            return [unsupported_api_versions_frame(correlation_id)]
+            timed.outcome = [unsupported_api_versions_frame(correlation_id)]
+            return timed
         if not is_advertised(api_key, api_version):
             raise UnsupportedApi(
                 f"api key {api_key} version {api_version} is not supported "
@@ -122,31 +149,53 @@ class Connection:
             )
         request = decode_request(frame)
         handler = self._handlers[api_key]
-        context = RequestContext(self._services, request.header, self._listener, self.peer)
+        context = RequestContext(self._services, request.header, self.listener, self.peer)
+        timed.called = _clock()
         outcome = handler(context, request.body)
+        timed.returned = timed.done = _clock()
         if is_awaitable(outcome):
-            return asyncio.ensure_future(self._finish(correlation_id, outcome))
+            timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
+        else:
+            timed.outcome = self._respond(timed, correlation_id, outcome)
+        return timed
+
+    async def _finish(self, timed: _Timed, correlation_id: int, pending: Awaitable[Any]) -> Any:
+        outcome = await pending
+        timed.done = _clock()
+        return self._respond(timed, correlation_id, outcome)
+
+    def _respond(self, timed: _Timed, correlation_id: int, outcome: Any) -> Any:
+        requests = self._requests
+        if requests is not None and not isinstance(outcome, list | Marker):
+            api_key = timed.api_key
+            count_errors(outcome, lambda code: requests.error(api_key, code))
         return to_chunks(correlation_id, outcome)
 
-    @staticmethod
-    async def _finish(correlation_id: int, pending: Awaitable[Any]) -> Any:
-        return to_chunks(correlation_id, await pending)
+    def _observe(self, timed: _Timed) -> None:
+        requests = self._requests
+        if requests is not None:
+            called, returned, done = timed.called, timed.returned, timed.done
+            requests.observe(timed.api_key, called - timed.received, returned - called,
+                             done - returned, _clock() - done)
 
     async def _write_loop(self) -> None:
         try:
             while True:
-                item = await self._pipeline.get()
-                if item is _CLOSE:
+                timed = await self._pipeline.get()
+                if timed is _CLOSE:
                     return
+                item = timed.outcome
                 if isinstance(item, asyncio.Future):
                     item = await item
                 if item is NO_RESPONSE:
+                    self._observe(timed)
                     continue
                 if item is CLOSE_CONNECTION:
                     log.info("closing connection from %s after a failed acks=0 produce", self.peer)
                     self.stop_reading()
                     return
                 await self._channel.write_chunks(item)
+                self._observe(timed)
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s write failed: %s", self.peer, exc)
         except Exception:
@@ -159,5 +208,6 @@ class Connection:
         """Cancel outcomes nobody will write (the connection is going away)."""
         while not self._pipeline.empty():
             item = self._pipeline.get_nowait()
-            if isinstance(item, asyncio.Future):
-                item.cancel()
+            outcome = getattr(item, "outcome", None)
+            if isinstance(outcome, asyncio.Future):
+                outcome.cancel()

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
+    from odradek.metrics import BrokerMetrics
+    from odradek.replication import ReplicaManager
 
     from .producer_ids import ProducerIdManager
-    from .replica_manager import ReplicaManager
 
 __all__ = ["BrokerServices", "RequestContext"]
 
@@ -30,6 +32,21 @@ class BrokerServices:
     log_manager: Any  # odradek.storage.LogManager
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
+    metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
+    _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
+
+    @property
+    def sections(self) -> BrokerSections:
+        """The typed sections of ``config`` (built on first use unless given with it)."""
+        cached = self._sections
+        if cached is None or cached[0] is not self.config:
+            cached = self._sections = (self.config, BrokerSections.from_config(self.config))
+        return cached[1]
+
+    def use_config(self, config: Any, sections: BrokerSections) -> None:
+        """A new effective config and its sections (dynamic broker configs)."""
+        self.config = config
+        self._sections = (config, sections)
 
     @property
     def coordinator(self) -> GroupCoordinator:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.fetch_response import Chunk
 from odradek.protocol.messages import encode_response
 
 from .context import RequestContext
+from .outcomes import CLOSE_CONNECTION, NO_RESPONSE, Marker
 
 __all__ = [
     "CLOSE_CONNECTION",
@@ -33,27 +34,13 @@ __all__ = [
 ]
 
 
-class _Marker:
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-NO_RESPONSE: Final = _Marker("NO_RESPONSE")
-"""The request gets no response at all (Produce with acks=0)."""
-
-CLOSE_CONNECTION: Final = _Marker("CLOSE_CONNECTION")
-"""Close the connection instead of answering (Kafka's answer to a failed acks=0 produce)."""
-
 Outcome = Any  # a kio response body | list[Chunk] (pre-encoded frame) | one of the markers
 Handler = Callable[[RequestContext, Any], Outcome | Awaitable[Outcome]]
 
 
-def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | _Marker:
+def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | Marker:
     """Encode a handler's outcome as the frame to write (or a marker)."""
-    if isinstance(outcome, _Marker):
+    if isinstance(outcome, Marker):
         return outcome
     if isinstance(outcome, list):
         return outcome

@@ -1,12 +1,12 @@
 """The group coordinator's :class:`~odradek.coordinator.OffsetsLog` on real partitions.
 
 ``append`` writes one RecordBatch v2 to the local leader of a ``__consumer_offsets``
-partition through the replica manager, exactly as an acks=-1 Produce would (refused up front
-when the ISR is below ``min.insync.replicas``), and resolves only once the high watermark
-covers the batch: an offset commit or a SyncGroup assignment acknowledged before that could
-vanish on failover. The wait is a delayed operation in the produce purgatory, so follower
-fetches that move the high watermark wake it; losing leadership meanwhile fails it with
-NOT_LEADER_OR_FOLLOWER (the coordinator turns that into NOT_COORDINATOR).
+partition through the replica manager, exactly as an acks=-1 Produce does
+(:meth:`ReplicaManager.append_records`: refused up front when the ISR is below
+``min.insync.replicas``, resolved once the high watermark covers the batch). An offset
+commit or a SyncGroup assignment acknowledged before that could vanish on failover. A
+failed append raises the partition's error as a :class:`KafkaError` (losing leadership
+meanwhile is NOT_LEADER_OR_FOLLOWER; the coordinator turns that into NOT_COORDINATOR).
 
 ``read_all`` replays the local log up to its *log end*, not the high watermark. That is what
 Kafka's GroupMetadataManager does and the only safe choice right after a failover: a newly
@@ -18,49 +18,22 @@ the other way round.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
-from typing import Any
+
+from kio.schema.errors import ErrorCode
 
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
-from odradek.protocol.errors import NotLeaderOrFollower
+from odradek.protocol.errors import error_for_code
 from odradek.protocol.records import Record, decode_batches, encode_batch
-
-from .delayed import DelayedOperation
-from .replica_manager import Partition, ReplicaManager
+from odradek.replication import ReplicaManager
+from odradek.storage import PartitionLog
+from odradek.types import TopicPartition
 
 __all__ = ["ReplicatedOffsetsLog"]
 
 _READ_CHUNK_BYTES = 1 << 20
-
-
-class _DelayedOffsetsAppend(DelayedOperation[bool]):
-    """Completes True once the HW reaches ``required``, False if leadership moved — even if
-    it came back: our log may have been truncated in between (same rule as acks=-1)."""
-
-    def __init__(self, partition: Partition, required: int) -> None:
-        super().__init__()
-        self._partition = partition
-        self._required = required
-        self._generation = _leader_generation(partition)
-
-    def try_complete(self) -> bool:
-        partition = self._partition
-        if not partition.is_leader or _leader_generation(partition) != self._generation:
-            self.complete(False)
-            return True
-        if self._partition.log.high_watermark >= self._required:
-            self.complete(True)
-            return True
-        return False
-
-    def on_expire(self) -> None:
-        # The coordinator bounds the wait itself (offsets.commit.timeout.ms); this timer is
-        # only a backstop, and an unfinished append counts as not committed.
-        self.complete(False)
-
-
-def _leader_generation(partition: Partition) -> int:
-    return int(getattr(partition, "leader_generation", 0))
+_ALL_IN_SYNC = -1
 
 
 class ReplicatedOffsetsLog:
@@ -75,35 +48,29 @@ class ReplicatedOffsetsLog:
     ) -> None:
         self._replica_manager = replica_manager
         self._topic = topic
-        self._commit_timeout_s = commit_timeout_ms / 1000
+        self._commit_timeout_ms = commit_timeout_ms
 
     async def append(self, partition: int, records: list[Record]) -> None:
-        replica_manager = self._replica_manager
-        leader = replica_manager.leader_partition(self._topic, partition)
-        leader.check_enough_replicas()
-        info = leader.log.append(encode_batch(records), leader_epoch=leader.leader_epoch)
-        replica_manager.after_append(leader)
-        required = info.last_offset + 1
-        if leader.log.high_watermark >= required:
-            return
-        operation = _DelayedOffsetsAppend(leader, required)
-        committed = await replica_manager.produce_purgatory.try_complete_else_watch(
-            operation, [leader.key], self._commit_timeout_s
+        key = TopicPartition(self._topic, partition)
+        outcome = self._replica_manager.append_records(
+            {key: encode_batch(records)}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms
         )
-        if not committed:
-            raise NotLeaderOrFollower(
-                f"{self._topic}-{partition}: append at {info.first_offset} not committed "
-                "before leadership moved or the commit timeout passed"
+        results = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        result = results[key]
+        if result.error != ErrorCode.none:
+            raise error_for_code(
+                result.error,
+                f"{key}: offsets append not committed ({result.message or result.error.name})",
             )
 
     def read_all(self, partition: int) -> Iterator[Record]:
-        found = self._replica_manager.partitions().get((self._topic, partition))
+        found = self._replica_manager.local_log(TopicPartition(self._topic, partition))
         if found is None:
             return iter(())
-        return _records_until_end(found.log)
+        return _records_until_end(found)
 
 
-def _records_until_end(log: Any) -> Iterator[Record]:
+def _records_until_end(log: PartitionLog) -> Iterator[Record]:
     """Every data record of ``log`` from its start to the log end at the time of the call."""
     end = int(log.log_end_offset)
     offset = int(log.log_start_offset)

@@ -1,25 +1,29 @@
-"""Dynamic broker configs at runtime: the effective config, and who applies what.
+"""Dynamic broker configs at runtime: the effective config, its sections, who applies what.
 
 :class:`DynamicBrokerConfig` follows this broker's two dynamic layers in the cluster view
 (``/config/brokers/<id>`` and ``/config/brokers/<default>``, see :mod:`odradek.dynamic_config`),
-recomputes the effective :class:`~odradek.config.BrokerConfig` when either changes, and
-hands it to every :class:`Reconfigurable` with the names that changed — one interface for
-every component that applies settings live. Components read their settings from the config
-they are given; a key no component applies still takes effect at the next start (the
-effective config is computed before the broker binds its listeners).
+recomputes the effective :class:`~odradek.config.BrokerConfig` when either changes, cuts it
+into new typed sections (:class:`~odradek.config_sections.BrokerSections`) and hands one
+:class:`ConfigUpdate` to every :class:`Reconfigurable`. That is the one path of a live
+change: a component that applies settings live has a ``reconfigure(section)`` method and is
+given its new section whole (:class:`SectionFollower`), only when that section changed; a
+key no component applies still takes effect at the next start (the effective config is
+computed before the broker binds its listeners).
 
 Applied live today (:func:`standard_reconfigurables`):
 
 * every broker default of a topic config (``log.retention.*``, ``log.segment.bytes``,
   ``log.roll.*``, ``log.cleanup.policy``, ``min.insync.replicas``, ...): the effective log
   config of every topic without its own override, and of topics created later;
-* ``log.cleaner.dedupe.buffer.size``: the next cleaning pass uses it;
-* ``unclean.leader.election.enable``: the controller's next election uses it.
+* the ``log`` section (``log.cleaner.dedupe.buffer.size``: the next cleaning pass uses it);
+* the ``replication`` section (``num.replica.fetchers``: partitions followed from then on);
+* the ``controller`` section (``unclean.leader.election.enable``: the controller's next
+  election uses it).
 
 Accepted, stored and reported (DescribeConfigs) but not acted on yet: the replication
 throttles (``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``),
 ``log.cleaner.threads`` and ``log.cleaner.backoff.ms`` (storage runs one cleaner thread,
-started with the backoff it had at startup), ``num.replica.fetchers``.
+started with the backoff it had at startup).
 """
 
 from __future__ import annotations
@@ -27,12 +31,20 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from odradek.config import BROKER_CONFIGS, BrokerConfig
+from odradek.config_sections import BrokerSections
 from odradek.dynamic_config import DEFAULT_ENTITY, DYNAMIC_ONLY_CONFIGS, BrokerConfigLayers
 
-__all__ = ["DynamicBrokerConfig", "Reconfigurable", "standard_reconfigurables"]
+__all__ = [
+    "ConfigUpdate",
+    "DynamicBrokerConfig",
+    "Reconfigurable",
+    "SectionFollower",
+    "standard_reconfigurables",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +55,21 @@ LOG_DEFAULT_KEYS = frozenset(
 )
 
 
-class Reconfigurable(Protocol):
-    """A component that applies broker configs live."""
+@dataclass(frozen=True, slots=True)
+class ConfigUpdate:
+    """One change of the effective configuration."""
 
-    def reconfigure(self, config: BrokerConfig, changed: frozenset[str]) -> None:
-        """``config`` is the new effective config; ``changed`` the names whose effective
-        value changed (dynamic-only names included). Called on the event loop."""
+    config: BrokerConfig  # the new effective config
+    sections: BrokerSections  # ``config`` cut into sections
+    previous: BrokerSections  # the sections before the change
+    changed: frozenset[str]  # names whose effective value changed (dynamic-only included)
+
+
+class Reconfigurable(Protocol):
+    """Something that applies broker configs live."""
+
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        """Called on the event loop, for every change of the effective config."""
 
 
 class DynamicBrokerConfig:
@@ -56,6 +77,7 @@ class DynamicBrokerConfig:
         self.broker_id = broker_id
         self.layers = BrokerConfigLayers(static)
         self._current = static
+        self._sections = BrokerSections.from_config(static)
         self._dynamic_only = self.layers.dynamic_only()
         self._listeners: list[Reconfigurable] = []
 
@@ -64,6 +86,11 @@ class DynamicBrokerConfig:
         """The effective config: static, overridden by the cluster default, overridden by
         this broker's own dynamic configs."""
         return self._current
+
+    @property
+    def sections(self) -> BrokerSections:
+        """:attr:`current` cut into typed sections."""
+        return self._sections
 
     @property
     def entity(self) -> str:
@@ -84,7 +111,7 @@ class DynamicBrokerConfig:
         ):
             return frozenset()
         self.layers = BrokerConfigLayers(self.layers.static, dict(default), dict(broker))
-        old, old_only = self._current, self._dynamic_only
+        old, old_only, previous = self._current, self._dynamic_only, self._sections
         self._current = self.layers.effective()
         self._dynamic_only = self.layers.dynamic_only()
         changed = frozenset(
@@ -92,11 +119,13 @@ class DynamicBrokerConfig:
             | {n for n in DYNAMIC_ONLY_CONFIGS if old_only[n] != self._dynamic_only[n]}
         )
         if changed:
+            self._sections = BrokerSections.from_config(self._current)
             log.info("broker %d config changed dynamically: %s", self.broker_id,
                      ", ".join(f"{n}={self._value(n)}" for n in sorted(changed)))
+            update = ConfigUpdate(self._current, self._sections, previous, changed)
             for listener in list(self._listeners):
                 try:
-                    listener.reconfigure(self._current, changed)
+                    listener.reconfigure(update)
                 except Exception:
                     log.exception("applying dynamic broker config in %r failed", listener)
         return changed
@@ -110,7 +139,7 @@ class DynamicBrokerConfig:
         return self._dynamic_only[name] if name in self._dynamic_only else self._current.raw(name)
 
 
-class LogDefaults:
+class TopicDefaults:
     """Broker defaults of topic configs: every topic's effective log config follows."""
 
     def __init__(self, log_manager: Any, replica_manager: Any,
@@ -119,33 +148,29 @@ class LogDefaults:
         self.replica_manager = replica_manager
         self.topics = topics
 
-    def reconfigure(self, config: BrokerConfig, changed: frozenset[str]) -> None:
-        if not changed & LOG_DEFAULT_KEYS:
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        if not update.changed & LOG_DEFAULT_KEYS:
             return
-        self.log_manager.default_config = config.log_config()
+        self.log_manager.default_config = update.config.log_config()
         for topic in list(self.topics()):
             with contextlib.suppress(Exception):  # a topic deleted meanwhile
                 self.replica_manager.update_topic_config(topic)
 
 
-class LogCleanerSettings:
-    def __init__(self, log_manager: Any) -> None:
-        self.log_manager = log_manager
+class SectionFollower:
+    """Hands a component its section of :class:`BrokerSections` whole when it changed."""
 
-    def reconfigure(self, config: BrokerConfig, changed: frozenset[str]) -> None:
-        if "log.cleaner.dedupe.buffer.size" in changed:
-            self.log_manager.dedupe_buffer_size = int(config["log.cleaner.dedupe.buffer.size"])
+    def __init__(self, section: str, apply: Callable[[Any], None]) -> None:
+        self.section = section
+        self.apply = apply
 
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        new = getattr(update.sections, self.section)
+        if new != getattr(update.previous, self.section):
+            self.apply(new)
 
-class ControllerSettings:
-    def __init__(self, controller: Any) -> None:
-        self.controller = controller
-
-    def reconfigure(self, config: BrokerConfig, changed: frozenset[str]) -> None:
-        if "unclean.leader.election.enable" in changed:
-            self.controller.set_unclean_leader_election(
-                bool(config["unclean.leader.election.enable"])
-            )
+    def __repr__(self) -> str:
+        return f"SectionFollower({self.section!r}, {self.apply!r})"
 
 
 def standard_reconfigurables(
@@ -153,10 +178,11 @@ def standard_reconfigurables(
 ) -> list[Reconfigurable]:
     """What a broker applies live (see the module docstring)."""
     found: list[Reconfigurable] = [
-        LogDefaults(log_manager, replica_manager, lambda: cluster.view.topics),
-        LogCleanerSettings(log_manager),
+        TopicDefaults(log_manager, replica_manager, lambda: cluster.view.topics),
+        SectionFollower("log", log_manager.reconfigure),
+        SectionFollower("replication", replica_manager.reconfigure),
     ]
     controller = getattr(cluster, "controller", None)
     if controller is not None:
-        found.append(ControllerSettings(controller))
+        found.append(SectionFollower("controller", controller.reconfigure))
     return found

@@ -10,6 +10,11 @@ Leadership follows the cluster view: every view change is applied to the replica
 which opens logs for partitions this broker now leads and stops serving those it no longer
 does. The group coordinator listens to the replica manager: leading a ``__consumer_offsets``
 partition means coordinating its groups (loaded from the log), losing it means dropping them.
+
+Every broker owns one :class:`~odradek.metrics.BrokerMetrics` (``broker.metrics``, also what
+tests read in-process); it serves ``/metrics`` on ``metrics.port`` from the start of
+:meth:`Broker.start` to the end of :meth:`Broker.stop`, and reads the broker's state through
+the adapters in :mod:`.metrics_sources` when scraped.
 """
 
 from __future__ import annotations
@@ -20,18 +25,28 @@ import logging
 import socket
 from typing import Any
 
-from odradek.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from odradek.config import BrokerConfig
+from odradek.config_sections import BrokerSections
+from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
+from odradek.metrics import BrokerMetrics
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+from odradek.replication import ReplicaManager
+from odradek.types import BrokerId
 
 from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
+from .metrics_sources import (
+    ClusterController,
+    CoordinatorGroups,
+    LocalLogOffsets,
+    ReplicaPartitions,
+    StorageObserver,
+)
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
-from .reconfigure import DynamicBrokerConfig, standard_reconfigurables
-from .replica_manager import ReplicaManager
-from .replication_config import ReplicationConfig
+from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -44,18 +59,22 @@ _LISTEN_BACKLOG = 1024
 
 
 class Broker:
-    def __init__(self, config: Any, *, cluster: Any = None, log_manager: Any = None) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, cluster: Any = None, log_manager: Any = None
+    ) -> None:
         self.config = config
-        self.broker_id = int(config["broker.id"])
+        self.broker_id = BrokerId(config.broker_id)
+        self._dynamic = DynamicBrokerConfig(config, self.broker_id)
+        self.sections: BrokerSections = self._dynamic.sections
         self._cluster = cluster
         self._log_manager = log_manager
         self._listen_sockets: list[tuple[str, socket.socket]] = []
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._services: BrokerServices | None = None
-        self._dynamic = DynamicBrokerConfig(config, self.broker_id)
         self._stopped = asyncio.Event()
         self.bound_ports: dict[str, int] = {}
+        self.metrics = BrokerMetrics(self.sections.metrics.options())
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -65,7 +84,7 @@ class Broker:
 
     @property
     def bootstrap(self) -> str:
-        host = self.config.advertised_listeners[0].host
+        host = self.sections.network.advertised_listeners[0].host
         return f"{host}:{self.bound_port}"
 
     @property
@@ -73,52 +92,51 @@ class Broker:
         assert self._services is not None, "broker not started"
         return self._services
 
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` while the endpoint is served (``metrics.port`` > 0)."""
+        port = self.metrics.port
+        if port is None:
+            return None
+        host = self.sections.metrics.host
+        if host in ("0.0.0.0", "::"):
+            host = self.sections.network.advertised_listeners[0].host
+        return f"http://{host}:{port}/metrics"
+
     async def start(self) -> None:
-        config = self.config
+        config, sections = self.config, self.sections
+        metrics = self.metrics
+        metrics.start()
         if self._log_manager is None:
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(
-                config.log_dirs,
-                config.log_config(),
-                log_retention_check_interval_ms=int(config["log.retention.check.interval.ms"]),
-                log_flush_offset_checkpoint_interval_ms=int(
-                    config["log.flush.offset.checkpoint.interval.ms"]
-                ),
-                replica_high_watermark_checkpoint_interval_ms=int(
-                    config["replica.high.watermark.checkpoint.interval.ms"]
-                ),
-                log_cleaner_enable=bool(config["log.cleaner.enable"]),
-                log_cleaner_backoff_ms=int(config["log.cleaner.backoff.ms"]),
-                log_cleaner_dedupe_buffer_size=int(config["log.cleaner.dedupe.buffer.size"]),
-            )
+            self._log_manager = LogManager(sections.log, config.log_config(),
+                                           observer=StorageObserver(metrics))
         if self._cluster is None:
             from odradek.cluster import ZkCluster
 
+            zookeeper = sections.zookeeper
             self._cluster = ZkCluster(
-                config["zookeeper.connect"],
+                zookeeper.connect,
                 self.broker_id,
-                session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
-                connection_timeout_ms=int(config["zookeeper.connection.timeout.ms"]),
-                unclean_leader_election=bool(config["unclean.leader.election.enable"]),
-                auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
-                leader_imbalance_check_interval_s=float(
-                    config["leader.imbalance.check.interval.seconds"]
-                ),
-                leader_imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
-                fast_failover=bool(config["controller.fast.failover.enable"]),
+                session_timeout_ms=zookeeper.session_timeout_ms,
+                connection_timeout_ms=zookeeper.connection_timeout_ms,
+                controller=sections.controller,
                 validate_config=config.log_config,
             )
         cluster = self._cluster
+        self._observe_cluster(cluster)
         await cluster.start()
+        metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
+                         rack=config["broker.rack"] or None)
         from .stray_logs import delete_stray_logs
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
         replica_manager = ReplicaManager(
-            self.broker_id, self._log_manager, self._log_config_for,
-            replication=ReplicationConfig.from_broker_config(config),
+            self.broker_id, self._log_manager, self._log_config_for, sections.replication,
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
+            metrics=metrics,
         )
         await replica_manager.start()
         self._services = BrokerServices(
@@ -130,7 +148,9 @@ class Broker:
             log_manager=self._log_manager,
             group_coordinator=self._start_group_coordinator(replica_manager),
             dynamic_config=self._dynamic,
+            metrics=metrics,
         )
+        self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
         self._dynamic.add_listener(self)
         for reconfigurable in standard_reconfigurables(self._log_manager, replica_manager,
@@ -178,8 +198,7 @@ class Broker:
         for connection in self._connections.values():
             connection.stop_reading()
         if self._services is not None:
-            self._services.replica_manager.fetch_purgatory.expire_all()
-            self._services.replica_manager.produce_purgatory.expire_all()
+            self._services.replica_manager.complete_delayed_now()
             if self._services.group_coordinator is not None:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
@@ -198,23 +217,23 @@ class Broker:
             self._log_manager.shutdown()
         if self._cluster is not None:
             await self._cluster.stop()
+        await self.metrics.stop()
         log.info("broker %d stopped", self.broker_id)
 
     async def _controlled_shutdown(self) -> None:
         """Hand leadership to other replicas while we still answer (clients follow the
         NOT_LEADER_OR_FOLLOWER hints), then stop following so no leader re-adds us to an
         ISR we are about to leave."""
-        config = self.config
-        if self._services is None or not bool(config["controlled.shutdown.enable"]):
+        settings, network = self.sections.controlled_shutdown, self.sections.network
+        if self._services is None or not settings.enable:
             return
         from .controlled_shutdown import request_controlled_shutdown
 
-        listener = config["inter.broker.listener.name"] or config["listeners"][0].name
         await request_controlled_shutdown(
-            self._cluster, self.broker_id, listener,
-            max_retries=int(config["controlled.shutdown.max.retries"]),
-            backoff_s=int(config["controlled.shutdown.retry.backoff.ms"]) / 1000,
-            timeout_s=int(config["request.timeout.ms"]) / 1000,
+            self._cluster, self.broker_id, network.inter_broker_listener,
+            max_retries=settings.max_retries,
+            backoff_s=settings.retry_backoff_ms / 1000,
+            timeout_s=network.request_timeout_ms / 1000,
         )
         self._cluster.view.remove_listener(self._on_cluster_change)
         fetchers = getattr(self._services.replica_manager, "fetchers", None)
@@ -226,7 +245,7 @@ class Broker:
 
     # Network -----------------------------------------------------------------------------
     def _bind(self) -> None:
-        for listener in self.config["listeners"]:
+        for listener in self.sections.network.listeners:
             host = listener.host or "0.0.0.0"
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -239,8 +258,8 @@ class Broker:
             self.bound_ports[listener.name] = sock.getsockname()[1]
 
     def _set_buffer_sizes(self, sock: socket.socket) -> None:
-        send = int(self.config["socket.send.buffer.bytes"])
-        receive = int(self.config["socket.receive.buffer.bytes"])
+        network = self.sections.network
+        send, receive = network.socket_send_buffer_bytes, network.socket_receive_buffer_bytes
         if send > 0:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
         if receive > 0:
@@ -250,7 +269,7 @@ class Broker:
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
-        for listener in self.config.advertised_listeners:
+        for listener in self.sections.network.advertised_listeners:
             port = listener.port or self.bound_ports.get(listener.name, listener.port)
             endpoints.append(Endpoint(listener.name, listener.host, port))
         first = endpoints[0]
@@ -259,7 +278,7 @@ class Broker:
 
     async def _accept_loop(self, name: str, server: socket.socket, handlers: Any) -> None:
         loop = asyncio.get_running_loop()
-        max_frame = int(self.config["socket.request.max.bytes"] or DEFAULT_MAX_FRAME_BYTES)
+        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
         while True:
             try:
                 sock, _address = await loop.sock_accept(server)
@@ -276,16 +295,55 @@ class Broker:
             )
             task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
             self._connections[task] = connection
+            self.metrics.connections.opened(name)
             task.add_done_callback(self._connection_done)
 
     def _connection_done(self, task: asyncio.Task[None]) -> None:
-        self._connections.pop(task, None)
+        connection = self._connections.pop(task, None)
+        if connection is not None:
+            self.metrics.connections.closed(connection.listener)
         if not task.cancelled() and task.exception() is not None:
             log.error("connection task failed", exc_info=task.exception())
 
+    # Metrics -----------------------------------------------------------------------------
+    def _observe_cluster(self, cluster: Any) -> None:
+        """Record ZooKeeper session state and latency and controller events (when the
+        cluster is the ZooKeeper one; tests may inject another)."""
+        session = getattr(cluster, "session", None)
+        zookeeper = self.metrics.zookeeper
+        if session is not None and hasattr(session, "on_request"):
+            from odradek.cluster.zk import SessionEvent
+
+            states = {SessionEvent.NEW_SESSION: "connected", SessionEvent.RECONNECTED:
+                      "connected", SessionEvent.SUSPENDED: "suspended",
+                      SessionEvent.EXPIRED: "lost"}
+            session.on_request = zookeeper.request
+            session.add_listener(lambda event: zookeeper.state_changed(states[event]))
+        controller = getattr(cluster, "controller", None)
+        if controller is not None and hasattr(controller, "pending_events"):
+            recorder = self.metrics.controller
+            controller.context.on_leader_change = recorder.leader_elected
+            controller.on_event_taken = recorder.event_dequeued
+            controller.add_listener(
+                lambda: recorder.activated() if controller.is_active else None)
+
+    def _attach_metrics(self) -> None:
+        services = self.services
+        partitions = ReplicaPartitions(services.replica_manager)
+        controller = None
+        if hasattr(getattr(self._cluster, "controller", None), "pending_events"):
+            controller = ClusterController(self._cluster)
+        coordinator = services.group_coordinator
+        self.metrics.attach(
+            partitions=partitions, purgatory=partitions, controller=controller,
+            groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
+            logs=LocalLogOffsets(services.replica_manager) if coordinator is not None else None,
+            log_dirs=[str(d) for d in self.sections.log.log_dirs],
+        )
+
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:
-        config = GroupCoordinatorConfig.from_broker_config(self.config)
+        config = self.sections.group_coordinator
         coordinator = GroupCoordinator(
             config,
             ReplicatedOffsetsLog(
@@ -319,11 +377,13 @@ class Broker:
         info = self._cluster.view.brokers.get(broker_id)
         return (info.host, int(info.port)) if info is not None else None
 
-    def reconfigure(self, config: Any, changed: frozenset[str]) -> None:
-        """The effective config changed (dynamic broker configs): read from now on."""
-        self.config = config
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        """The effective config changed (dynamic broker configs): the broker and its
+        handlers read the new config and sections from now on; the components that apply
+        a section live get theirs from :func:`standard_reconfigurables`."""
+        self.config, self.sections = update.config, update.sections
         if self._services is not None:
-            self._services.config = config
+            self._services.use_config(update.config, update.sections)
 
     def _on_cluster_change(self, change: Any) -> None:
         if getattr(change, "broker_configs", None):

@@ -3,6 +3,11 @@
 The processes are the same ones a test starts (:mod:`odradek.local_cluster`). The command
 stays in the foreground, reports a process that dies, and on SIGTERM/SIGINT stops the
 brokers (controlled shutdown) before ZooKeeper.
+
+Broker ``i`` serves ``/metrics`` on ``metrics-base-port + i`` (printed with the addresses).
+``--prometheus`` also starts Debian's ``prometheus`` (when installed: ``make prometheus``)
+scraping every broker with the labels the dashboards select on and evaluating odradek's
+alert rules, so queries and alerts can be tried without Kubernetes.
 """
 
 from __future__ import annotations
@@ -15,14 +20,21 @@ from rich.console import Console
 from rich.table import Table
 
 from odradek.local_cluster import LocalCluster, WaitTimeout, port_open
+from odradek.metrics.prometheus import LocalPrometheus, PrometheusError, ScrapeTarget
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
+
+DEV_LABELS = {"namespace": "dev", "cluster": "dev"}
+"""Target labels of the dev cluster's brokers in the local Prometheus (plus ``broker``)."""
 
 
 def run_dev_cluster(
-    brokers: int, data_dir: Path, base_port: int, zookeeper_port: int, overrides: list[str]
+    brokers: int, data_dir: Path, base_port: int, zookeeper_port: int, overrides: list[str],
+    *, metrics_base_port: int = 0, prometheus: bool = False,
 ) -> int:
     console = Console(stderr=True)
-    busy = [p for p in [zookeeper_port, *range(base_port, base_port + brokers)]
+    metrics_ports = ([metrics_base_port + i for i in range(brokers)] if metrics_base_port
+                     else [])
+    busy = [p for p in [zookeeper_port, *range(base_port, base_port + brokers), *metrics_ports]
             if port_open("127.0.0.1", p)]
     if busy:
         console.print(f"[red]port(s) already in use: {', '.join(map(str, busy))}[/red] "
@@ -37,7 +49,7 @@ def run_dev_cluster(
         "transaction.state.log.min.isr": str(min(2, brokers)),
     }
     cluster = LocalCluster(brokers, data_dir.resolve(), base_port, zookeeper_port,
-                           {**defaults, **parsed})
+                           {**defaults, **parsed}, metrics_ports=metrics_ports or None)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -52,14 +64,19 @@ def run_dev_cluster(
         cluster.stop()
         return 1
 
+    server = _start_prometheus(console, cluster, data_dir) if prometheus else None
     table = Table(title="odradek dev cluster", show_header=True)
-    for column in ("process", "address", "pid", "log"):
+    for column in ("process", "address", "metrics", "pid", "log"):
         table.add_column(column)
     assert cluster.zookeeper is not None
-    table.add_row("zookeeper", cluster.zookeeper.connect, str(cluster.zookeeper.pid),
+    table.add_row("zookeeper", cluster.zookeeper.connect, "", str(cluster.zookeeper.pid),
                   str(cluster.zookeeper.log_path))
     for broker in cluster.brokers:
-        table.add_row(broker.name, broker.bootstrap, str(broker.pid), str(broker.log_path))
+        table.add_row(broker.name, broker.bootstrap, broker.metrics_url or "off",
+                      str(broker.pid), str(broker.log_path))
+    if server is not None and server.process is not None:
+        table.add_row("prometheus", server.url, "", str(server.process.pid),
+                      str(server.process.log_path))
     console.print(table)
     console.print(f"\nbootstrap servers: [bold]{cluster.bootstrap}[/bold]")
     console.print("produce:  odradek produce --bootstrap-server "
@@ -79,5 +96,35 @@ def run_dev_cluster(
             exit_code = 1
             break
     with console.status("stopping brokers, then ZooKeeper…"):
+        if server is not None:
+            server.stop()
         cluster.stop()
     return exit_code
+
+
+def _start_prometheus(console: Console, cluster: LocalCluster,
+                      data_dir: Path) -> LocalPrometheus | None:
+    """Prometheus scraping every broker, with the alert rules; None (and a warning) when
+    the binary is missing or the brokers serve no metrics: the cluster runs anyway."""
+    from odradek.metrics.generate import rules_yaml
+
+    targets = [ScrapeTarget(broker.metrics_address, {**DEV_LABELS, "broker": str(i)})
+               for i, broker in enumerate(cluster.brokers) if broker.metrics_address]
+    if not targets:
+        console.print("[yellow]--prometheus: the brokers serve no metrics "
+                      "(--metrics-base-port 0)[/yellow]")
+        return None
+    directory = data_dir.resolve() / "prometheus"
+    directory.mkdir(parents=True, exist_ok=True)
+    rules = directory / "odradek.rules.yaml"
+    rules.write_text(rules_yaml())
+    try:
+        server = LocalPrometheus(directory, targets, rule_files=(rules,),
+                                 scrape_interval="5s", evaluation_interval="5s")
+        with console.status("starting Prometheus…"):
+            server.start()
+    except PrometheusError as exc:
+        console.print(f"[yellow]--prometheus: {exc}; running without it[/yellow]")
+        return None
+    console.print(f"Prometheus: [bold]{server.url}[/bold] (alerts: {server.url}/alerts)")
+    return server

@@ -76,12 +76,19 @@ def broker(properties: Path | None, overrides: tuple[str, ...]) -> None:
 @click.option("--zookeeper-port", type=int, default=2181, show_default=True)
 @click.option("--override", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Broker property applied to every broker (repeatable).")
+@click.option("--metrics-base-port", type=click.IntRange(0, 65535), default=9404,
+              show_default=True,
+              help="Broker i serves Prometheus metrics on metrics-base-port + i (0: off).")
+@click.option("--prometheus", is_flag=True,
+              help="Also start a local Prometheus (Debian's package) scraping the brokers, "
+                   "with odradek's alert rules.")
 def cluster(brokers: int, data_dir: Path, base_port: int, zookeeper_port: int,
-            overrides: tuple[str, ...]) -> None:
+            overrides: tuple[str, ...], metrics_base_port: int, prometheus: bool) -> None:
     """Run a local development cluster: ZooKeeper plus N brokers, in the foreground."""
     from odradek.cli.dev_cluster import run_dev_cluster
 
-    sys.exit(run_dev_cluster(brokers, data_dir, base_port, zookeeper_port, list(overrides)))
+    sys.exit(run_dev_cluster(brokers, data_dir, base_port, zookeeper_port, list(overrides),
+                             metrics_base_port=metrics_base_port, prometheus=prometheus))
 
 
 from odradek.cli.consume import consume  # noqa: E402

@@ -7,7 +7,15 @@ have a sendable batch (:meth:`RecordAccumulator.ready`) and takes them (:meth:`d
 
 A batch is sendable when it is full, when its oldest record has waited ``linger.ms``, when the
 producer flushes or closes, or when it is a retry whose backoff has passed. Retried batches go
-back to the *front* of their partition's queue, in sequence order, so order is kept.
+back to the *front* of their partition's queue, in the order they were created (each batch's
+``ordinal``), so order is kept. Not in sequence order: after a producer id reset some retries
+have lost their sequence and others still hold the old one, and only creation order is still
+the order the application appended in (the chaos run found B written before A that way).
+
+An idempotent producer also holds back a partition while one of its batches is in flight
+under an older producer id (:meth:`RecordAccumulator.ready`, ``drain``): that batch may come
+back as a retry, and must then be numbered under the new id *before* the batches behind it
+(the Java client's rule: in-flight batches are re-sequenced in their original order).
 
 Each record's future is a tiny object pointing at its batch's :class:`BatchResult`; the batch is
 resolved once and every record future answers from it (the Java client's design: one future per
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -184,11 +193,13 @@ class RecordFuture:
 
 class ProducerBatch:
     __slots__ = ("attempts", "base_sequence", "builder", "created", "deadline", "drained_at",
-                 "encoded", "futures_count", "in_retry", "producer_epoch", "producer_id",
-                 "result", "retry_at", "tp", "user_callbacks")
+                 "encoded", "futures_count", "in_retry", "ordinal", "producer_epoch",
+                 "producer_id", "result", "retry_at", "tp", "user_callbacks")
 
-    def __init__(self, tp: TopicPartition, now: float, delivery_timeout: float) -> None:
+    def __init__(self, tp: TopicPartition, now: float, delivery_timeout: float,
+                 ordinal: int = 0) -> None:
         self.tp = tp
+        self.ordinal = ordinal  # creation order: a partition's queue is sorted by it
         self.builder = RecordsBuilder()
         self.result = BatchResult()
         self.created = now
@@ -252,6 +263,9 @@ class RecordAccumulator:
         self.flushing = 0
         self.closed = False
         self.incomplete: set[ProducerBatch] = set()
+        #: Batches drained and not yet back (retry) or finished, per partition.
+        self.in_flight: dict[TopicPartition, list[ProducerBatch]] = {}
+        self._ordinals = itertools.count()
 
     def append(self, tp: TopicPartition, timestamp: int, key: bytes | None,
                value: bytes | None, headers: Sequence[tuple[str, bytes | None]] | None,
@@ -277,7 +291,8 @@ class RecordAccumulator:
                     or (batch.size + key_size + value_size + 32 > self.batch_size
                     and batch.record_count > 0)):
                 rolled = batch is not None
-                batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout)
+                batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout,
+                                      next(self._ordinals))
                 queue.append(batch)
                 self.incomplete.add(batch)
                 created = True
@@ -319,14 +334,18 @@ class RecordAccumulator:
     def has_space(self) -> bool:
         return self.used_bytes < self.buffer_memory
 
-    def ready(self, now: float) -> tuple[list[TopicPartition], float]:
-        """Partitions whose first batch may be sent now, and seconds until the next might."""
+    def ready(self, now: float, producer_id: int | None = None
+              ) -> tuple[list[TopicPartition], float]:
+        """Partitions whose first batch may be sent now, and seconds until the next might.
+        With ``producer_id`` (idempotence), a partition with a batch in flight under another
+        id waits for it (its response wakes the sender)."""
         ready: list[TopicPartition] = []
         next_check = self.linger if self.linger > 0 else 1.0
         with self.lock:
             flushing = self.flushing > 0 or self.closed
             for tp, queue in self.batches.items():
-                if not queue:
+                if not queue or (producer_id is not None
+                                 and self._stale_in_flight(tp, producer_id)):
                     continue
                 batch = queue[0]
                 if batch.in_retry and batch.retry_at > now:
@@ -340,30 +359,47 @@ class RecordAccumulator:
                     next_check = min(next_check, self.linger - waited)
         return ready, max(next_check, 0.0)
 
-    def drain(self, tp: TopicPartition, now: float) -> ProducerBatch | None:
+    def drain(self, tp: TopicPartition, now: float, producer_id: int | None = None
+              ) -> ProducerBatch | None:
+        """The partition's first batch, now in flight (``producer_id``: as in :meth:`ready`,
+        none while a batch is in flight under another id)."""
         with self.lock:
             queue = self.batches.get(tp)
-            if not queue:
+            if not queue or (producer_id is not None
+                             and self._stale_in_flight(tp, producer_id)):
                 return None
             batch = queue.popleft()
             batch.drained_at = now
+            self.in_flight.setdefault(tp, []).append(batch)
             return batch
 
+    def _stale_in_flight(self, tp: TopicPartition, producer_id: int) -> bool:
+        """Is a batch of ``tp`` in flight under a producer id other than ``producer_id``?"""
+        return any(b.producer_id != producer_id for b in self.in_flight.get(tp, ()))
+
+    def _landed(self, batch: ProducerBatch) -> None:
+        flying = self.in_flight.get(batch.tp)
+        if flying is not None and batch in flying:
+            flying.remove(batch)
+            if not flying:
+                del self.in_flight[batch.tp]
+
     def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
-        """Put a failed batch back at the front of its partition, ordered by sequence."""
+        """Put a failed batch back at the front of its partition, in creation order."""
         batch.in_retry = True
         batch.retry_at = retry_at
         with self.lock:
+            self._landed(batch)
             queue = self.batches.setdefault(batch.tp, collections.deque())
             position = 0
-            while (position < len(queue) and queue[position].in_retry
-                   and 0 <= queue[position].base_sequence < batch.base_sequence):
+            while position < len(queue) and queue[position].ordinal < batch.ordinal:
                 position += 1
             queue.insert(position, batch)
 
     def release(self, batch: ProducerBatch) -> None:
         """A batch is finished (delivered or failed for good): free its memory."""
         with self.lock:
+            self._landed(batch)
             if batch in self.incomplete:
                 self.incomplete.discard(batch)
                 self.used_bytes -= len(batch.builder.buffer)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 
 from .assignors import decode_assignment, decode_subscription
@@ -151,7 +153,9 @@ class AsyncAdminClient:
         for name in names:
             info = metadata.topics.get(name)
             if info is None or info.error_code:
-                raise BrokerResponseError(info.error_code if info else 3, f"topic {name!r}")
+                raise BrokerResponseError(
+                    info.error_code if info else ErrorCode.unknown_topic_or_partition,
+                    f"topic {name!r}")
             out[name] = info
         return out
 
@@ -171,8 +175,8 @@ class AsyncAdminClient:
             "timeout": self.timeout_ms, "validate_only": validate_only,
         }
         response = await self._send_controller(ApiKey.CREATE_TOPICS, body)
-        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', r.error_message)}"
-                  for r in response.topics if int(r.error_code)]
+        errors = [f"{r.name}: {BrokerResponseError(r.error_code, '', r.error_message)}"
+                  for r in response.topics if r.error_code]
         _check(errors, "CreateTopics")
         if wait and not validate_only:
             await self._wait_topics({t.name for t in topics}, present=True)
@@ -182,13 +186,14 @@ class AsyncAdminClient:
         while time.monotonic() < deadline:
             metadata = await self.client.refresh_metadata(names)
             if present and all(
-                    metadata.topics.get(n) and metadata.topics[n].error_code == 0
+                    metadata.topics.get(n) and metadata.topics[n].error_code == ErrorCode.none
                     and metadata.topics[n].partitions
                     and all(p.leader >= 0 for p in metadata.topics[n].partitions.values())
                     for n in names):
                 return
             if not present and all(
-                    n not in metadata.topics or metadata.topics[n].error_code == 3
+                    n not in metadata.topics
+                    or metadata.topics[n].error_code == ErrorCode.unknown_topic_or_partition
                     for n in names):
                 return
             await asyncio.sleep(0.05)
@@ -200,8 +205,8 @@ class AsyncAdminClient:
         response = await self._send_controller(
             ApiKey.DELETE_TOPICS, {"topic_names": names, "timeout": self.timeout_ms,
                                    "topics": [{"name": n, "topic_id": None} for n in names]})
-        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', getattr(r, 'error_message', None))}"  # noqa: E501
-                  for r in response.responses if int(r.error_code)]
+        errors = [f"{r.name}: {BrokerResponseError(r.error_code, '', getattr(r, 'error_message', None))}"  # noqa: E501
+                  for r in response.responses if r.error_code]
         _check(errors, "DeleteTopics")
         if wait:
             await self._wait_topics(set(names), present=False)
@@ -213,8 +218,8 @@ class AsyncAdminClient:
             "topics": [{"name": t, "count": c, "assignments": None}
                        for t, c in new_counts.items()],
             "timeout": self.timeout_ms, "validate_only": validate_only})
-        errors = [f"{r.name}: {BrokerResponseError(int(r.error_code), '', r.error_message)}"
-                  for r in response.results if int(r.error_code)]
+        errors = [f"{r.name}: {BrokerResponseError(r.error_code, '', r.error_message)}"
+                  for r in response.results if r.error_code]
         _check(errors, "CreatePartitions")
         if not validate_only:
             deadline = time.monotonic() + 30
@@ -237,8 +242,8 @@ class AsyncAdminClient:
             "include_synonyms": False, "include_documentation": False})
         out = {}
         for result in response.results:
-            if int(result.error_code):
-                raise BrokerResponseError(int(result.error_code), f"DescribeConfigs {name}",
+            if result.error_code:
+                raise BrokerResponseError(result.error_code, f"DescribeConfigs {name}",
                                           result.error_message)
             for entry in result.configs:
                 source = _CONFIG_SOURCES.get(int(getattr(entry, "config_source", -1)), "UNKNOWN")
@@ -260,8 +265,8 @@ class AsyncAdminClient:
             "resources": [{"resource_type": resource_type, "resource_name": name,
                            "configs": configs}], "validate_only": validate_only})
         errors = [f"{r.resource_name}: "
-                  f"{BrokerResponseError(int(r.error_code), '', r.error_message)}"
-                  for r in response.responses if int(r.error_code)]
+                  f"{BrokerResponseError(r.error_code, '', r.error_message)}"
+                  for r in response.responses if r.error_code]
         _check(errors, "IncrementalAlterConfigs")
 
     async def describe_topic_configs(self, names: Iterable[str],
@@ -279,8 +284,8 @@ class AsyncAdminClient:
             "include_synonyms": False, "include_documentation": False})
         out: dict[str, dict[str, ConfigEntry]] = {}
         for result in response.results:
-            if int(result.error_code):
-                raise BrokerResponseError(int(result.error_code),
+            if result.error_code:
+                raise BrokerResponseError(result.error_code,
                                           f"DescribeConfigs {result.resource_name}",
                                           result.error_message)
             out[result.resource_name] = {
@@ -308,12 +313,12 @@ class AsyncAdminClient:
         response = await self._send_controller(ApiKey.ALTER_PARTITION_REASSIGNMENTS, {
             "timeout": self.timeout_ms,
             "topics": [{"name": t, "partitions": p} for t, p in grouped.items()]})
-        if int(response.error_code):
-            raise BrokerResponseError(int(response.error_code), "AlterPartitionReassignments",
+        if response.error_code:
+            raise BrokerResponseError(response.error_code, "AlterPartitionReassignments",
                                       response.error_message)
         errors = [f"{t.name}-{p.partition_index}: "
-                  f"{BrokerResponseError(int(p.error_code), '', p.error_message)}"
-                  for t in response.responses for p in t.partitions if int(p.error_code)]
+                  f"{BrokerResponseError(p.error_code, '', p.error_message)}"
+                  for t in response.responses for p in t.partitions if p.error_code]
         _check(errors, "AlterPartitionReassignments")
 
     async def list_partition_reassignments(
@@ -328,8 +333,8 @@ class AsyncAdminClient:
             topics = [{"name": t, "partition_indexes": sorted(p)} for t, p in grouped.items()]
         response = await self._send_controller(ApiKey.LIST_PARTITION_REASSIGNMENTS, {
             "timeout": self.timeout_ms, "topics": topics})
-        if int(response.error_code):
-            raise BrokerResponseError(int(response.error_code), "ListPartitionReassignments",
+        if response.error_code:
+            raise BrokerResponseError(response.error_code, "ListPartitionReassignments",
                                       response.error_message)
         return {
             TopicPartition(t.name, int(p.partition_index)): PartitionReassignment(
@@ -349,7 +354,7 @@ class AsyncAdminClient:
             response = await self.client.send(broker, ApiKey.DESCRIBE_LOG_DIRS, {"topics": None})
             dirs: dict[str, dict[TopicPartition, int]] = {}
             for result in response.results:
-                if int(result.error_code):
+                if result.error_code:
                     continue
                 dirs[result.log_dir] = {
                     TopicPartition(t.name, int(p.partition_index)): int(p.partition_size)
@@ -366,7 +371,8 @@ class AsyncAdminClient:
         for tp, offset in before.items():
             leader = metadata.leader_for(tp)
             if leader < 0:
-                raise BrokerResponseError(5, f"{tp.topic}-{tp.partition}")
+                raise BrokerResponseError(ErrorCode.leader_not_available,
+                                          f"{tp.topic}-{tp.partition}")
             by_leader.setdefault(leader, {}).setdefault(tp.topic, []).append(
                 {"partition_index": tp.partition, "offset": offset})
         out: dict[TopicPartition, int] = {}
@@ -378,9 +384,9 @@ class AsyncAdminClient:
             for topic in response.topics:
                 for part in topic.partitions:
                     tp = TopicPartition(topic.name, int(part.partition_index))
-                    if int(part.error_code):
+                    if part.error_code:
                         errors.append(f"{tp.topic}-{tp.partition}: "
-                                      f"{BrokerResponseError(int(part.error_code))}")
+                                      f"{BrokerResponseError(part.error_code)}")
                     else:
                         out[tp] = int(part.low_watermark)
         _check(errors, "DeleteRecords")
@@ -398,8 +404,8 @@ class AsyncAdminClient:
         out = []
         for broker in sorted(metadata.brokers):
             response = await self.client.send(broker, ApiKey.LIST_GROUPS, {"states_filter": []})
-            if int(response.error_code):
-                raise BrokerResponseError(int(response.error_code), f"ListGroups on {broker}")
+            if response.error_code:
+                raise BrokerResponseError(response.error_code, f"ListGroups on {broker}")
             out += [(g.group_id, g.protocol_type, getattr(g, "group_state", ""))
                     for g in response.groups]
         return sorted(out)
@@ -411,8 +417,8 @@ class AsyncAdminClient:
             response = await self.client.send(node, ApiKey.DESCRIBE_GROUPS, {
                 "groups": [group], "include_authorized_operations": False})
             for g in response.groups:
-                if int(g.error_code):
-                    raise BrokerResponseError(int(g.error_code), f"DescribeGroups {group!r}")
+                if g.error_code:
+                    raise BrokerResponseError(g.error_code, f"DescribeGroups {group!r}")
                 members = []
                 for m in g.members:
                     assignment: tuple[TopicPartition, ...] = ()
@@ -434,8 +440,8 @@ class AsyncAdminClient:
             node = await self.client.find_coordinator(group)
             response = await self.client.send(node, ApiKey.DELETE_GROUPS,
                                               {"groups_names": [group]})
-            errors += [f"{r.group_id}: {BrokerResponseError(int(r.error_code))}"
-                       for r in response.results if int(r.error_code)]
+            errors += [f"{r.group_id}: {BrokerResponseError(r.error_code)}"
+                       for r in response.results if r.error_code]
         _check(errors, "DeleteGroups")
 
     async def list_group_offsets(self, group_id: str,
@@ -452,12 +458,12 @@ class AsyncAdminClient:
         response = await self.client.send(node, ApiKey.OFFSET_FETCH, {
             "group_id": group_id, "topics": topics, "require_stable": False})
         if int(getattr(response, "error_code", 0)):
-            raise BrokerResponseError(int(response.error_code), f"OffsetFetch {group_id!r}")
+            raise BrokerResponseError(response.error_code, f"OffsetFetch {group_id!r}")
         out = {}
         for topic in response.topics:
             for part in topic.partitions:
-                if int(part.error_code):
-                    raise BrokerResponseError(int(part.error_code), f"OffsetFetch {group_id!r}")
+                if part.error_code:
+                    raise BrokerResponseError(part.error_code, f"OffsetFetch {group_id!r}")
                 if int(part.committed_offset) >= 0:
                     out[TopicPartition(topic.name, int(part.partition_index))] = \
                         int(part.committed_offset)
@@ -478,8 +484,8 @@ class AsyncAdminClient:
             "group_id": group_id, "generation_id_or_member_epoch": -1, "member_id": "",
             "group_instance_id": None, "retention_time_ms": -1,
             "topics": [{"name": t, "partitions": p} for t, p in grouped.items()]})
-        errors = [f"{t.name}-{p.partition_index}: {BrokerResponseError(int(p.error_code))}"
-                  for t in response.topics for p in t.partitions if int(p.error_code)]
+        errors = [f"{t.name}-{p.partition_index}: {BrokerResponseError(p.error_code)}"
+                  for t in response.topics for p in t.partitions if p.error_code]
         _check(errors, f"OffsetCommit for group {group_id!r}")
 
     async def group_subscriptions(self, group_id: str) -> dict[str, list[str]]:

@@ -1,4 +1,4 @@
-"""Partition assignors of the classic consumer protocol, and its subscription/assignment bytes.
+"""Partition assignors of the classic consumer protocol.
 
 The group leader (one consumer) runs the assignor the coordinator chose and ships each member
 its share through SyncGroup. Assignors are pure functions of the members' subscriptions and the
@@ -14,146 +14,27 @@ topics' partition counts, so they are unit-tested without a broker.
   this round) and given to its new owner in the follow-up rebalance the revoking member
   triggers (KIP-429), so no partition is ever owned twice and the rest keep being consumed.
 
-Wire formats (``ConsumerProtocolSubscription`` / ``ConsumerProtocolAssignment``; big-endian,
-non-flexible, led by an int16 version): subscription v1 = topics [string], user_data (nullable
-bytes), owned_partitions [topic, [int32]]; assignment v1 = assigned [topic, [int32]],
-user_data.
+The subscription and assignment bytes are :mod:`odradek.protocol.consumer_protocol`'s
+(re-exported here for the client's users).
 """
 
 from __future__ import annotations
 
-import struct
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 
-from .metadata import TopicPartition
+from odradek.protocol.consumer_protocol import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from odradek.types import TopicPartition
 
 __all__ = ["ASSIGNORS", "COOPERATIVE", "Subscription", "assign_cooperative_sticky",
            "assign_range", "assign_roundrobin", "decode_assignment", "decode_subscription",
            "encode_assignment", "encode_subscription"]
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-
-
-@dataclass
-class Subscription:
-    topics: list[str]
-    user_data: bytes | None = None
-    owned_partitions: list[TopicPartition] = field(default_factory=list)
-    generation_id: int = -1
-
-
-# ------------------------------------------------------------------------ wire format
-
-def _put_str(out: bytearray, value: str) -> None:
-    raw = value.encode()
-    out += _I16.pack(len(raw))
-    out += raw
-
-
-def _put_bytes(out: bytearray, value: bytes | None) -> None:
-    if value is None:
-        out += _I32.pack(-1)
-    else:
-        out += _I32.pack(len(value))
-        out += value
-
-
-def _put_partitions(out: bytearray, partitions: Iterable[TopicPartition]) -> None:
-    grouped: dict[str, list[int]] = defaultdict(list)
-    for tp in partitions:
-        grouped[tp.topic].append(tp.partition)
-    out += _I32.pack(len(grouped))
-    for topic in sorted(grouped):
-        _put_str(out, topic)
-        out += _I32.pack(len(grouped[topic]))
-        for p in sorted(grouped[topic]):
-            out += _I32.pack(p)
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = bytes(data)
-        self.pos = 0
-
-    def i16(self) -> int:
-        value: int = _I16.unpack_from(self.data, self.pos)[0]
-        self.pos += 2
-        return value
-
-    def i32(self) -> int:
-        value: int = _I32.unpack_from(self.data, self.pos)[0]
-        self.pos += 4
-        return value
-
-    def string(self) -> str:
-        n = self.i16()
-        value = self.data[self.pos:self.pos + n].decode()
-        self.pos += n
-        return value
-
-    def nullable_bytes(self) -> bytes | None:
-        n = self.i32()
-        if n < 0:
-            return None
-        value = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return value
-
-    def partitions(self) -> list[TopicPartition]:
-        out = []
-        for _ in range(self.i32()):
-            topic = self.string()
-            out += [TopicPartition(topic, self.i32()) for _ in range(self.i32())]
-        return out
-
-    @property
-    def more(self) -> bool:
-        return self.pos < len(self.data)
-
-
-def encode_subscription(sub: Subscription, version: int = 1) -> bytes:
-    out = bytearray(_I16.pack(version))
-    out += _I32.pack(len(sub.topics))
-    for topic in sorted(sub.topics):
-        _put_str(out, topic)
-    _put_bytes(out, sub.user_data)
-    if version >= 1:
-        _put_partitions(out, sub.owned_partitions)
-    if version >= 2:
-        out += _I32.pack(sub.generation_id)
-    return bytes(out)
-
-
-def decode_subscription(data: bytes) -> Subscription:
-    """Parse any version; fields of newer versions than we know are ignored (forward
-    compatible, as Kafka's consumer protocol requires)."""
-    r = _Reader(data)
-    version = r.i16()
-    topics = [r.string() for _ in range(r.i32())]
-    user_data = r.nullable_bytes()
-    owned = r.partitions() if version >= 1 and r.more else []
-    generation = r.i32() if version >= 2 and r.more else -1
-    return Subscription(topics, user_data, owned, generation)
-
-
-def encode_assignment(partitions: Iterable[TopicPartition], user_data: bytes | None = None,
-                      version: int = 1) -> bytes:
-    out = bytearray(_I16.pack(version))
-    _put_partitions(out, partitions)
-    _put_bytes(out, user_data)
-    return bytes(out)
-
-
-def decode_assignment(data: bytes) -> list[TopicPartition]:
-    if not data:
-        return []
-    r = _Reader(data)
-    r.i16()
-    return r.partitions()
-
 
 # ------------------------------------------------------------------------ assignors
 

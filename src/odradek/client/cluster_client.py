@@ -17,6 +17,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 
 from .connection import Connection, NodeAddress
@@ -28,8 +30,13 @@ __all__ = ["ClusterClient", "parse_bootstrap"]
 log = logging.getLogger(__name__)
 
 #: Error codes after which the cached leader for a partition must not be trusted.
-STALE_METADATA_CODES = frozenset({3, 5, 6, 74, 75, 76})  # UNKNOWN_TOPIC_OR_PARTITION,
-# LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED/UNKNOWN_LEADER_EPOCH, ...
+STALE_METADATA_CODES = frozenset({
+    ErrorCode.unknown_topic_or_partition,
+    ErrorCode.leader_not_available,
+    ErrorCode.not_leader_or_follower,
+    ErrorCode.fenced_leader_epoch,
+    ErrorCode.unknown_leader_epoch,
+})
 
 
 def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
@@ -293,8 +300,8 @@ class ClusterClient:
             except KafkaClientError as exc:
                 last = exc
             else:
-                code = int(response.error_code)
-                if code == 0:
+                code = response.error_code
+                if code == ErrorCode.none:
                     node = int(response.node_id)
                     self._extra_addresses[node] = NodeAddress(node, response.host,
                                                               int(response.port))

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.messages import decode_response, encode_request
+from odradek.protocol.builder import build
+from odradek.protocol.messages import decode_response, encode_request, request_type
 
 from .errors import ConnectionFailed, UnsupportedByBroker, raise_for_code
-from .wire import CLIENT_VERSIONS, build, request_class
+from .versions import CLIENT_VERSIONS
 
 __all__ = ["Connection", "NodeAddress"]
 
@@ -133,7 +134,7 @@ class Connection:
         return len(self._pending)
 
     def _frame(self, api_key: int, version: int, body: Mapping[str, Any] | Any) -> bytes:
-        entity = request_class(api_key, version)
+        entity = request_type(api_key, version)
         request = build(entity, body) if isinstance(body, Mapping) else body
         correlation_id = self._next_id
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
@@ -156,7 +157,7 @@ class Connection:
                    version: int | None = None, expect_response: bool = True) -> Any:
         """Send one request and return its parsed response (a kio dataclass).
 
-        ``body`` is a dict for :func:`~odradek.client.wire.build`; ``version`` defaults to the
+        ``body`` is a dict for :func:`~odradek.protocol.builder.build`; ``version`` defaults to the
         negotiated one. With ``expect_response=False`` (acks=0) returns None once written.
         """
         future = self.send_nowait(api_key, body, version=version,
@@ -263,4 +264,4 @@ def _parse_api_versions(frame: bytes, version: int) -> Any:  # kio response type
 
 def build_request(api_key: int, version: int, body: Mapping[str, Any]) -> Any:
     """The kio entity for ``body`` (exposed for tests)."""
-    return build(request_class(api_key, version), body)
+    return build(request_type(api_key, version), body)

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 
 from .aio import wait_event
@@ -32,8 +34,6 @@ from .metadata import TopicPartition
 __all__ = ["Fetcher", "PartitionState"]
 
 log = logging.getLogger(__name__)
-
-OFFSET_OUT_OF_RANGE = 1
 
 
 @dataclass
@@ -269,7 +269,7 @@ class Fetcher:
                 return
             if int(getattr(response, "error_code", 0)):
                 log.warning("fetch from %d: %s", node,
-                            BrokerResponseError(int(response.error_code)))
+                            BrokerResponseError(response.error_code))
                 self.client.invalidate()
                 await asyncio.sleep(self.client.retry_backoff)
                 return
@@ -281,8 +281,8 @@ class Fetcher:
                     fetched_at = offsets.get(tp)
                     if state is None or fetched_at is None or state.position != fetched_at:
                         continue  # reassigned or seeked while the fetch was in flight
-                    code = int(part.error_code)
-                    if code == 0:
+                    code = part.error_code
+                    if code == ErrorCode.none:
                         state.high_watermark = int(part.high_watermark)
                         state.log_start_offset = int(getattr(part, "log_start_offset", -1))
                         if part.records:
@@ -290,7 +290,7 @@ class Fetcher:
                                                                    bytes(part.records)))
                             self._buffered.add(tp)
                             got_data = True
-                    elif code == OFFSET_OUT_OF_RANGE:
+                    elif code == ErrorCode.offset_out_of_range:
                         self.errors.append(BrokerResponseError(
                             code, f"{tp.topic}-{tp.partition} offset {fetched_at}"))
                         state.position = None

@@ -21,6 +21,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 
 from .assignors import (
@@ -41,16 +43,10 @@ __all__ = ["CommitFailed", "GroupMembership"]
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-UNKNOWN_MEMBER_ID = 25
-REBALANCE_IN_PROGRESS = 27
-FENCED_INSTANCE_ID = 82
-MEMBER_ID_REQUIRED = 79
-_RESET_MEMBER = {UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID}
-_REDISCOVER = {NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE}
+_RESET_MEMBER = {
+    ErrorCode.unknown_member_id, ErrorCode.illegal_generation, ErrorCode.fenced_instance_id,
+}
+_REDISCOVER = {ErrorCode.not_coordinator, ErrorCode.coordinator_not_available}
 
 PartitionsCallback = Callable[[list[TopicPartition]], Awaitable[None]]
 
@@ -180,15 +176,15 @@ class GroupMembership:
                 self.coordinator = None
                 await asyncio.sleep(backoff)
                 continue
-            code = int(join.error_code)
-            if code == MEMBER_ID_REQUIRED:
+            code = join.error_code
+            if code == ErrorCode.member_id_required:
                 self.member_id = join.member_id
                 continue
             if code:
                 self._handle_code(code)
                 error = BrokerResponseError(code, f"JoinGroup {self.group_id!r}")
                 if not (error.retriable or code in _RESET_MEMBER or code in _REDISCOVER
-                        or code == REBALANCE_IN_PROGRESS):
+                        or code == ErrorCode.rebalance_in_progress):
                     raise error
                 await asyncio.sleep(backoff)
                 continue
@@ -208,10 +204,10 @@ class GroupMembership:
                 log.debug("SyncGroup failed: %s", exc)
                 await asyncio.sleep(backoff)
                 continue
-            code = int(sync.error_code)
+            code = sync.error_code
             if code:
                 self._handle_code(code)
-                if code in (REBALANCE_IN_PROGRESS, *_RESET_MEMBER, *_REDISCOVER):
+                if code in (ErrorCode.rebalance_in_progress, *_RESET_MEMBER, *_REDISCOVER):
                     continue
                 raise BrokerResponseError(code, f"SyncGroup {self.group_id!r}")
             self.generation = generation
@@ -264,14 +260,14 @@ class GroupMembership:
             except KafkaClientError as exc:
                 log.debug("heartbeat failed: %s", exc)
                 continue
-            code = int(response.error_code)
-            if code == 0:
+            code = response.error_code
+            if code == ErrorCode.none:
                 continue
             self._handle_code(code)
             if code in _RESET_MEMBER:
                 lost, self.assignment = self.assignment, []
                 await self._on_lost(lost)
-            if code in (REBALANCE_IN_PROGRESS, *_RESET_MEMBER):
+            if code in (ErrorCode.rebalance_in_progress, *_RESET_MEMBER):
                 self.request_rejoin()
 
     # ------------------------------------------------------------------ offsets
@@ -297,12 +293,12 @@ class GroupMembership:
             except KafkaClientError:
                 await asyncio.sleep(self.client.retry_backoff * (attempt + 1))
                 continue
-            codes = {int(p.error_code) for t in response.topics for p in t.partitions} - {0}
+            codes = {p.error_code for t in response.topics for p in t.partitions} - {0}
             if not codes:
                 return
             code = min(codes)
             self._handle_code(code)
-            if code in _RESET_MEMBER or code == REBALANCE_IN_PROGRESS:
+            if code in _RESET_MEMBER or code == ErrorCode.rebalance_in_progress:
                 self.request_rejoin()
                 raise CommitFailed(f"commit of group {self.group_id!r} refused: "
                                    f"{BrokerResponseError(code)}; the group rebalanced")
@@ -328,7 +324,7 @@ class GroupMembership:
                 await asyncio.sleep(self.client.retry_backoff * (attempt + 1))
                 continue
             code = int(getattr(response, "error_code", 0))
-            codes = {code} | {int(p.error_code) for t in response.topics for p in t.partitions}
+            codes = {code} | {p.error_code for t in response.topics for p in t.partitions}
             codes.discard(0)
             if codes:
                 self._handle_code(min(codes))

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.types import TopicPartition
 
 from .connection import NodeAddress
 
 __all__ = ["ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition"]
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,13 +28,13 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
-    error_code: int = 0
+    error_code: ErrorCode = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo:
     name: str
-    error_code: int
+    error_code: ErrorCode
     is_internal: bool
     partitions: dict[int, PartitionInfo]
     topic_id: str | None = None
@@ -66,12 +65,12 @@ class ClusterMetadata:
                     tuple(int(r) for r in p.replica_nodes),
                     tuple(int(r) for r in p.isr_nodes),
                     tuple(int(r) for r in getattr(p, "offline_replicas", ())),
-                    int(p.error_code),
+                    ErrorCode(p.error_code),
                 )
                 for p in t.partitions
             }
             topic_id = getattr(t, "topic_id", None)
-            topics[t.name] = TopicInfo(t.name, int(t.error_code),
+            topics[t.name] = TopicInfo(t.name, ErrorCode(t.error_code),
                                        bool(getattr(t, "is_internal", False)), partitions,
                                        str(topic_id) if topic_id else None)
         return cls(brokers, topics, int(getattr(response, "controller_id", -1)),
@@ -79,7 +78,7 @@ class ClusterMetadata:
 
     def partitions_for(self, topic: str) -> list[int]:
         info = self.topics.get(topic)
-        return sorted(info.partitions) if info and info.error_code == 0 else []
+        return sorted(info.partitions) if info and info.error_code == ErrorCode.none else []
 
     def partition(self, tp: TopicPartition) -> PartitionInfo | None:
         info = self.topics.get(tp.topic)
@@ -100,4 +99,4 @@ class ClusterMetadata:
                       if part.leader >= 0 and part.leader in self.brokers)
 
     def knows(self, topics: Iterable[str]) -> bool:
-        return all(t in self.topics and self.topics[t].error_code == 0 for t in topics)
+        return all(t in self.topics and self.topics[t].error_code == ErrorCode.none for t in topics)

@@ -11,6 +11,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
@@ -47,11 +49,13 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, ts in remaining.items():
             if tp.topic in metadata.topics and metadata.partition(tp) is None:
-                raise BrokerResponseError(3, f"{tp.topic}-{tp.partition}")
+                raise BrokerResponseError(ErrorCode.unknown_topic_or_partition,
+                                         f"{tp.topic}-{tp.partition}")
             by_leader.setdefault(metadata.leader_for(tp), {})[tp] = ts
         unknown = by_leader.pop(-1, None)
         if unknown:
-            last_error = BrokerResponseError(5, f"no leader for {sorted(unknown)}")
+            last_error = BrokerResponseError(ErrorCode.leader_not_available,
+                                             f"no leader for {sorted(unknown)}")
         answers = await asyncio.gather(
             *(_list_from(client, node, parts, isolation_level)
               for node, parts in by_leader.items()), return_exceptions=True)
@@ -74,7 +78,8 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
         if remaining:
             await asyncio.sleep(client.retry_backoff * (attempt + 1))
     if remaining:
-        raise last_error or BrokerResponseError(5, f"offsets for {sorted(remaining)}")
+        raise last_error or BrokerResponseError(ErrorCode.leader_not_available,
+                                                f"offsets for {sorted(remaining)}")
     return result
 
 
@@ -92,7 +97,7 @@ async def _list_from(client: ClusterClient, node: int, parts: Mapping[TopicParti
     for topic in response.topics:
         for part in topic.partitions:
             tp = TopicPartition(topic.name, int(part.partition_index))
-            code = int(part.error_code)
+            code = part.error_code
             if code:
                 out[tp] = BrokerResponseError(code, f"ListOffsets {tp.topic}-{tp.partition}")
             elif int(part.offset) < 0:

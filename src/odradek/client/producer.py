@@ -25,7 +25,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
+from odradek.clock import wall_ms
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import epoch_millis
 from odradek.protocol.compression import CODEC_BY_NAME
 
 from .accumulator import DeliveryCallback, ProducerBatch, RecordAccumulator, RecordFuture
@@ -41,17 +45,14 @@ from .errors import (
 )
 from .metadata import ClusterMetadata, TopicPartition
 from .partitioner import DefaultPartitioner, PartitionerFn
-from .wire import datetime_ms
 
 __all__ = ["AsyncProducer", "ProducerConfig", "to_bytes"]
 
 log = logging.getLogger(__name__)
 
-DUPLICATE_SEQUENCE_NUMBER = 46
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-UNKNOWN_PRODUCER_ID = 59
-INVALID_PRODUCER_EPOCH = 47
 _SEQUENCE_WRAP = 1 << 31
+# The broker no longer knows this producer id/epoch: bump the epoch (or a new id), then retry.
+_PRODUCER_FENCED = (ErrorCode.unknown_producer_id, ErrorCode.invalid_producer_epoch)
 #: Seconds close() gives cancelled tasks and sockets to finish before giving up on them.
 _CLOSE_GRACE = 5.0
 
@@ -323,11 +324,12 @@ class AsyncProducer:
         while True:
             metadata = await self.client.refresh_metadata([topic])
             info = metadata.topics.get(topic)
-            if info is not None and info.error_code == 0 and info.partitions:
+            if info is not None and info.error_code == ErrorCode.none and info.partitions:
                 return
             if time.monotonic() >= deadline:
-                code = info.error_code if info is not None else 3
-                raise BrokerResponseError(code or 3, f"topic {topic!r} not available after "
+                code = info.error_code if info is not None else ErrorCode.none
+                raise BrokerResponseError(code or ErrorCode.unknown_topic_or_partition,
+                                          f"topic {topic!r} not available after "
                                           f"max.block.ms={self.config.max_block_ms}")
             await asyncio.sleep(self.config.retry_backoff_ms / 1000)
 
@@ -344,12 +346,14 @@ class AsyncProducer:
             headers = [(name, to_bytes(v, "header")) for name, v in headers]
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
         if size + 128 > config.max_request_size:
-            raise BrokerResponseError(10, f"record of {size} bytes exceeds max.request.size "
+            raise BrokerResponseError(ErrorCode.message_too_large,
+                                      f"record of {size} bytes exceeds max.request.size "
                                       f"{config.max_request_size}")
         metadata = self.client.metadata
         all_partitions, available = self._partitions(topic, metadata)
         if not all_partitions:
-            raise BrokerResponseError(3, f"no metadata for topic {topic!r}")
+            raise BrokerResponseError(ErrorCode.unknown_topic_or_partition,
+                                      f"no metadata for topic {topic!r}")
         sticky = False
         if partition is None:
             partition = self.partitioner.partition(topic, key_bytes, all_partitions, available)
@@ -359,7 +363,7 @@ class AsyncProducer:
                 3, f"partition {partition} of {topic!r} does not exist "
                 f"(it has {len(all_partitions)})")
         if timestamp is None:
-            timestamp = time.time_ns() // 1_000_000
+            timestamp = wall_ms()
         tp = TopicPartition(topic, partition)
         future, full, created = self.accumulator.append(tp, timestamp, key_bytes, value_bytes,
                                                         headers, on_delivery)
@@ -385,7 +389,7 @@ class AsyncProducer:
             return None
         tp = entry[1]
         future, full, created = self.accumulator.append_value(
-            tp, time.time_ns() // 1_000_000, value)
+            tp, wall_ms(), value)
         if full:
             metadata = entry[0]
             self.partitioner.on_new_batch(topic, tp.partition,
@@ -445,7 +449,7 @@ class AsyncProducer:
         if (self.config.enable_idempotence and self._producer_id < 0
                 and not await self._init_producer_id()):
             return backoff
-        ready, delay = self.accumulator.ready(now)
+        ready, delay = self.accumulator.ready(now, self._sequencing_id())
         if not ready:
             return delay
         metadata = self.client.metadata
@@ -467,7 +471,7 @@ class AsyncProducer:
                     self._send_produce(node_id, batches))
                 self._responses.add(task)
                 task.add_done_callback(self._responses.discard)
-            if self.accumulator.ready(now)[0]:
+            if self.accumulator.ready(now, self._sequencing_id())[0]:
                 delay = 0 if self._in_flight.get(node_id, 0) < self.config.max_in_flight \
                     else delay
         return delay
@@ -487,12 +491,18 @@ class AsyncProducer:
         finally:
             self._wakeup.set()
 
+    def _sequencing_id(self) -> int | None:
+        """The producer id batches are numbered under (None without idempotence): a
+        partition with a batch in flight under another id is not drained until it is back
+        (see :mod:`.accumulator`)."""
+        return self._producer_id if self.config.enable_idempotence else None
+
     def _drain_for_node(self, tps: list[TopicPartition], now: float) -> list[ProducerBatch]:
         batches: list[ProducerBatch] = []
         size = 0
         compression = self.config.compression
         for tp in tps:
-            batch = self.accumulator.drain(tp, now)
+            batch = self.accumulator.drain(tp, now, self._sequencing_id())
             if batch is None:
                 continue
             if self.config.enable_idempotence and batch.producer_id != self._producer_id:
@@ -575,11 +585,11 @@ class AsyncProducer:
                     self._retry_or_fail(batch, ConnectionFailed(
                         f"broker {node_id} did not answer for {batch.tp}"))
                     continue
-                code = int(part.error_code)
-                if code == 0:
+                code = part.error_code
+                if code == ErrorCode.none:
                     self._finish(batch, int(part.base_offset),
-                                 datetime_ms(getattr(part, "log_append_time", None)))
-                elif code == DUPLICATE_SEQUENCE_NUMBER:
+                                 epoch_millis(getattr(part, "log_append_time", None)))
+                elif code == ErrorCode.duplicate_sequence_number:
                     self._finish(batch, int(part.base_offset))
                 else:
                     error = BrokerResponseError(code, f"produce to {batch.tp.topic}-"
@@ -587,8 +597,8 @@ class AsyncProducer:
                                                 getattr(part, "error_message", None))
                     if code in STALE_METADATA_CODES:
                         self.client.invalidate()
-                    if code in (UNKNOWN_PRODUCER_ID, INVALID_PRODUCER_EPOCH) or (
-                            code == OUT_OF_ORDER_SEQUENCE_NUMBER
+                    if code in _PRODUCER_FENCED or (
+                            code == ErrorCode.out_of_order_sequence_number
                             and self._is_unfillable_gap(batch)):
                         self._reset_producer_id()
                     self._retry_or_fail(batch, error)
@@ -605,8 +615,7 @@ class AsyncProducer:
         now = time.monotonic()
         retriable = getattr(error, "retriable", False) or (
             isinstance(error, BrokerResponseError)
-            and error.code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID,
-                               INVALID_PRODUCER_EPOCH))
+            and error.code in (ErrorCode.out_of_order_sequence_number, *_PRODUCER_FENCED))
         if (retriable and not self._closing_hard() and batch.attempts <= self.config.retries
                 and now < batch.deadline):
             log.debug("retrying %s after %s", batch.tp, error)
@@ -620,13 +629,14 @@ class AsyncProducer:
     def _expire(self, batch: ProducerBatch, cause: BaseException | None = None) -> None:
         """Fail a batch past ``delivery.timeout.ms``. If it carried sequence numbers the
         broker may or may not have them, so later batches would hit
-        OUT_OF_ORDER_SEQUENCE_NUMBER until their own deadlines: start a new producer id
+        ErrorCode.out_of_order_sequence_number until their own deadlines: start a new producer id
         instead (what the Java client does)."""
         detail = f" (last error: {cause})" if cause is not None else ""
         self._finish(batch, -1, error=DeliveryTimeout(
             f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} not "
             f"delivered within delivery.timeout.ms={self.config.delivery_timeout_ms}{detail}"))
-        if self.config.enable_idempotence and batch.base_sequence >= 0:
+        if (self.config.enable_idempotence and batch.base_sequence >= 0
+                and batch.producer_id == self._producer_id):  # else reset already
             self._reset_producer_id()
 
     def _closing_hard(self) -> bool:
@@ -655,7 +665,7 @@ class AsyncProducer:
         except (KafkaClientError, UnsupportedByBroker) as exc:
             log.warning("InitProducerId failed: %s", exc)
             return False
-        code = int(response.error_code)
+        code = response.error_code
         if code:
             error = BrokerResponseError(code, "InitProducerId")
             if not error.retriable:
@@ -676,7 +686,7 @@ class AsyncProducer:
         partition failed retriably (NOT_LEADER_OR_FOLLOWER), and a later pipelined batch
         arrived once the broker was leader; a broker with no state for a producer id accepts
         *any* first sequence, so it took the later batch, and every retry of the earlier one
-        then got OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms (120 s). Like the
+        then got ErrorCode.out_of_order_sequence_number until delivery.timeout.ms (120 s). Like the
         Java client, start a new producer id; the unacknowledged batches are re-sequenced.
         """
         if batch.base_sequence < 0 or batch.producer_id != self._producer_id:
@@ -688,7 +698,7 @@ class AsyncProducer:
             for other in list(self.accumulator.incomplete))
 
     def _reset_producer_id(self) -> None:
-        """The broker forgot us (UNKNOWN_PRODUCER_ID): start a new id, re-sequence unsent
+        """The broker forgot us (ErrorCode.unknown_producer_id): start a new id, re-sequence unsent
         batches. In-flight ones fail and come back here as retries."""
         self._producer_id = -1
         self._next_sequence.clear()

@@ -114,7 +114,7 @@ def consumer_thread_ids(consumer_id: str, streams: int) -> list[str]:
 
 def encode_registration(subscription: Mapping[str, int], timestamp: str | None = None) -> bytes:
     return json.dumps({"version": 1, "subscription": dict(sorted(subscription.items())),
-                       "pattern": "static", "timestamp": timestamp or znodes.now_ms()},
+                       "pattern": "static", "timestamp": timestamp or znodes.timestamp_now()},
                       separators=(",", ":")).encode()
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NewType, TypeVar
 
+from odradek.types import TopicPartition as TopicPartition
+
 BrokerId = NewType("BrokerId", int)
 LeaderEpoch = NewType("LeaderEpoch", int)
 ControllerEpoch = NewType("ControllerEpoch", int)
@@ -27,15 +29,6 @@ V = TypeVar("V")
 def frozen_mapping(items: Mapping[K, V] | None = None) -> Mapping[K, V]:
     """A read-only copy, so published snapshots cannot be mutated by a reader."""
     return MappingProxyType(dict(items or {}))
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True)

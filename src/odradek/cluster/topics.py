@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -46,33 +45,9 @@ from odradek.protocol.errors import (
     TopicAlreadyExists,
     UnknownTopicOrPartition,
 )
-
-MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+from odradek.topic_name import validate_topic_name
 
 ConfigValidator = Callable[[Mapping[str, str]], object]
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's ``Topic.validate``: ``[a-zA-Z0-9._-]``, 1..249 chars, not ``.`` or ``..``.
-
-    The 249 limit leaves room for the ``-<partition>`` suffix and ``.deleted`` rename
-    within a 255-byte directory name.
-    """
-    if not name:
-        raise InvalidTopic("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidTopic('Topic name cannot be "." or ".."')
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise InvalidTopic(
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
-            f"topic name: {name}"
-        )
-    if not _LEGAL_TOPIC_NAME.match(name):
-        raise InvalidTopic(
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
-            f"alphanumerics, '.', '_' and '-'"
-        )
 
 
 def _collision_key(name: str) -> str:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import enum
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -79,6 +80,9 @@ class ZkSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_lost = True  # so the first connection reports NEW_SESSION
         self._closing = False
+        # Told (operation, seconds) after each call (the ZooKeeper latency metric); called
+        # on the loop. The operation is the called function's name: a fixed, small set.
+        self.on_request: Callable[[str, float], None] | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -140,7 +144,14 @@ class ZkSession:
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run a blocking kazoo call (or a function making several) in a worker thread."""
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        on_request = self.on_request
+        if on_request is None:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        started = time.perf_counter()
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        finally:
+            on_request(getattr(fn, "__name__", "call"), time.perf_counter() - started)
 
     def post(self, callback: Callable[..., Any], *args: Any) -> None:
         """Schedule ``callback(*args)`` on the loop from any thread (dropped after close)."""

@@ -12,7 +12,8 @@ It owns one ZooKeeper session and composes the parts that share it::
 Every broker runs a controller candidate; exactly one is active cluster-wide
 (``cluster.is_controller``). Admin calls may run on any broker.
 
-With ``fast_failover``, failures of processes are acted on before ZooKeeper notices them
+With ``controller.fast.failover.enable`` (the ``controller`` section's
+``fast_failover_enable``), failures of processes are acted on before ZooKeeper notices them
 (:mod:`odradek.cluster.liveness`): the controller fails a broker whose connections are
 refused, and every other broker deposes a controller whose connections are refused, so
 that a killed controller is replaced as quickly as a killed broker.
@@ -40,8 +41,14 @@ from odradek.cluster.registry import BrokerRegistry
 from odradek.cluster.topics import ConfigValidator, TopicAdmin
 from odradek.cluster.view import ClusterView
 from odradek.cluster.zk import ZkSession
+from odradek.config_sections import ControllerConfig
 
 log = logging.getLogger(__name__)
+
+STANDALONE_CONTROLLER = ControllerConfig(fast_failover_enable=False)
+"""The controller settings of a ZkCluster built without a broker's: Kafka's defaults, but
+no fast failover, which probes the brokers' listeners and so needs brokers that serve the
+endpoints they register (a broker passes its own ``controller`` section)."""
 
 
 class ZkCluster:
@@ -52,13 +59,9 @@ class ZkCluster:
         *,
         session_timeout_ms: int = 18000,
         connection_timeout_ms: int | None = None,
-        unclean_leader_election: bool = False,
+        controller: ControllerConfig = STANDALONE_CONTROLLER,
         validate_config: ConfigValidator | None = None,
         controller_enabled: bool = True,
-        auto_leader_rebalance: bool = False,
-        leader_imbalance_check_interval_s: float = 300.0,
-        leader_imbalance_percentage: int = 10,
-        fast_failover: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         self.broker_id = broker_id
@@ -71,21 +74,13 @@ class ZkCluster:
         self.view = ClusterView(self.session)
         self.isr = IsrWriter(self.session)  # leaders' conditional ISR updates
         self.admin = TopicAdmin(self.session, validate_config=validate_config, rng=rng)
-        self.controller = Controller(
-            self.session,
-            broker_id,
-            unclean_leader_election=unclean_leader_election,
-            auto_leader_rebalance=auto_leader_rebalance,
-            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
-            leader_imbalance_percentage=leader_imbalance_percentage,
-            fast_failover=fast_failover,
-        )
+        self.controller = Controller(self.session, broker_id, controller)
         self._controller_enabled = controller_enabled
         self.cluster_id = ""
         # Probes the controller while another broker holds the role.
         self._controller_probe: ConnectionProbes | None = None
         self._deposing: set[asyncio.Task[Any]] = set()
-        if fast_failover and controller_enabled:
+        if controller.fast_failover_enable and controller_enabled:
             self._controller_probe = ConnectionProbes(self._on_controller_dead)
             self.view.add_listener(self._follow_controller)
             self.controller.add_listener(self._follow_controller)

@@ -28,8 +28,6 @@ Kafka's Jackson encoder writes it. Formats, as of Kafka 3.x in ZK mode:
 ``/admin/reassign_partitions``  ``{"version":1,"partitions":[{"topic":"t","partition":0,
                                 "replicas":[1,2]}]}`` (Kafka's tools may add ``log_dirs``)
 ``/admin/preferred_replica_election``  ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``
-``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
-                                "partition":0}]}``
 ``/latest_producer_id_block``   ``{"version":1,"broker":N,"block_start":"0","block_end":"999"}``
 ``/isr_change_notification/isr_change_<seq>``  ``{"version":1,"partitions":[{"topic":"t",
                                 "partition":0}]}`` (a leader changed these partitions' ISR)
@@ -40,11 +38,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from odradek.clock import wall_ms
 from odradek.cluster.model import BrokerInfo, Endpoint, PartitionState
 
 CLUSTER_ID = "/cluster/id"
@@ -119,8 +117,9 @@ def _loads(data: bytes | None) -> Any:
     return json.loads(data.decode())
 
 
-def now_ms() -> str:
-    return str(int(time.time() * 1000))
+def timestamp_now() -> str:
+    """Kafka's znode ``timestamp`` field: wall-clock milliseconds, as a string."""
+    return str(wall_ms())
 
 
 # -- ids ---------------------------------------------------------------------------------
@@ -165,7 +164,7 @@ def encode_broker(info: BrokerInfo, *, jmx_port: int = -1, timestamp: str | None
         "port": plaintext.port if plaintext else -1,
         "host": plaintext.host if plaintext else None,
         "version": 5,
-        "timestamp": timestamp or now_ms(),
+        "timestamp": timestamp or timestamp_now(),
     }
     if info.rack is not None:
         obj["rack"] = info.rack
@@ -210,7 +209,7 @@ def encode_controller(broker_id: int, *, timestamp: str | None = None) -> bytes:
         {
             "version": 2,
             "brokerid": broker_id,
-            "timestamp": timestamp or now_ms(),
+            "timestamp": timestamp or timestamp_now(),
             "kraftControllerEpoch": -1,
         }
     )

@@ -5,7 +5,8 @@ groups of one offsets partition, log replay), :mod:`.coordinator` (asyncio adapt
 timers, appends through an :class:`OffsetsLog`). Record formats: :mod:`.offsets_topic_format`.
 """
 
-from .config import GroupCoordinatorConfig
+from odradek.config_sections import GroupCoordinatorConfig
+
 from .coordinator import GroupCoordinator, GroupDescription
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState

@@ -17,18 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from odradek.clock import wall_ms
+from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
+from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
-from .group import JoinRequest, MemberDescription
+from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_group
@@ -39,7 +40,6 @@ __all__ = ["GroupCoordinator", "GroupDescription", "append_error_to_coordinator_
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 _R = TypeVar("_R", JoinResult, SyncResult)
 
 _STORE_ERRORS = {
@@ -60,10 +60,6 @@ def append_error_to_coordinator_error(error: ErrorCode, *, for_commit: bool = Fa
     if for_commit and error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
         return ErrorCode.invalid_commit_offset_size
     return _STORE_ERRORS.get(error, error)
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +88,7 @@ class GroupCoordinator:
         config: GroupCoordinatorConfig,
         offsets_log: OffsetsLog,
         *,
-        clock: Callable[[], int] = _wall_clock_ms,
+        clock: Callable[[], int] = wall_ms,
         new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
         self.config = config
@@ -249,7 +245,7 @@ class GroupCoordinator:
         try:
             slot = self._active_slot(group_id)
         except KafkaError as exc:
-            return {(e.topic, e.partition): exc.code for e in entries}
+            return {TopicPartition(e.topic, e.partition): exc.code for e in entries}
         plan = slot.shard.prepare_offset_commit(
             self._clock(), group_id, member_id, group_instance_id, generation_id, entries
         )
@@ -307,6 +303,13 @@ class GroupCoordinator:
             (group.protocol_name or "") if group.state is GroupState.STABLE else "",
             tuple(group.describe_members()),
         )
+
+    def loaded_groups(self) -> Iterator[Group]:
+        """Every group of the offsets partitions loaded here, with or without members (the
+        consumer-lag metrics: a group whose members all left still has offsets to report)."""
+        for slot in list(self._slots.values()):
+            if slot.loaded:
+                yield from list(slot.shard.groups.values())
 
     def list_groups(
         self, states_filter: Iterable[str] = ()

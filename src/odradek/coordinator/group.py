@@ -36,11 +36,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from odradek.config_sections import GroupCoordinatorConfig
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
+from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from .errors import (
     CoordinatorNotAvailable,
     FencedInstanceId,
@@ -117,7 +118,7 @@ class Group:
         self.pending_members: dict[str, int] = {}  # MEMBER_ID_REQUIRED ids -> expiry
         self.pending_sync: set[str] = set()
         self.subscribed_topics: frozenset[str] | None = None
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         # Rebalance timers.
         self.join_deadline_ms: int | None = None
         self.sync_deadline_ms: int | None = None

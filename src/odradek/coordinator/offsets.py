@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.records import Record
+from odradek.types import TopicPartition
 
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from .group_state import GroupState
 from .offsets_topic_format import (
     OffsetCommitKey,
@@ -82,7 +83,7 @@ def offset_tombstone(group_id: str, topic: str, partition: int, now_ms: int) -> 
     )
 
 
-def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[tuple[str, int]]:
+def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
     """The partitions whose committed offsets have outlived retention (see module doc)."""
     protected: frozenset[str] = frozenset()
     if group.protocol_type is None:
@@ -104,9 +105,9 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[tuple[
             continue
         if offset.expire_timestamp_ms >= 0:
             if now_ms >= offset.expire_timestamp_ms:
-                expired.append((topic, partition))
+                expired.append(TopicPartition(topic, partition))
             continue
         base = offset.commit_timestamp_ms if base_of_group is None else base_of_group
         if now_ms - base >= retention_ms:
-            expired.append((topic, partition))
+            expired.append(TopicPartition(topic, partition))
     return expired

@@ -33,8 +33,9 @@ currentStateTimestamp, v0-v2 lack groupInstanceId.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
+
+from odradek.protocol.binary import BinaryReader, BinaryWriter
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -61,11 +62,6 @@ OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-
 
 class MalformedOffsetsRecord(ValueError):
     """A key or value in the offsets topic could not be decoded (truncated or unknown version)."""
@@ -127,38 +123,8 @@ class GroupMetadataValue:
 # ----------------------------------------------------------------------------- writing
 
 
-class _Writer:
-    __slots__ = ("out",)
-
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def int16(self, value: int) -> None:
-        self.out += _I16.pack(value)
-
-    def int32(self, value: int) -> None:
-        self.out += _I32.pack(value)
-
-    def int64(self, value: int) -> None:
-        self.out += _I64.pack(value)
-
-    def string(self, value: str | None) -> None:
-        if value is None:
-            self.int16(-1)
-            return
-        data = value.encode()
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
-        self.int16(len(data))
-        self.out += data
-
-    def bytes_(self, value: bytes) -> None:
-        self.int32(len(value))
-        self.out += value
-
-
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    writer = _Writer()
+    writer = BinaryWriter()
     writer.int16(OFFSET_COMMIT_KEY_VERSION)
     writer.string(key.group)
     writer.string(key.topic)
@@ -167,7 +133,7 @@ def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
-    writer = _Writer()
+    writer = BinaryWriter()
     writer.int16(GROUP_METADATA_KEY_VERSION)
     writer.string(key.group)
     return bytes(writer.out)
@@ -176,7 +142,7 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
     """Version 3, or version 1 when the commit carries an explicit expiry (OffsetCommit v2-v4
     with a retention time), because only version 1 has a field for it — Kafka does the same."""
-    writer = _Writer()
+    writer = BinaryWriter()
     if value.expire_timestamp >= 0:
         writer.int16(1)
         writer.int64(value.offset)
@@ -193,7 +159,7 @@ def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
-    writer = _Writer()
+    writer = BinaryWriter()
     writer.int16(GROUP_METADATA_VALUE_VERSION)
     writer.string(value.protocol_type)
     writer.int32(value.generation)
@@ -216,78 +182,13 @@ def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:
 # ----------------------------------------------------------------------------- reading
 
 
-class _Reader:
-    """Reads one key or value; ``flexible`` switches to compact lengths (version 4 values)."""
-
-    __slots__ = ("buf", "flexible", "pos")
-
-    def __init__(self, buf: bytes, flexible: bool = False) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.flexible = flexible
-
-    def _take(self, size: int) -> bytes:
-        end = self.pos + size
-        if size < 0 or end > len(self.buf):
-            raise MalformedOffsetsRecord(f"truncated at byte {self.pos} (wanted {size} more)")
-        chunk = self.buf[self.pos : end]
-        self.pos = end
-        return chunk
-
-    def int16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            byte = self._take(1)[0]
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise MalformedOffsetsRecord("unsigned varint longer than 5 bytes")
-
-    def _length(self, classic: int) -> int:
-        """A string/bytes/array length: classic int form, or compact (n + 1, 0 = null)."""
-        return self.uvarint() - 1 if self.flexible else classic
-
-    def nullable_string(self) -> str | None:
-        size = self._length(self.int16() if not self.flexible else 0)
-        if size < 0:
-            return None
-        return self._take(size).decode()
-
-    def string(self) -> str:
-        value = self.nullable_string()
-        if value is None:
-            raise MalformedOffsetsRecord(f"null where a string is required at byte {self.pos}")
-        return value
-
-    def bytes_(self) -> bytes:
-        size = self._length(self.int32() if not self.flexible else 0)
-        return b"" if size < 0 else self._take(size)
-
-    def array_length(self) -> int:
-        return max(self._length(self.int32() if not self.flexible else 0), 0)
-
-    def skip_tagged_fields(self) -> None:
-        if not self.flexible:
-            return
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())
+def _reader(buf: bytes) -> BinaryReader:
+    return BinaryReader(buf, error=MalformedOffsetsRecord)
 
 
 def decode_key(buf: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
     """Decode an offsets-topic key; versions this coordinator does not use give ``UnknownKey``."""
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.int16()
     if version in (0, 1):
         return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
@@ -297,7 +198,7 @@ def decode_key(buf: bytes) -> OffsetCommitKey | GroupMetadataKey | UnknownKey:
 
 
 def decode_offset_commit_value(buf: bytes) -> OffsetCommitValue:
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.int16()
     if not 0 <= version <= 4:
         raise MalformedOffsetsRecord(f"unknown offset commit value version {version}")
@@ -312,7 +213,7 @@ def decode_offset_commit_value(buf: bytes) -> OffsetCommitValue:
 
 
 def decode_group_metadata_value(buf: bytes) -> GroupMetadataValue:
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.int16()
     if not 0 <= version <= 4:
         raise MalformedOffsetsRecord(f"unknown group metadata value version {version}")

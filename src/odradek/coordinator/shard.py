@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from odradek.config_sections import GroupCoordinatorConfig
+from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
+from odradek.types import TopicPartition
 
-from .config import GroupCoordinatorConfig
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
@@ -42,7 +43,6 @@ __all__ = [
     "PartitionOffset",
 ]
 
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,16 +219,17 @@ class CoordinatorShard:
         records = []
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         for entry in entries:
+            key = TopicPartition(entry.topic, entry.partition)
             metadata = entry.metadata or ""
             if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                errors[(entry.topic, entry.partition)] = ErrorCode.offset_metadata_too_large
+                errors[key] = ErrorCode.offset_metadata_too_large
                 continue
-            errors[(entry.topic, entry.partition)] = ErrorCode.none
+            errors[key] = ErrorCode.none
             offset = OffsetAndMetadata(
                 entry.offset, entry.leader_epoch, metadata, now_ms, entry.expire_timestamp_ms
             )
             records.append(offset_record(group_id, entry.topic, entry.partition, offset, now_ms))
-            accepted[(entry.topic, entry.partition)] = offset
+            accepted[key] = offset
         return CommitPlan(errors, records, group_id, accepted)
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
@@ -244,7 +245,7 @@ class CoordinatorShard:
 
     @staticmethod
     def _reject(entries: Sequence[OffsetCommitEntry], error: ErrorCode) -> CommitPlan:
-        return CommitPlan({(e.topic, e.partition): error for e in entries}, [])
+        return CommitPlan({TopicPartition(e.topic, e.partition): error for e in entries}, [])
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -255,7 +256,7 @@ class CoordinatorShard:
         wanted = sorted(committed) if partitions is None else list(partitions)
         result = []
         for topic, partition in wanted:
-            offset = committed.get((topic, partition))
+            offset = committed.get(TopicPartition(topic, partition))
             if offset is None:
                 result.append(PartitionOffset(topic, partition))
             else:
@@ -284,10 +285,10 @@ class CoordinatorShard:
         records = []
         for topic, partition in partitions:
             if topic in protected:
-                errors[(topic, partition)] = ErrorCode.group_subscribed_to_topic
+                errors[TopicPartition(topic, partition)] = ErrorCode.group_subscribed_to_topic
                 continue
-            errors[(topic, partition)] = ErrorCode.none
-            if group.offsets.pop((topic, partition), None) is not None:
+            errors[TopicPartition(topic, partition)] = ErrorCode.none
+            if group.offsets.pop(TopicPartition(topic, partition), None) is not None:
                 records.append(offset_tombstone(group_id, topic, partition, now_ms))
         return ErrorCode.none, errors, records
 
@@ -298,7 +299,7 @@ class CoordinatorShard:
             for topic, partition in expired_offsets(
                 group, now_ms, self.config.offsets_retention_ms
             ):
-                del group.offsets[(topic, partition)]
+                del group.offsets[TopicPartition(topic, partition)]
                 records.append(offset_tombstone(group.group_id, topic, partition, now_ms))
             if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
                 records.extend(self._remove_group(group, now_ms))
@@ -368,11 +369,11 @@ class CoordinatorShard:
         group = self.groups.get(key.group)
         if value is None:
             if group is not None:
-                group.offsets.pop((key.topic, key.partition), None)
+                group.offsets.pop(TopicPartition(key.topic, key.partition), None)
             return
         if group is None:
             group = self._create_group(key.group, now_ms)
-        group.offsets[(key.topic, key.partition)] = OffsetAndMetadata.from_value(
+        group.offsets[TopicPartition(key.topic, key.partition)] = OffsetAndMetadata.from_value(
             decode_offset_commit_value(value)
         )
 

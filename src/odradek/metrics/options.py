@@ -1,8 +1,9 @@
 """The knobs of a broker's metrics, with the config keys they will be read from.
 
-Phase 2 reads these from the broker configuration (keys in :data:`CONFIG_KEYS`; ``metrics.port``
-already exists). Defaults keep the series count independent of what users create: per-topic
-traffic is off, consumer-group lag is capped.
+The broker builds them from its ``metrics`` config section
+(:class:`odradek.config_sections.MetricsConfig`; keys in :data:`CONFIG_KEYS`). Defaults keep
+the series count independent of what users create: per-topic traffic is off, consumer-group
+lag is capped.
 """
 
 from __future__ import annotations
@@ -50,4 +51,4 @@ CONFIG_KEYS: dict[str, str] = {
     "metrics.consumer.groups.max": "max_groups",
     "metrics.consumer.lag.timestamp.reads.max": "lag_timestamp_reads",
 }
-"""Broker config key → :class:`MetricsOptions` field (phase 2 adds the new keys to the config)."""
+"""Broker config key → :class:`MetricsOptions` field."""

@@ -214,9 +214,10 @@ class PurgatoryMetrics(_Recorder):
         self._expirations = MetricFamily(m.PURGATORY_EXPIRATIONS)
         self.families = (self._expirations,)
 
-    def expired(self, operation: str) -> None:
-        """A delayed operation was completed by its timeout, not by its condition."""
-        self._expirations.labels(operation).value += 1
+    def expired(self, operation: str, count: int = 1) -> None:
+        """A delayed operation was completed by its timeout, not by its condition (``count``
+        0 creates the series: no expiry yet is a value, not a gap)."""
+        self._expirations.labels(operation).value += count
 
 
 class StorageMetrics(_Recorder):

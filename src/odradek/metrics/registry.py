@@ -102,7 +102,7 @@ class BrokerMetrics:
             ProcessCollector(registry=self.registry)
         self._server: MetricsHTTPServer | None = None
 
-    # --- what the broker attaches (phase 2) -------------------------------------------------
+    # --- what the broker attaches -------------------------------------------------------------
     def describe(self, *, cluster_id: str | None = None, rack: str | None = None) -> None:
         """Fill ``odradek_broker_info``'s labels once they are known."""
         self._info = replace(

@@ -3,9 +3,9 @@
 State that already exists in the broker (log sizes and offsets, ISR, leadership, purgatory
 sizes, controller state) is read when Prometheus scrapes instead of being mirrored into
 gauges on every change: the hot path pays nothing, and the numbers cannot drift from the
-state they describe. The broker adapts its components to these protocols (phase 2 wiring:
-the replication layer implements :class:`PartitionSource`, the controller
-:class:`ControllerSource`, the delayed-operation purgatories :class:`PurgatorySource`).
+state they describe. The broker adapts its components to these protocols in
+``odradek.broker.metrics_sources`` (the replica manager as :class:`PartitionSource` and
+:class:`PurgatorySource`, the cluster's controller as :class:`ControllerSource`).
 
 Every method here is called **on the broker's event loop** (the collector hops onto it once
 per scrape), so implementations read their own structures without locks; they must return

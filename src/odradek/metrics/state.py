@@ -43,7 +43,8 @@ _T = TypeVar("_T")
 
 @dataclass
 class StateSources:
-    """What the broker attaches (phase 2); every part is optional so tests attach only some."""
+    """What the broker attaches (``odradek.broker.metrics_sources``); every part is optional
+    so tests attach only some."""
 
     partitions: PartitionSource | None = None
     controller: ControllerSource | None = None

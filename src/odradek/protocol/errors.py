@@ -9,17 +9,26 @@ source of truth for numbers and retriability.
 
 from __future__ import annotations
 
+import logging
 from typing import ClassVar
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ErrorCode", "KafkaError", "error_code_of"]
+__all__ = ["ErrorCode", "KafkaError", "error_code_of", "error_for_code", "response_error"]
+
+log = logging.getLogger(__name__)
 
 
 class KafkaError(Exception):
     """Base class: an error with a Kafka error code that can be sent to a client."""
 
     code: ClassVar[ErrorCode] = ErrorCode.unknown_server_error
+    _by_code: ClassVar[dict[ErrorCode, type[KafkaError]]] = {}
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        # The first class declared for a code is the one error_for_code raises.
+        KafkaError._by_code.setdefault(cls.code, cls)
 
     @property
     def retriable(self) -> bool:
@@ -31,6 +40,31 @@ def error_code_of(exc: BaseException) -> ErrorCode:
     if isinstance(exc, KafkaError):
         return exc.code
     return ErrorCode.unknown_server_error
+
+
+def error_for_code(code: ErrorCode, message: str) -> KafkaError:
+    """The exception for an error code that came back from below (a partition's result):
+    its class when one is declared, else a plain :class:`KafkaError` carrying the code."""
+    cls = KafkaError._by_code.get(code)
+    if cls is not None:
+        return cls(message)
+    error = KafkaError(message)
+    error.code = code  # type: ignore[misc]
+    return error
+
+
+def response_error(exc: BaseException, context: str) -> tuple[ErrorCode, str | None]:
+    """The error code and message a response carries for ``exc``: the one conversion at
+    the request boundary, wherever a request answers per partition or per resource.
+
+    A :class:`KafkaError` carries its own code and message. Anything else is a bug: it is
+    logged with its traceback and ``context`` (what was being done, for whom) and answered
+    UNKNOWN_SERVER_ERROR, so the client sees a failure and the broker keeps serving.
+    """
+    if isinstance(exc, KafkaError):
+        return exc.code, str(exc) or None
+    log.error("%s failed", context, exc_info=exc)
+    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 class UnknownServerError(KafkaError):

@@ -28,6 +28,7 @@ from .api_versions import is_parseable
 from .controlled_shutdown import SCHEMAS as _EXTRA_SCHEMAS  # APIs kio no longer generates
 from .errors import MalformedRequest, UnsupportedApi
 from .framing import size_prefix
+from .length_guard import check_lengths
 from .primitives import INT16, INT32, read_tagged_fields_end
 
 __all__ = [
@@ -137,9 +138,12 @@ def decode_request(frame: memoryview) -> Request:
     body_type = request_type(api_key, api_version)
     header, offset = decode_request_header(frame, body_type.__flexible__)
     try:
+        # Before the native reader: it aborts the process on an impossible array length.
+        check_lengths(body_type, frame, offset)
         body, _size = _reader(body_type)(frame, offset)
     # kio raises KeyError for a tagged field it does not know (the spec says to skip it;
     # no client we target sends one, so treat it as malformed rather than guess).
+    # FrameLengthError is a ValueError.
     except (DecodeError, ValueError, KeyError, UnicodeDecodeError, OverflowError) as exc:
         raise MalformedRequest(
             f"cannot decode {body_type.__name__} v{api_version}: {type(exc).__name__}: {exc}"
@@ -197,12 +201,19 @@ def encode_request(
 def decode_response(
     frame: memoryview | bytes, api_key: int, api_version: int
 ) -> tuple[int, ResponsePayload]:
-    """Parse a response frame (without size prefix): returns (correlation id, body)."""
+    """Parse a response frame (without size prefix): returns (correlation id, body).
+
+    A response is as untrusted as a request (a client must survive a broken broker), so it
+    is length-checked the same way before the native reader sees it.
+
+    :raises ValueError: a length in the frame cannot fit (``length_guard.FrameLengthError``).
+    """
     view = memoryview(frame)
     body_type = response_type(api_key, api_version)
     correlation_id = INT32.unpack_from(view, 0)[0]
     offset = 4
     if _response_header_is_flexible(body_type):
         offset = read_tagged_fields_end(view, offset)
+    check_lengths(body_type, view, offset)
     body, _size = _reader(body_type)(view, offset)
     return correlation_id, body

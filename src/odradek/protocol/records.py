@@ -34,7 +34,6 @@ Legacy message sets (magic 0 and 1, Kafka < 0.11) are only ever *converted* to v
 from __future__ import annotations
 
 import struct
-import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from odradek.clock import wall_ms
 from odradek.protocol import compression as codecs
 from odradek.protocol.errors import CorruptRecord, InvalidRecord
 from odradek.protocol.record_encoding import append_record
@@ -652,13 +652,9 @@ def encode_legacy_message(
     return struct.pack(">qiI", offset, len(body) + 4, crc) + bytes(body)
 
 
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def records_from_values(
     values: Iterable[bytes | None], *, key: bytes | None = None, timestamp: int | None = None
 ) -> list[Record]:
     """Convenience for tests and tools: records with the given values and one timestamp."""
-    ts = now_ms() if timestamp is None else timestamp
+    ts = wall_ms() if timestamp is None else timestamp
     return [Record(timestamp=ts, key=key, value=value) for value in values]

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from odradek.protocol.errors import KafkaStorageError
+from odradek.types import TopicPartition
 
 __all__ = [
     "CLEANER_OFFSET_CHECKPOINT",
@@ -48,7 +49,6 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 META_PROPERTIES = "meta.properties"
 
-TopicPartition = tuple[str, int]
 
 
 class CorruptCheckpoint(KafkaStorageError):
@@ -111,7 +111,7 @@ class OffsetCheckpointFile:
             out: dict[TopicPartition, int] = {}
             for line in entries:
                 topic, partition, offset = line.split(" ")
-                out[(topic, int(partition))] = int(offset)
+                out[TopicPartition(topic, int(partition))] = int(offset)
             return out
         except (IndexError, ValueError) as exc:
             raise CorruptCheckpoint(f"{self.path}: malformed checkpoint ({exc})") from exc

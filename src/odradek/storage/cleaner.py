@@ -41,9 +41,10 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from odradek.clock import wall_ms
 from odradek.protocol import records as rec
 from odradek.protocol.records import BatchHeader
-from odradek.storage.log import PartitionLog, now_ms
+from odradek.storage.log import PartitionLog
 from odradek.storage.segment import LogSegment
 
 __all__ = ["CleanResult", "OffsetMap", "clean_log", "dirty_ratio", "first_uncleanable_offset"]
@@ -322,7 +323,7 @@ def clean_log(
     now: int | None = None,
 ) -> CleanResult | None:
     """One cleaning pass; returns None when there was nothing to clean."""
-    now = now if now is not None else now_ms()
+    now = now if now is not None else wall_ms()
     start = max(first_dirty_offset, log_.log_start_offset)
     end = first_uncleanable_offset(log_, now)
     if end <= start:

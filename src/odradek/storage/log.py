@@ -52,8 +52,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
+from odradek.clock import wall_ms
 from odradek.protocol import records as rec
 from odradek.protocol.errors import (
     InvalidRecord,
@@ -82,10 +83,6 @@ _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def parse_log_dir_name(name: str) -> tuple[str, int]:
@@ -127,6 +124,15 @@ class LogState(NamedTuple):
     active_size: int  # readable bytes of the last segment
 
 
+class FlushObserver(Protocol):
+    """Told how long flushes and their fsyncs took (the broker's storage metrics); called
+    from whichever thread flushes, so implementations must be thread-safe."""
+
+    def flushed(self, seconds: float) -> None: ...
+
+    def fsynced(self, seconds: float) -> None: ...
+
+
 class PartitionLog:
     """Append-only log of one partition. Construct through :func:`odradek.storage.recovery.
     open_log` or ``LogManager``; the constructor takes already-loaded segments."""
@@ -148,6 +154,7 @@ class PartitionLog:
         self.config = config
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
+        self.flush_observer: FlushObserver | None = None
         self._scheduler = scheduler
         assert segments, "a log always has at least one segment"
         active = segments[-1]
@@ -166,7 +173,7 @@ class PartitionLog:
         self.leader_epoch_cache.truncate_from_end(active.next_offset)
         self.producer_state = producer_state or ProducerStateManager(directory)
         self._unflushed_messages = 0
-        self.last_flush_ms = now_ms()
+        self.last_flush_ms = wall_ms()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
@@ -255,7 +262,7 @@ class PartitionLog:
         idempotent batch is not written; its original offsets come back with
         ``duplicate=True``. Magic 0/1 message sets are converted to one v2 batch first.
         """
-        now = now_ms if now_ms is not None else _now_ms()
+        now = now_ms if now_ms is not None else wall_ms()
         data: bytes | bytearray | memoryview = memoryview(records).cast("B")
         if rec.is_legacy_message_set(data):
             data = rec.convert_legacy_message_set(data)
@@ -396,7 +403,7 @@ class PartitionLog:
         reason = None
         if segment.size + size > config.segment_bytes:
             reason = "segment.bytes"
-        elif _now_ms() - segment.created_ms > config.segment_ms - self._roll_jitter_ms:
+        elif wall_ms() - segment.created_ms > config.segment_ms - self._roll_jitter_ms:
             reason = "segment.ms"
         elif segment.indexes_full:
             reason = "index full"
@@ -459,12 +466,19 @@ class PartitionLog:
             if target <= self.recovery_point and self._unflushed_messages == 0:
                 return
             start = bisect.bisect_right(state.base_offsets, self.recovery_point) - 1
+            observer = self.flush_observer
+            began = time.perf_counter()
             for segment in state.segments[max(start, 0) :]:
+                fsync_began = time.perf_counter()
                 self._flush_segment(segment)
+                if observer is not None:
+                    observer.fsynced(time.perf_counter() - fsync_began)
+            if observer is not None:
+                observer.flushed(time.perf_counter() - began)
             # a truncation may have happened during the fsyncs
             self.recovery_point = max(self.recovery_point, min(target, self._state.log_end_offset))
             self._unflushed_messages = 0
-            self.last_flush_ms = now_ms()
+            self.last_flush_ms = wall_ms()
 
     # ------------------------------------------------------------------ reads
 
@@ -716,7 +730,7 @@ class PartitionLog:
 
     def _schedule_delete(self, segments: list[LogSegment]) -> None:
         """Rename to ``.deleted`` now, unlink after ``file.delete.delay.ms``."""
-        due = now_ms() + self.config.file_delete_delay_ms
+        due = wall_ms() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.deleted = True
             try:
@@ -727,7 +741,7 @@ class PartitionLog:
 
     def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` files whose delay has passed; returns how many segments."""
-        now = now if now is not None else now_ms()
+        now = now if now is not None else wall_ms()
         with self._lock:
             due = [item for item in self._pending_deletes if force or item[0] <= now]
             self._pending_deletes = [item for item in self._pending_deletes if item not in due]
@@ -813,7 +827,3 @@ class PartitionLog:
             f"end={self.log_end_offset}, hw={self._high_watermark}, "
             f"segments={len(self._state.segments)})"
         )
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -12,11 +12,13 @@ A checkpoint file that does not parse counts as an unclean shutdown with unknown
 
 Background work (``background=True``), on one scheduler thread plus a cleaner thread:
 
-* flusher, every ``log_flush_scheduler_interval_ms``: flushes logs whose ``flush.ms`` elapsed;
-* retention, every ``log_retention_check_interval_ms``;
-* checkpoints: recovery points and log start offsets every 60 s, high watermarks every 5 s;
+* flusher, every second: flushes logs whose ``flush.ms`` elapsed;
+* retention, every ``log.retention.check.interval.ms``;
+* checkpoints: recovery points every ``log.flush.offset.checkpoint.interval.ms`` and log
+  start offsets every 60 s, high watermarks every
+  ``replica.high.watermark.checkpoint.interval.ms``;
 * removal of ``.deleted`` segment files whose ``file.delete.delay.ms`` passed, every second;
-* the cleaner, every ``log_cleaner_backoff_ms`` (compacted logs only).
+* the cleaner, every ``log.cleaner.backoff.ms`` (compacted logs only).
 
 Shutdown flushes and closes every log, writes every checkpoint, then the marker.
 """
@@ -28,9 +30,11 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from odradek.clock import wall_ms
 from odradek.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -44,105 +48,113 @@ from odradek.storage.checkpoint import (
 )
 from odradek.storage.cleaner import clean_log, needs_cleaning
 from odradek.storage.config import LogConfig
-from odradek.storage.log import PartitionLog, now_ms, parse_log_dir_name
+from odradek.storage.log import PartitionLog, parse_log_dir_name
 from odradek.storage.recovery import open_log
 from odradek.storage.retention import apply_retention
 from odradek.storage.scheduler import Scheduler
+from odradek.types import TopicPartition
 
-__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager"]
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager", "LogManagerObserver"]
+
+if TYPE_CHECKING:  # storage sits below the config module (which builds LogConfig)
+    from odradek.config_sections import LogManagerConfig
 
 log = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
-TopicPartition = tuple[str, int]
+
+
+class LogManagerObserver(Protocol):
+    """What the broker's metrics are told: flushes (any thread), start-up recovery, and
+    each cleaner pass (the cleaner thread). Implementations must be thread-safe."""
+
+    def flushed(self, seconds: float) -> None: ...
+
+    def fsynced(self, seconds: float) -> None: ...
+
+    def recovered(self, seconds: float, *, clean: int, unclean: int) -> None: ...
+
+    def cleaned(self, seconds: float, *, read_bytes: int, written_bytes: int) -> None: ...
+
+    def cleaner_failed(self) -> None: ...
 
 
 class LogManager:
+    """The broker's logs, with the background work of :class:`LogManagerConfig` (the
+    ``log`` section of the broker config; ``settings`` is replaced whole by
+    :meth:`reconfigure`)."""
+
     def __init__(
         self,
-        log_dirs: list[Path],
+        settings: LogManagerConfig,
         default_config: LogConfig,
         *,
         background: bool = True,
         topic_configs: Mapping[str, LogConfig] | None = None,
-        log_retention_check_interval_ms: int = 300000,
-        log_flush_scheduler_interval_ms: int = 1000,
-        log_flush_offset_checkpoint_interval_ms: int = 60000,
-        log_flush_start_offset_checkpoint_interval_ms: int = 60000,
-        replica_high_watermark_checkpoint_interval_ms: int = 5000,
-        log_cleaner_enable: bool = True,
-        log_cleaner_backoff_ms: int = 15000,
-        log_cleaner_dedupe_buffer_size: int = 134217728,
-        file_delete_check_interval_ms: int = 1000,
+        observer: LogManagerObserver | None = None,
     ) -> None:
-        if not log_dirs:
+        if not settings.log_dirs:
             raise ValueError("at least one log dir is required")
-        self.log_dirs = [Path(directory) for directory in log_dirs]
+        self.settings = settings
+        self.log_dirs = [Path(directory) for directory in settings.log_dirs]
         self.default_config = default_config
         self._topic_configs: dict[str, LogConfig] = dict(topic_configs or {})
         self._lock = threading.RLock()
+        # One writer per checkpoint file: the scheduler's periodic checkpoints, a topic
+        # deletion and shutdown all write the same files (through the same ``.tmp``).
+        self._checkpoint_lock = threading.RLock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._deleted_dirs: list[tuple[int, Path]] = []
-        self.dedupe_buffer_size = log_cleaner_dedupe_buffer_size
         self._closed = False
         self._scheduler = Scheduler() if background else None
+        self._observer = observer
+        started = time.monotonic()
+        loaded = {True: 0, False: 0}  # partitions after a clean / an unclean shutdown
         for directory in self.log_dirs:
-            self._load_dir(directory)
+            clean, count = self._load_dir(directory)
+            loaded[clean] += count
+        if observer is not None:
+            observer.recovered(time.monotonic() - started, clean=loaded[True],
+                               unclean=loaded[False])
+            for partition_log in self._logs.values():
+                partition_log.flush_observer = observer
         self._cleaner_stop = threading.Event()
         self._cleaner_thread: threading.Thread | None = None
         if self._scheduler is not None:
-            schedule = self._scheduler.schedule
-            schedule(
-                "flusher",
-                self._flush_due_logs,
-                delay_ms=log_flush_scheduler_interval_ms,
-                period_ms=log_flush_scheduler_interval_ms,
-            )
-            schedule(
-                "retention",
-                self.run_retention_once,
-                delay_ms=log_retention_check_interval_ms,
-                period_ms=log_retention_check_interval_ms,
-            )
-            schedule(
-                "recovery-point-checkpoint",
-                self._checkpoint_recovery_points,
-                delay_ms=log_flush_offset_checkpoint_interval_ms,
-                period_ms=log_flush_offset_checkpoint_interval_ms,
-            )
-            schedule(
-                "log-start-checkpoint",
-                self._checkpoint_log_start_offsets,
-                delay_ms=log_flush_start_offset_checkpoint_interval_ms,
-                period_ms=log_flush_start_offset_checkpoint_interval_ms,
-            )
-            schedule(
-                "high-watermark-checkpoint",
-                self._checkpoint_high_watermarks,
-                delay_ms=replica_high_watermark_checkpoint_interval_ms,
-                period_ms=replica_high_watermark_checkpoint_interval_ms,
-            )
-            schedule(
-                "delete-files",
-                self.remove_deleted_files,
-                delay_ms=file_delete_check_interval_ms,
-                period_ms=file_delete_check_interval_ms,
-            )
-            if log_cleaner_enable:
+            for name, task, period_ms in (
+                ("flusher", self._flush_due_logs, settings.flush_check_interval_ms),
+                ("retention", self.run_retention_once, settings.retention_check_interval_ms),
+                ("recovery-point-checkpoint", self._checkpoint_recovery_points,
+                 settings.recovery_point_checkpoint_interval_ms),
+                ("log-start-checkpoint", self._checkpoint_log_start_offsets,
+                 settings.log_start_checkpoint_interval_ms),
+                ("high-watermark-checkpoint", self._checkpoint_high_watermarks,
+                 settings.high_watermark_checkpoint_interval_ms),
+                ("delete-files", self.remove_deleted_files,
+                 settings.file_delete_check_interval_ms),
+            ):
+                self._scheduler.schedule(name, task, delay_ms=period_ms, period_ms=period_ms)
+            if settings.cleaner_enable:
                 self._cleaner_thread = threading.Thread(
                     target=self._cleaner_loop,
-                    args=(log_cleaner_backoff_ms,),
+                    args=(settings.cleaner_backoff_ms,),
                     name="odradek-log-cleaner",
                     daemon=True,
                 )
                 self._cleaner_thread.start()
 
+    def reconfigure(self, settings: LogManagerConfig) -> None:
+        """A new ``log`` section (dynamic broker configs). The next cleaner pass uses its
+        dedupe buffer size; the log dirs and the background cadences stay as started."""
+        self.settings = settings
+
     # ------------------------------------------------------------------ loading
 
-    def _load_dir(self, directory: Path) -> None:
+    def _load_dir(self, directory: Path) -> tuple[bool, int]:
+        """Open every log of ``directory``: (after a clean shutdown?, logs opened)."""
         directory.mkdir(parents=True, exist_ok=True)
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
@@ -165,7 +177,7 @@ class LogManager:
                 topic, partition = parse_log_dir_name(child.name)
             except ValueError:
                 continue
-            key = (topic, partition)
+            key = TopicPartition(topic, partition)
             partition_log = open_log(
                 child,
                 self._topic_configs.get(topic, self.default_config),
@@ -185,6 +197,7 @@ class LogManager:
             time.monotonic() - started,
             "clean" if clean else "unclean",
         )
+        return clean, sum(1 for d in self._log_dir_of.values() if d == directory)
 
     @staticmethod
     def _read_optional(path: Path) -> dict[TopicPartition, int]:
@@ -197,12 +210,12 @@ class LogManager:
     # ------------------------------------------------------------------ logs
 
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
-        return self._logs.get((topic, partition))
+        return self._logs.get(TopicPartition(topic, partition))
 
     def get_or_create_log(
         self, topic: str, partition: int, config: LogConfig | None = None
     ) -> PartitionLog:
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             existing = self._logs.get(key)
             if existing is not None:
@@ -220,6 +233,7 @@ class LogManager:
                 had_clean_shutdown=True,
                 scheduler=self._scheduler,
             )
+            partition_log.flush_observer = self._observer
             self._logs[key] = partition_log
             self._log_dir_of[key] = directory
             return partition_log
@@ -239,7 +253,7 @@ class LogManager:
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Close the log, rename its dir to ``<topic>-<p>.<uuid>-delete``, remove it later."""
-        key = (topic, partition)
+        key = TopicPartition(topic, partition)
         with self._lock:
             partition_log = self._logs.pop(key, None)
             directory = self._log_dir_of.pop(key, None)
@@ -250,7 +264,7 @@ class LogManager:
         target = directory / f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         partition_log.dir.rename(target)
         fsync_directory(directory)
-        due = now_ms() + partition_log.config.file_delete_delay_ms
+        due = wall_ms() + partition_log.config.file_delete_delay_ms
         with self._lock:
             self._deleted_dirs.append((due, target))
         self.checkpoint()
@@ -275,15 +289,19 @@ class LogManager:
             truncated = partition_log.take_truncation_point()
             if truncated is not None and truncated < first_dirty:
                 first_dirty = self._cleaner_offsets[key] = truncated
-            current = now if now is not None else now_ms()
+            current = now if now is not None else wall_ms()
             if not needs_cleaning(partition_log, first_dirty, current):
                 continue
+            began = time.monotonic()
             result = clean_log(
                 partition_log,
                 first_dirty,
-                dedupe_buffer_size=self.dedupe_buffer_size,
+                dedupe_buffer_size=self.settings.cleaner_dedupe_buffer_size,
                 now=current,
             )
+            if result is not None and self._observer is not None:
+                self._observer.cleaned(time.monotonic() - began, read_bytes=result.bytes_read,
+                                       written_bytes=result.bytes_written)
             if result is not None:
                 self._cleaner_offsets[key] = result.first_dirty_offset
                 cleaned += 1
@@ -297,9 +315,11 @@ class LogManager:
                 self.run_cleaner_once()
             except Exception:
                 log.exception("log cleaner pass failed")
+                if self._observer is not None:
+                    self._observer.cleaner_failed()
 
     def _flush_due_logs(self) -> None:
-        now = now_ms()
+        now = wall_ms()
         for partition_log in self.all_logs():
             if (
                 not partition_log.closed
@@ -309,7 +329,7 @@ class LogManager:
 
     def remove_deleted_files(self, now: int | None = None, *, force: bool = False) -> int:
         """Unlink ``.deleted`` segments and ``-delete`` dirs whose delay passed."""
-        now = now if now is not None else now_ms()
+        now = now if now is not None else wall_ms()
         removed = 0
         for partition_log in self.all_logs():
             removed += partition_log.remove_deleted_segments(now, force=force)
@@ -323,42 +343,41 @@ class LogManager:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _write_per_dir(self, file_name: str, values: dict[TopicPartition, int]) -> None:
-        for directory in self.log_dirs:
-            entries = {
-                key: value
-                for key, value in values.items()
-                if self._log_dir_of.get(key) == directory
-            }
-            OffsetCheckpointFile(directory / file_name).write(entries)
+    def _write_per_dir(
+        self, file_name: str, value_of: Callable[[TopicPartition, PartitionLog], int | None]
+    ) -> None:
+        """Write one checkpoint file in every log dir from a consistent snapshot of the
+        logs, holding the checkpoint lock (the one writer of these files)."""
+        with self._checkpoint_lock:
+            with self._lock:
+                snapshot = [
+                    (key, self._log_dir_of.get(key), value_of(key, partition_log))
+                    for key, partition_log in self._logs.items()
+                ]
+            for directory in self.log_dirs:
+                entries = {
+                    key: value
+                    for key, log_dir, value in snapshot
+                    if log_dir == directory and value is not None
+                }
+                OffsetCheckpointFile(directory / file_name).write(entries)
 
     def _checkpoint_recovery_points(self) -> None:
-        self._write_per_dir(
-            RECOVERY_POINT_CHECKPOINT,
-            {key: partition_log.recovery_point for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(RECOVERY_POINT_CHECKPOINT, lambda _key, log: log.recovery_point)
 
     def _checkpoint_log_start_offsets(self) -> None:
-        self._write_per_dir(
-            LOG_START_OFFSET_CHECKPOINT,
-            {key: partition_log.log_start_offset for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(LOG_START_OFFSET_CHECKPOINT, lambda _key, log: log.log_start_offset)
 
     def _checkpoint_high_watermarks(self) -> None:
-        self._write_per_dir(
-            REPLICATION_OFFSET_CHECKPOINT,
-            {key: partition_log.high_watermark for key, partition_log in self._logs.items()},
-        )
+        self._write_per_dir(REPLICATION_OFFSET_CHECKPOINT, lambda _key, log: log.high_watermark)
 
     def _checkpoint_cleaner_offsets(self) -> None:
-        self._write_per_dir(
-            CLEANER_OFFSET_CHECKPOINT,
-            {key: offset for key, offset in self._cleaner_offsets.items() if key in self._logs},
-        )
+        self._write_per_dir(CLEANER_OFFSET_CHECKPOINT,
+                            lambda key, _log: self._cleaner_offsets.get(key))
 
     def checkpoint(self) -> None:
         """Write every checkpoint file now."""
-        with self._lock:
+        with self._checkpoint_lock:
             self._checkpoint_recovery_points()
             self._checkpoint_log_start_offsets()
             self._checkpoint_high_watermarks()

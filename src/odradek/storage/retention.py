@@ -17,14 +17,15 @@ them finish undisturbed.
 
 from __future__ import annotations
 
-from odradek.storage.log import PartitionLog, now_ms
+from odradek.clock import wall_ms
+from odradek.storage.log import PartitionLog
 
 __all__ = ["apply_retention"]
 
 
 def apply_retention(log: PartitionLog, now: int | None = None) -> int:
     """Delete what the log's retention settings allow; returns the number of segments deleted."""
-    now = now if now is not None else now_ms()
+    now = now if now is not None else wall_ms()
     deleted = log.delete_segments_below_log_start()
     config = log.config
     if not config.delete:

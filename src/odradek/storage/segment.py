@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import crc32c as _crc32c
 
+from odradek.clock import wall_ms
 from odradek.protocol.errors import CorruptRecord
 from odradek.protocol.records import (
     BATCH_HEADER_SIZE,
@@ -150,7 +150,7 @@ class LogSegment:
         # every region handed out are garbage (see file_region).
         self.file = SegmentFile(self.log_path)
         self.size = self.file.size()
-        self.created_ms = created_ms if created_ms is not None else time.time_ns() // 1_000_000
+        self.created_ms = created_ms if created_ms is not None else wall_ms()
         self._offset_index: OffsetIndex | None = None
         self._time_index: TimeIndex | None = None
         self._writable_indexes = False

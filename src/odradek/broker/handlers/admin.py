@@ -15,28 +15,20 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
-    KafkaError,
     TopicDeletionDisabled,
     UnknownTopicOrPartition,
-    error_code_of,
+    response_error,
 )
+from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
-from ._topics import validate_topic_name
 
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 
 log = logging.getLogger(__name__)
-
-
-def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if isinstance(exc, KafkaError):
-        return error_code_of(exc), str(exc) or None
-    log.exception("admin request failed", exc_info=exc)
-    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], bool]:
@@ -76,9 +68,9 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 num_partitions = len(assignment)
                 replication_factor = len(next(iter(assignment.values())))
             if num_partitions == -1:
-                num_partitions = int(services.config["num.partitions"])
+                num_partitions = services.sections.topics.num_partitions
             if replication_factor == -1:
-                replication_factor = int(services.config["default.replication.factor"])
+                replication_factor = services.sections.topics.default_replication_factor
             overrides = {c.name: c.value for c in topic.configs if c.value is not None}
             services.config.log_config(overrides)  # raises InvalidConfig naming the key
             created = await services.cluster.create_topic(
@@ -90,7 +82,7 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                 await services.wait_for_view(_leaders_ready(topic.name), timeout_s)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"creating topic {topic.name}")
         results.append(
             build(module.CreatableTopicResult, name=topic.name, topic_id=topic_id,
                   error_code=code, error_message=message,
@@ -118,14 +110,14 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
                 if not matches:
                     raise UnknownTopicOrPartition(f"no topic with id {topic_id}")
                 name = matches[0].name
-            if not services.config["delete.topic.enable"]:
+            if not services.sections.topics.delete_topic_enable:
                 raise TopicDeletionDisabled("delete.topic.enable is false")
             await services.cluster.delete_topic(name)
             if timeout_s > 0:
                 await services.wait_for_view(_gone(name), timeout_s)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"deleting topic {name}")
         results.append(
             build(module.DeletableTopicResult, name=name, topic_id=topic_id,
                   error_code=code, error_message=message)
@@ -155,7 +147,7 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
                 )
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"creating partitions of {topic.name}")
         results.append(
             build(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,
                   error_message=message)

@@ -8,9 +8,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 from .metadata import _endpoint_for
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
@@ -38,39 +39,29 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _log_size(partition_log: Any) -> int:
-    return int(partition_log.size_bytes())
-
-
 def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DESCRIBE_LOG_DIRS, ctx.api_version)
     wanted = None
     if request.topics is not None:
-        wanted = {(t.topic, int(p)) for t in request.topics for p in t.partitions}
-    by_dir: dict[str, dict[str, list[Any]]] = {
-        str(path): {} for path in ctx.services.config.log_dirs
-    }
-    for (topic, index), partition in ctx.services.replica_manager.partitions().items():
-        if wanted is not None and (topic, index) not in wanted:
-            continue
-        directory = str(getattr(partition.log, "dir", None) or "")
-        parent = os.path.dirname(directory.rstrip("/")) if directory else next(iter(by_dir), "")
-        by_dir.setdefault(parent, {}).setdefault(topic, []).append(
-            build(module.DescribeLogDirsPartition, partition_index=index,
-                  partition_size=_log_size(partition.log), offset_lag=0, is_future_key=False)
-        )
+        wanted = [TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions]
     results = []
-    for log_dir, topics in by_dir.items():
+    for log_dir, sizes in ctx.services.replica_manager.log_dir_sizes(wanted).items():
+        by_topic: dict[str, list[Any]] = {}
+        for key, size in sizes.items():
+            by_topic.setdefault(key.topic, []).append(
+                build(module.DescribeLogDirsPartition, partition_index=key.partition,
+                      partition_size=size, offset_lag=0, is_future_key=False)
+            )
         try:
             stats = os.statvfs(log_dir)
             total, usable = stats.f_blocks * stats.f_frsize, stats.f_bavail * stats.f_frsize
         except OSError:
             total = usable = -1
         results.append(
-            build(module.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=log_dir,
+            build(module.DescribeLogDirsResult, error_code=ErrorCode.none, log_dir=str(log_dir),
                   topics=tuple(build(module.DescribeLogDirsTopic, name=name,
                                      partitions=tuple(parts))
-                               for name, parts in topics.items()),
+                               for name, parts in by_topic.items()),
                   total_bytes=total, usable_bytes=usable)
         )
     return build(module.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,

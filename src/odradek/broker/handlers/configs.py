@@ -15,13 +15,12 @@ DescribeConfigs reports each value's source and, when asked, its synonyms.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.config import BROKER_CONFIGS
+from odradek.config import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
     UPDATE_MODES,
@@ -32,24 +31,21 @@ from odradek.dynamic_config import (
     validate_update,
 )
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import (
     InvalidConfig,
     InvalidRequest,
-    KafkaError,
     UnknownTopicOrPartition,
-    error_code_of,
+    response_error,
 )
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = [
     "handle_alter_configs",
     "handle_describe_configs",
     "handle_incremental_alter_configs",
 ]
-
-log = logging.getLogger(__name__)
 
 TOPIC = 2
 BROKER = 4
@@ -60,17 +56,7 @@ _CONFIG_TYPES = {bool: 1, str: 2, int: 5, float: 6, list: 7}
 _SET, _DELETE, _APPEND, _SUBTRACT = 0, 1, 2, 3
 _UNSUPPORTED = "only TOPIC and BROKER resources are supported"
 
-# Topic configs whose broker default is computed from several broker keys.
-_BROKER_SYNONYM = {"retention.ms": "log.retention.ms", "segment.ms": "log.roll.ms"}
-
 Synonyms = list[tuple[str, str | None, ConfigSource]]
-
-
-def _error(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if isinstance(exc, KafkaError):
-        return error_code_of(exc), str(exc) or None
-    log.exception("config request failed", exc_info=exc)
-    return ErrorCode.unknown_server_error, str(exc) or None
 
 
 def _layers(ctx: RequestContext) -> BrokerConfigLayers:
@@ -101,6 +87,13 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 
 
+def _resource(resource: Any) -> str:
+    """How a log line names a config resource."""
+    kind = {TOPIC: "topic", BROKER: "broker"}.get(resource.resource_type,
+                                                  f"resource type {resource.resource_type}")
+    return f"{kind} {resource.resource_name!r}"
+
+
 # -- describe ------------------------------------------------------------------------------
 
 
@@ -109,15 +102,6 @@ def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
     if topic is None:
         raise UnknownTopicOrPartition(f"Topic '{name}' does not exist.")
     return topic.config
-
-
-def _broker_name_for(topic_key: str) -> str | None:
-    if topic_key in _BROKER_SYNONYM:
-        return _BROKER_SYNONYM[topic_key]
-    for found in BROKER_CONFIGS.values():
-        if found.topic_name == topic_key:
-            return found.name
-    return None
 
 
 def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
@@ -133,7 +117,7 @@ def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
         synonyms: Synonyms = []
         if key in overrides:
             synonyms.append((key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        broker_name = _broker_name_for(key)
+        broker_name = broker_default_name(key)
         if broker_name is not None:
             synonyms.extend(layers.synonyms(broker_name))
         field_name, _kind, doc = fields[key]
@@ -200,7 +184,7 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
             code, message = ErrorCode.none, None
         except Exception as exc:
             entries = []
-            code, message = _error(exc)
+            code, message = response_error(exc, f"describing configs of {_resource(resource)}")
         results.append(
             build(module.DescribeConfigsResult, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name,
@@ -267,7 +251,7 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
                 raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"altering configs of {_resource(resource)}")
         responses.append(
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
@@ -336,7 +320,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
                 raise InvalidRequest(_UNSUPPORTED)
             code, message = ErrorCode.none, None
         except Exception as exc:
-            code, message = _error(exc)
+            code, message = response_error(exc, f"altering configs of {_resource(resource)}")
         responses.append(
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)

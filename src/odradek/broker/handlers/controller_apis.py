@@ -18,10 +18,10 @@ from kio.schema.errors import ErrorCode
 from odradek.cluster.controller import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.errors import KafkaError, error_code_of
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.errors import response_error
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = [
     "handle_alter_partition_reassignments",
@@ -43,9 +43,7 @@ def _controller(ctx: RequestContext) -> Any:
 
 
 def _failure(exc: BaseException) -> tuple[ErrorCode, str | None]:
-    if not isinstance(exc, KafkaError):
-        log.exception("controller request failed", exc_info=exc)
-    return error_code_of(exc), str(exc) or None
+    return response_error(exc, "controller request")
 
 
 def _by_topic(results: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int, Any]]]:

@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.errors import KafkaError, OffsetOutOfRange, error_code_of
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.errors import response_error
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_delete_records"]
-
-log = logging.getLogger(__name__)
-
-_TO_HIGH_WATERMARK = -1
 
 
 def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
@@ -27,26 +23,16 @@ def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
-            index = int(part.partition_index)
+            key = TopicPartition(topic.name, int(part.partition_index))
+            low_watermark: int
             try:
-                partition = replica_manager.leader_partition(topic.name, index)
-                partition_log = partition.log
-                offset = int(part.offset)
-                if offset == _TO_HIGH_WATERMARK:
-                    offset = partition_log.high_watermark
-                if offset < 0 or offset > partition_log.high_watermark:
-                    raise OffsetOutOfRange(
-                        f"{topic.name}-{index}: {offset} is beyond the high watermark"
-                    )
-                partition_log.delete_records_before(offset)
-                code, low_watermark = ErrorCode.none, partition_log.log_start_offset
-            except KafkaError as exc:
-                code, low_watermark = error_code_of(exc), -1
-            except Exception:
-                log.exception("delete records of %s-%d failed", topic.name, index)
-                code, low_watermark = ErrorCode.unknown_server_error, -1
+                low_watermark = replica_manager.delete_records(key, int(part.offset))
+                code = ErrorCode.none
+            except Exception as exc:
+                code, _message = response_error(exc, f"delete records of {key}")
+                low_watermark = -1
             partitions.append(
-                build(module.DeleteRecordsPartitionResult, partition_index=index,
+                build(module.DeleteRecordsPartitionResult, partition_index=key.partition,
                       low_watermark=low_watermark, error_code=code)
             )
         topics.append(

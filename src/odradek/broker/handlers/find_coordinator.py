@@ -29,10 +29,10 @@ from odradek.coordinator.partitioning import (
     partition_for_group,
 )
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_find_coordinator"]
 
@@ -71,9 +71,9 @@ def _lookup(ctx: RequestContext, topic: str, key: str, partitions: int) -> _Foun
 
 
 async def _create_offsets_topic(ctx: RequestContext) -> None:
-    config = ctx.services.config
+    settings = ctx.services.sections.group_coordinator
     cluster = ctx.services.cluster
-    replication = int(config["offsets.topic.replication.factor"])
+    replication = settings.offsets_topic_replication_factor
     live = len(cluster.view.brokers)
     if live < replication:
         log.warning(
@@ -84,11 +84,11 @@ async def _create_offsets_topic(ctx: RequestContext) -> None:
     topic_config = {
         "cleanup.policy": "compact",
         "compression.type": "producer",
-        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+        "segment.bytes": str(settings.offsets_topic_segment_bytes),
     }
     try:
         await cluster.create_topic(
-            CONSUMER_OFFSETS_TOPIC, int(config["offsets.topic.num.partitions"]), replication,
+            CONSUMER_OFFSETS_TOPIC, settings.offsets_topic_num_partitions, replication,
             topic_config,
         )
         log.info("created %s for %s", CONSUMER_OFFSETS_TOPIC, ctx.peer)
@@ -100,14 +100,13 @@ async def _create_offsets_topic(ctx: RequestContext) -> None:
 
 def _find_all(ctx: RequestContext, key_type: int, keys: list[str]) -> list[_Found] | None:
     """The answers, or None when the offsets topic must be created first."""
-    config = ctx.services.config
     if key_type == _GROUP_KEY:
         if CONSUMER_OFFSETS_TOPIC not in ctx.services.cluster.view.topics:
             return None
         partitions = ctx.services.coordinator.config.offsets_topic_num_partitions
         return [_lookup(ctx, CONSUMER_OFFSETS_TOPIC, key, partitions) for key in keys]
     if key_type == _TRANSACTION_KEY:
-        partitions = int(config["transaction.state.log.num.partitions"])
+        partitions = ctx.services.sections.topics.transaction_state_log_num_partitions
         return [_lookup(ctx, TRANSACTION_STATE_TOPIC, key, partitions) for key in keys]
     return [_Found(key, ErrorCode.invalid_request) for key in keys]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 

@@ -16,17 +16,18 @@ Version differences handled here:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 
@@ -39,7 +40,7 @@ def _expire_timestamp_ms(request: Any, version: int) -> int:
     retention_ms = millis(request.retention_time)
     if retention_ms == _NO_RETENTION:
         return -1
-    return time.time_ns() // 1_000_000 + retention_ms
+    return wall_ms() + retention_ms
 
 
 def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
@@ -51,7 +52,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     expire = _expire_timestamp_ms(request, version)
     unknown = {
-        (topic.name, int(p.partition_index))
+        TopicPartition(topic.name, int(p.partition_index))
         for topic in request.topics
         for p in topic.partitions
         if not _exists(ctx, topic.name, int(p.partition_index))
@@ -67,7 +68,7 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         )
         for topic in request.topics
         for partition in topic.partitions
-        if (topic.name, int(partition.partition_index)) not in unknown
+        if TopicPartition(topic.name, int(partition.partition_index)) not in unknown
     ]
     errors = dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
     if entries:
@@ -91,7 +92,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                         module.OffsetCommitResponsePartition,
                         partition_index=p.partition_index,
                         error_code=errors.get(
-                            (topic.name, int(p.partition_index)), ErrorCode.unknown_server_error
+                            TopicPartition(topic.name, int(p.partition_index)),
+                            ErrorCode.unknown_server_error
                         ),
                     )
                     for p in topic.partitions
@@ -104,10 +106,10 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    wanted: list[tuple[str, int]] | None = None
+    wanted: list[TopicPartition] | None = None
     if request.topics is not None or version < 2:
         wanted = [
-            (topic.name, int(index))
+            TopicPartition(topic.name, int(index))
             for topic in request.topics or ()
             for index in topic.partition_indexes
         ]
@@ -147,7 +149,9 @@ def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorC
 
 async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
     partitions = [
-        (topic.name, int(p.partition_index)) for topic in request.topics for p in topic.partitions
+        TopicPartition(topic.name, int(p.partition_index))
+        for topic in request.topics
+        for p in topic.partitions
     ]
     top, errors = await ctx.services.coordinator.delete_offsets(
         str(request.group_id), partitions
@@ -158,7 +162,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(
                 build(module.OffsetDeleteResponsePartition, partition_index=index,
-                      error_code=errors.get((topic, index), ErrorCode.none))
+                      error_code=errors.get(TopicPartition(topic, index), ErrorCode.none))
             )
     return build(
         module.OffsetDeleteResponse,

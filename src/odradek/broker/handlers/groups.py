@@ -24,9 +24,9 @@ from kio.schema.errors import ErrorCode
 
 from odradek.coordinator import JoinRequest
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, millis, response_module
 
 __all__ = [
     "client_host",

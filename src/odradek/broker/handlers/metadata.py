@@ -16,11 +16,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
+from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
-from ._topics import INTERNAL_TOPICS, validate_topic_name
 
 __all__ = ["handle_metadata"]
 
@@ -47,13 +47,13 @@ def _requested_names(request: Any, version: int) -> list[str] | None:
 
 
 async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, ErrorCode]:
-    config = ctx.services.config
+    settings = ctx.services.sections.topics
     errors: dict[str, ErrorCode] = {}
     for name in names:
         try:
             validate_topic_name(name)
             await ctx.services.cluster.create_topic(
-                name, int(config["num.partitions"]), int(config["default.replication.factor"]), {}
+                name, settings.num_partitions, settings.default_replication_factor, {}
             )
             log.info("auto-created topic %s for %s", name, ctx.peer)
             errors[name] = ErrorCode.leader_not_available
@@ -70,7 +70,7 @@ def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     view = ctx.services.cluster.view
     missing = [name for name in names or () if name not in view.topics]
     allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
-    if missing and allow_create and ctx.services.config["auto.create.topics.enable"]:
+    if missing and allow_create and ctx.services.sections.topics.auto_create_topics_enable:
         return _respond_after_create(ctx, names, missing)
     return _response(ctx, names, {})
 

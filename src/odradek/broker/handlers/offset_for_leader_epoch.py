@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.errors import KafkaError, error_code_of
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.errors import response_error
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_offset_for_leader_epoch"]
-
-log = logging.getLogger(__name__)
 
 
 def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
@@ -25,23 +23,19 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
-            index = int(part.partition)
+            key = TopicPartition(topic.topic, int(part.partition))
+            epoch: int
+            end_offset: int
             try:
-                partition = replica_manager.leader_partition(topic.topic, index)
-                partition.check_leader_epoch(int(part.current_leader_epoch))
-                found = partition.log.end_offset_for_leader_epoch(int(part.leader_epoch))
-                if found is None:
-                    epoch, end_offset = -1, -1
-                else:
-                    epoch, end_offset = found
+                epoch, end_offset = replica_manager.end_offset_for_leader_epoch(
+                    key, int(part.current_leader_epoch), int(part.leader_epoch)
+                )
                 code = ErrorCode.none
-            except KafkaError as exc:
-                code, epoch, end_offset = error_code_of(exc), -1, -1
-            except Exception:
-                log.exception("offset for leader epoch of %s-%d failed", topic.topic, index)
-                code, epoch, end_offset = ErrorCode.unknown_server_error, -1, -1
+            except Exception as exc:
+                code, _message = response_error(exc, f"offset for leader epoch of {key}")
+                epoch, end_offset = -1, -1
             partitions.append(
-                build(module.EpochEndOffset, error_code=code, partition=index,
+                build(module.EpochEndOffset, error_code=code, partition=key.partition,
                       leader_epoch=epoch, end_offset=end_offset)
             )
         topics.append(

@@ -13,9 +13,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 
 from ..context import RequestContext
-from ._build import NO_THROTTLE, build, response_module
 
 __all__ = ["handle_init_producer_id"]
 

@@ -7,9 +7,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import build, response_module
 
 from ..context import RequestContext
-from ._build import build, response_module
 
 __all__ = ["handle_sasl_authenticate", "handle_sasl_handshake"]
 

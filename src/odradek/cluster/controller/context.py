@@ -43,11 +43,11 @@ from odradek.cluster.model import NO_LEADER, BrokerInfo, PartitionState, TopicPa
 from odradek.cluster.reassignment import ReplicaAssignment
 from odradek.cluster.topic_znode import TopicZnode, read_topic_znode
 from odradek.cluster.zk import ZkSession
+from odradek.config_sections import ControllerConfig
 
 __all__ = [
     "ATTEMPTS",
     "ControllerContext",
-    "ControllerSettings",
     "Liveness",
     "Registration",
     "all_partitions",
@@ -60,16 +60,6 @@ ATTEMPTS = 5
 """Re-reads after a conflicting write before a request gives up on one partition."""
 
 Watch = Callable[[WatchedEvent], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerSettings:
-    """The broker settings the controller's rules read."""
-
-    unclean_leader_election: bool = False
-    auto_leader_rebalance: bool = False
-    leader_imbalance_check_interval_s: float = 300.0
-    leader_imbalance_percentage: int = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +93,7 @@ class ControllerContext:
         self,
         session: ZkSession,
         broker_id: int,
-        settings: ControllerSettings,
+        settings: ControllerConfig,
         work_watch: Watch,
     ) -> None:
         self.session = session
@@ -116,6 +106,9 @@ class ControllerContext:
         # broker id -> broker epoch of the registration that asked / that failed.
         self.shutting_down: dict[int, int] = {}
         self.failed: dict[int, int] = {}
+        # Told of each leader change written (the election-rate metric). Called from the
+        # worker thread running the pass, one pass at a time (under ``lock``).
+        self.on_leader_change: Callable[[], None] | None = None
 
     @property
     def client(self) -> KazooClient:
@@ -183,6 +176,8 @@ class ControllerContext:
         )
 
     def log_change(self, topic: str, partition: int, decided: LeaderAndIsr) -> None:
+        if self.on_leader_change is not None:
+            self.on_leader_change()
         log.info(
             "controller %d: %s-%d leader=%d leader_epoch=%d isr=%s",
             self.broker_id,

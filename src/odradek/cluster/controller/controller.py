@@ -19,17 +19,17 @@ context's lock in a worker thread:
 ==========================  ===========================================================
 
 While active, the controller holds a connection to every other registered broker
-(:class:`~odradek.cluster.liveness.ConnectionProbes`, when ``fast_failover`` is on), so a
-killed broker's leaderships move within milliseconds of its death instead of after its
-ZooKeeper session expires.
+(:class:`~odradek.cluster.liveness.ConnectionProbes`, when
+``controller.fast.failover.enable``), so a killed broker's leaderships move within
+milliseconds of its death instead of after its ZooKeeper session expires.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -45,12 +45,13 @@ from odradek.cluster.controller import (
     reconcile,
     shutdown,
 )
-from odradek.cluster.controller.context import ControllerContext, ControllerSettings, Liveness
+from odradek.cluster.controller.context import ControllerContext, Liveness
 from odradek.cluster.controller.errors import ControllerMoved, NotController
 from odradek.cluster.liveness import ConnectionProbes, ProbeTarget
 from odradek.cluster.model import TopicPartition
 from odradek.cluster.reassignment import ReplicaAssignment
 from odradek.cluster.zk import SessionEvent, ZkSession
+from odradek.config_sections import ControllerConfig
 from odradek.protocol.errors import KafkaError
 
 __all__ = ["Controller", "PartitionResults"]
@@ -63,37 +64,44 @@ PartitionResults = dict[TopicPartition, KafkaError | None]
 _SETTLE_S = 0.5  # how long a new controller waits for its probes' first verdicts
 
 
+class _Wake(asyncio.Event):
+    """The loop's wake-up flag, remembering when it was first raised: how long work waited
+    before the loop took it (Kafka's controller event queue time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raised_at = 0.0
+
+    def set(self) -> None:
+        if not self.is_set():
+            self.raised_at = time.monotonic()
+        super().set()
+
+
 class Controller:
     def __init__(
         self,
         session: ZkSession,
         broker_id: int,
-        *,
-        unclean_leader_election: bool = False,
-        auto_leader_rebalance: bool = False,
-        leader_imbalance_check_interval_s: float = 300.0,
-        leader_imbalance_percentage: int = 10,
-        fast_failover: bool = False,
+        settings: ControllerConfig,
     ) -> None:
         self.session = session
         self.broker_id = broker_id
-        settings = ControllerSettings(
-            unclean_leader_election=unclean_leader_election,
-            auto_leader_rebalance=auto_leader_rebalance,
-            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
-            leader_imbalance_percentage=leader_imbalance_percentage,
-        )
         # One watch function per purpose: kazoo keeps watchers in sets, so re-arming with
         # the same function object never stacks duplicates.
         self._controller_watch = session.watcher(self._on_controller_znode)
         self.context = ControllerContext(
             session, broker_id, settings, session.watcher(self._on_work_znode)
         )
-        self._probes = ConnectionProbes(self._on_broker_dead) if fast_failover else None
+        self._probes = (
+            ConnectionProbes(self._on_broker_dead) if settings.fast_failover_enable else None
+        )
         self._failed_reports: dict[int, int] = {}
         self._need_election = True
         self._need_reconcile = False
-        self._wake = asyncio.Event()
+        self._wake = _Wake()
+        # Told how long raised work waited for the loop (the event queue time metric).
+        self.on_event_taken: Callable[[float], None] | None = None
         self._stopped = False
         self._task: asyncio.Task[None] | None = None
         self._rebalance_task: asyncio.Task[None] | None = None
@@ -108,14 +116,22 @@ class Controller:
     def epoch(self) -> int | None:
         return self.context.epoch
 
-    def set_unclean_leader_election(self, enabled: bool) -> None:
-        """A dynamic ``unclean.leader.election.enable``: offline partitions are looked at
-        again with the new rule."""
-        settings = self.context.settings
-        if settings.unclean_leader_election != enabled:
-            self.context.settings = dataclasses.replace(settings, unclean_leader_election=enabled)
+    def reconfigure(self, settings: ControllerConfig) -> None:
+        """A new ``controller`` section (dynamic broker configs). A changed
+        ``unclean.leader.election.enable`` applies at once: offline partitions are looked at
+        again with the new rule. The rebalance interval applies from the next period;
+        whether the rebalance task and the connection probes run stays as started."""
+        previous = self.context.settings
+        self.context.settings = settings
+        if settings.unclean_leader_election_enable != previous.unclean_leader_election_enable:
             self._need_reconcile = True
             self._wake.set()
+
+    def pending_events(self) -> int:
+        """Work the controller loop has not started yet: an election, a reconcile pass, and
+        each failed broker reported (its event queue, in Kafka's terms)."""
+        return (int(self._need_election) + int(self._need_reconcile)
+                + len(self._failed_reports))
 
     def add_listener(self, callback: Callable[[], None]) -> None:
         """``callback()`` runs on the loop whenever this broker gains or loses the role."""
@@ -123,7 +139,7 @@ class Controller:
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"controller-{self.broker_id}")
-        if self.context.settings.auto_leader_rebalance:
+        if self.context.settings.auto_leader_rebalance_enable:
             self._rebalance_task = asyncio.create_task(
                 self._rebalance_loop(), name=f"leader-rebalance-{self.broker_id}"
             )
@@ -235,6 +251,8 @@ class Controller:
         while not self._stopped:
             await self._wake.wait()
             self._wake.clear()
+            if self.on_event_taken is not None:
+                self.on_event_taken(time.monotonic() - self._wake.raised_at)
             try:
                 if self._need_election:
                     self._need_election = False

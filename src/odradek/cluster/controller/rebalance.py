@@ -59,7 +59,10 @@ def auto_rebalance(ctx: ControllerContext) -> None:
         if state.zk_version >= 0:
             states[tp] = state
     chosen = partitions_to_rebalance(
-        states, brokers.live, ctx.settings.leader_imbalance_percentage, brokers.shutting_down
+        states,
+        brokers.live,
+        ctx.settings.leader_imbalance_per_broker_percentage,
+        brokers.shutting_down,
     )
     if chosen:
         log.info(

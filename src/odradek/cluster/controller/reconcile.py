@@ -110,7 +110,7 @@ def _reconcile_topic(
                 retry |= _create_state(ctx, topic.name, partition, initial)
             continue
         current = znodes.decode_partition_state(data, assigned.replicas, stat.version)
-        unclean = ctx.settings.unclean_leader_election
+        unclean = ctx.settings.unclean_leader_election_enable
         if current.leader not in live and not any(r in live for r in current.isr):
             unclean = _topic_unclean(ctx, topic.name)
         decided = decide(current, live, shutting_down, unclean=unclean)
@@ -151,7 +151,7 @@ def _create_state(
 
 
 def _topic_unclean(ctx: ControllerContext, topic: str) -> bool:
-    default = ctx.settings.unclean_leader_election
+    default = ctx.settings.unclean_leader_election_enable
     try:
         data, _ = ctx.client.get(znodes.topic_config_path(topic))
     except NoNodeError:

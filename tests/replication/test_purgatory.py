@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from odradek.broker.delayed import DelayedOperation, Purgatory
+from odradek.replication.purgatory import DelayedOperation, Purgatory
 
 
 class WaitForValue(DelayedOperation[str]):

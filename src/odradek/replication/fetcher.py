@@ -39,9 +39,12 @@ from odradek.client.connection import Connection, NodeAddress
 from odradek.client.errors import KafkaClientError
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
+from odradek.types import BrokerId, TopicPartition
+
+from .partition import Partition
 
 if TYPE_CHECKING:
-    from .replica_manager import Partition, ReplicaManager, TopicPartitionKey
+    from odradek.config_sections import ReplicationConfig
 
 __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 
@@ -61,9 +64,10 @@ class FollowerFetchState:
     leader_epoch: int
     truncating: bool = True
     delayed_until: float = 0.0
+    leader_high_watermark: int | None = None  # as the last response carried it (metrics)
 
     @property
-    def key(self) -> TopicPartitionKey:
+    def key(self) -> TopicPartition:
         return self.partition.key
 
     def current(self) -> bool:
@@ -77,26 +81,45 @@ class FollowerFetchState:
 
 
 class ReplicaFetcherManager:
-    """Assigns follower partitions to fetcher tasks, one set per leader broker."""
+    """Assigns follower partitions to fetcher tasks, one set per leader broker.
+
+    ``settings`` is read at each use, so a new ``replication`` section (replaced whole)
+    applies to running fetchers from their next request; ``num.replica.fetchers`` applies
+    to partitions assigned afterwards."""
 
     def __init__(
         self,
-        replica_manager: ReplicaManager,
+        broker_id: BrokerId,
+        settings: ReplicationConfig,
         broker_address: Callable[[int], tuple[str, int] | None],
     ) -> None:
-        self._replica_manager = replica_manager
+        self.broker_id = broker_id
+        self.settings = settings
         self._broker_address = broker_address
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
-        self._assigned: dict[TopicPartitionKey, tuple[int, int]] = {}
+        self._assigned: dict[TopicPartition, tuple[int, int]] = {}
+        # Told the size of each appended response part (the broker's replication-bytes-in
+        # metric); one call per partition per response, never per record.
+        self.on_appended: Callable[[int], None] | None = None
+
+    def leader_end_offsets(self) -> dict[TopicPartition, int]:
+        """The leaders' high watermarks as last seen, per followed partition (metrics:
+        how far this broker's followers trail)."""
+        ends = {}
+        for fetcher in self._fetchers.values():
+            for key, state in fetcher.states().items():
+                if state.leader_high_watermark is not None:
+                    ends[key] = state.leader_high_watermark
+        return ends
 
     def add_partition(self, partition: Partition) -> None:
         """Follow ``partition.leader`` at ``partition.leader_epoch``, truncating first."""
         self.remove_partition(partition.key)
-        count = self._replica_manager.replication.num_replica_fetchers
+        count = max(self.settings.num_replica_fetchers, 1)
         fetcher_key = (partition.leader, hash(partition.key) % count)
         fetcher = self._fetchers.get(fetcher_key)
         if fetcher is None:
-            fetcher = ReplicaFetcher(self._replica_manager, partition.leader, fetcher_key[1],
+            fetcher = ReplicaFetcher(self, partition.leader, fetcher_key[1],
                                      self._broker_address)
             self._fetchers[fetcher_key] = fetcher
             fetcher.start()
@@ -106,7 +129,7 @@ class ReplicaFetcherManager:
                  partition.index, partition.leader, partition.leader_epoch,
                  partition.log.log_end_offset)
 
-    def remove_partition(self, key: TopicPartitionKey) -> None:
+    def remove_partition(self, key: TopicPartition) -> None:
         fetcher_key = self._assigned.pop(key, None)
         if fetcher_key is None:
             return
@@ -118,7 +141,7 @@ class ReplicaFetcherManager:
             del self._fetchers[fetcher_key]
             fetcher.stop()
 
-    def fetcher_for(self, key: TopicPartitionKey) -> ReplicaFetcher | None:
+    def fetcher_for(self, key: TopicPartition) -> ReplicaFetcher | None:
         fetcher_key = self._assigned.get(key)
         return self._fetchers.get(fetcher_key) if fetcher_key is not None else None
 
@@ -137,18 +160,17 @@ class ReplicaFetcher:
 
     def __init__(
         self,
-        replica_manager: ReplicaManager,
+        manager: ReplicaFetcherManager,
         leader: int,
         index: int,
         broker_address: Callable[[int], tuple[str, int] | None],
     ) -> None:
-        self._replica_manager = replica_manager
-        self.broker_id = replica_manager.broker_id
+        self._manager = manager
+        self.broker_id = manager.broker_id
         self.leader = leader
         self.index = index
         self._broker_address = broker_address
-        self._config = replica_manager.replication
-        self._states: dict[TopicPartitionKey, FollowerFetchState] = {}
+        self._states: dict[TopicPartition, FollowerFetchState] = {}
         self._changed = asyncio.Event()
         self._connection: Connection | None = None
         self._task: asyncio.Task[None] | None = None
@@ -156,15 +178,21 @@ class ReplicaFetcher:
         # lands in the same loop turn as the awaited response, and the loop would go on.
         self._stopped = False
 
+    def _config(self) -> ReplicationConfig:
+        return self._manager.settings
+
     @property
     def idle(self) -> bool:
         return not self._states
+
+    def states(self) -> dict[TopicPartition, FollowerFetchState]:
+        return self._states
 
     def add(self, state: FollowerFetchState) -> None:
         self._states[state.key] = state
         self._changed.set()
 
-    def remove(self, key: TopicPartitionKey) -> None:
+    def remove(self, key: TopicPartition) -> None:
         self._states.pop(key, None)
         self._changed.set()
 
@@ -186,7 +214,7 @@ class ReplicaFetcher:
 
     # Loop --------------------------------------------------------------------------------
     async def _run(self) -> None:
-        backoff = self._config.replica_fetch_backoff_ms / 1000
+        backoff = self._config().replica_fetch_backoff_ms / 1000
         while not self._stopped:
             ready = self._ready_states()
             if not ready:
@@ -219,7 +247,7 @@ class ReplicaFetcher:
             await asyncio.wait_for(self._changed.wait(), timeout)
 
     def _delay(self, state: FollowerFetchState) -> None:
-        backoff = self._config.replica_fetch_backoff_ms / 1000
+        backoff = self._config().replica_fetch_backoff_ms / 1000
         state.delayed_until = asyncio.get_running_loop().time() + backoff
 
     async def _connect(self) -> Connection:
@@ -228,7 +256,7 @@ class ReplicaFetcher:
         address = self._broker_address(self.leader)
         if address is None:
             raise OSError(f"leader {self.leader} is not registered")
-        timeout = self._config.replica_socket_timeout_ms / 1000
+        timeout = self._config().replica_socket_timeout_ms / 1000
         self._connection = await Connection.open(
             NodeAddress(self.leader, address[0], address[1]),
             client_id=f"broker-{self.broker_id}-fetcher-{self.index}", timeout=timeout,
@@ -242,7 +270,7 @@ class ReplicaFetcher:
 
     async def _send(self, connection: Connection, api_key: int, body: dict[str, Any],
                     version: int | None = None, extra_wait_s: float = 0.0) -> Any:
-        timeout = self._config.replica_socket_timeout_ms / 1000 + extra_wait_s
+        timeout = self._config().replica_socket_timeout_ms / 1000 + extra_wait_s
         return await asyncio.wait_for(connection.send(api_key, body, version=version), timeout)
 
     # Truncation --------------------------------------------------------------------------
@@ -316,9 +344,9 @@ class ReplicaFetcher:
 
     # Fetching ----------------------------------------------------------------------------
     async def _fetch(self, connection: Connection, states: list[FollowerFetchState]) -> None:
-        config = self._config
+        config = self._config()
         topics: dict[str, list[dict[str, Any]]] = {}
-        offsets: dict[TopicPartitionKey, tuple[FollowerFetchState, int]] = {}
+        offsets: dict[TopicPartition, tuple[FollowerFetchState, int]] = {}
         for state in states:
             partition_log = state.partition.log
             offset = int(partition_log.log_end_offset)
@@ -345,7 +373,7 @@ class ReplicaFetcher:
         out_of_range: list[FollowerFetchState] = []
         for topic in response.responses:
             for part in topic.partitions:
-                found = offsets.get((topic.topic, int(part.partition_index)))
+                found = offsets.get(TopicPartition(topic.topic, int(part.partition_index)))
                 if found is None:
                     continue
                 state, offset = found
@@ -371,12 +399,16 @@ class ReplicaFetcher:
         try:
             if records:
                 partition_log.append_as_follower(records)
+                on_appended = self._manager.on_appended
+                if on_appended is not None:
+                    on_appended(len(records))
         except KafkaError as exc:
             log.warning("follower append to %s-%d failed: %s; truncating again", *state.key,
                         exc)
             state.truncating = True
             return
         leader_hw = int(part.high_watermark)
+        state.leader_high_watermark = leader_hw
         partition_log.maybe_increment_high_watermark(min(leader_hw, partition_log.log_end_offset))
         leader_start = int(getattr(part, "log_start_offset", -1))
         if partition_log.log_start_offset < leader_start <= partition_log.high_watermark:
@@ -405,7 +437,7 @@ class ReplicaFetcher:
 
     async def _list_offsets(
         self, connection: Connection, states: list[FollowerFetchState], timestamp: int
-    ) -> dict[TopicPartitionKey, int]:
+    ) -> dict[TopicPartition, int]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for state in states:
             topics.setdefault(state.partition.topic, []).append({
@@ -417,9 +449,9 @@ class ReplicaFetcher:
             "replica_id": self.broker_id, "isolation_level": 0,
             "topics": [{"name": t, "partitions": p} for t, p in topics.items()],
         })
-        found: dict[TopicPartitionKey, int] = {}
+        found: dict[TopicPartition, int] = {}
         for topic in response.topics:
             for part in topic.partitions:
                 if int(part.error_code) == ErrorCode.none and int(part.offset) >= 0:
-                    found[(topic.name, int(part.partition_index))] = int(part.offset)
+                    found[TopicPartition(topic.name, int(part.partition_index))] = int(part.offset)
         return found

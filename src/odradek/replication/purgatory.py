@@ -15,7 +15,7 @@ re-try on notification, expire on timeout; an operation completes exactly once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Generic, TypeVar
 
 __all__ = ["DelayedOperation", "Purgatory"]
@@ -65,6 +65,9 @@ class DelayedOperation(Generic[T]):
         if self.future.done():  # e.g. cancelled because its connection closed
             self._finish()
             return
+        purgatory = self._purgatory
+        if purgatory is not None and purgatory.on_expired is not None:
+            purgatory.on_expired(purgatory.name)
         try:
             self.on_expire()
         except Exception as exc:  # a bug must still answer the client, not hang it
@@ -79,6 +82,9 @@ class Purgatory:
     def __init__(self, name: str) -> None:
         self.name = name
         self._watchers: dict[Hashable, set[DelayedOperation[Any]]] = {}
+        # Told the purgatory's name when an operation completes by its deadline, not its
+        # condition (the expirations metric).
+        self.on_expired: Callable[[str], None] | None = None
 
     def __len__(self) -> int:
         return len({op for ops in self._watchers.values() for op in ops})

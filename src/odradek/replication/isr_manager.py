@@ -20,12 +20,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .replica_manager import Partition, now_ms
+from odradek.clock import monotonic_ms
+
+from .partition import Partition
 
 if TYPE_CHECKING:
-    from .replica_manager import ReplicaManager
+    from odradek.config_sections import ReplicationConfig
 
 __all__ = ["IsrManager"]
 
@@ -35,15 +38,25 @@ _MAX_RETRY_BACKOFF_MS = 1000
 
 
 class IsrManager:
-    def __init__(self, replica_manager: ReplicaManager, writer: Any) -> None:
-        self._replica_manager = replica_manager
+    """ISR changes of the partitions we lead. ``partitions`` lists them all (leaders are
+    picked here); ``on_isr_change`` is told after a partition's ISR changed (or a write of
+    it ended), so the HW and whoever waits on it are re-evaluated."""
+
+    def __init__(
+        self,
+        writer: Any,
+        settings: ReplicationConfig,
+        partitions: Callable[[], Iterable[Partition]],
+        on_isr_change: Callable[[Partition], None],
+    ) -> None:
         self._writer = writer
-        self._lag_time_max_ms = replica_manager.replication.replica_lag_time_max_ms
-        self._retry_backoff_ms = min(
-            replica_manager.replication.replica_fetch_backoff_ms, _MAX_RETRY_BACKOFF_MS
-        )
+        self._partitions = partitions
+        self._on_isr_change = on_isr_change
+        self.settings = settings
         self._tasks: set[asyncio.Task[None]] = set()
         self._checker: asyncio.Task[None] | None = None
+        # Told (old ISR, new ISR) when our write of a new ISR landed (shrink/expand metrics).
+        self.on_applied: Callable[[tuple[int, ...], tuple[int, ...]], None] | None = None
 
     def start(self) -> None:
         self._checker = asyncio.create_task(self._check_periodically(), name="isr-shrink")
@@ -69,12 +82,13 @@ class IsrManager:
 
     def shrink_lagging(self, now: int | None = None) -> int:
         """One pass of the periodic check; returns how many shrinks were started."""
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         started = 0
-        for partition in list(self._replica_manager.partitions().values()):
+        lag_time_max_ms = self.settings.replica_lag_time_max_ms
+        for partition in list(self._partitions()):
             if not partition.is_leader or self._busy(partition, now):
                 continue
-            lagging = partition.out_of_sync_replicas(now, self._lag_time_max_ms)
+            lagging = partition.out_of_sync_replicas(now, lag_time_max_ms)
             if not lagging:
                 continue
             new_isr = tuple(r for r in partition.isr if r not in lagging)
@@ -85,9 +99,8 @@ class IsrManager:
         return started
 
     async def _check_periodically(self) -> None:
-        interval = max(self._lag_time_max_ms / 2000, 0.05)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(max(self.settings.replica_lag_time_max_ms / 2000, 0.05))
             try:
                 self.shrink_lagging()
             except Exception:
@@ -97,7 +110,7 @@ class IsrManager:
     def _busy(self, partition: Partition, now: int | None = None) -> bool:
         if partition.pending_isr is not None:
             return True
-        now = now_ms() if now is None else now
+        now = monotonic_ms() if now is None else now
         return now < partition.isr_retry_after_ms
 
     def _submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
@@ -131,10 +144,13 @@ class IsrManager:
             return
         if result is not None and result.ok:
             if partition.zk_version == version:  # the view has not moved us past it
-                partition.isr = new_isr
+                old_isr, partition.isr = partition.isr, new_isr
                 partition.zk_version = result.zk_version
+                if self.on_applied is not None:
+                    self.on_applied(old_isr, new_isr)
         else:
-            partition.isr_retry_after_ms = now_ms() + self._retry_backoff_ms
+            backoff_ms = min(self.settings.replica_fetch_backoff_ms, _MAX_RETRY_BACKOFF_MS)
+            partition.isr_retry_after_ms = monotonic_ms() + backoff_ms
             current = result.current if result is not None else None
             if (
                 current is not None
@@ -147,4 +163,4 @@ class IsrManager:
             log.warning("ISR update of %s-%d to %s not applied (zk version %d moved or "
                         "ZooKeeper unreachable)", partition.topic, partition.index,
                         list(new_isr), version)
-        self._replica_manager.after_isr_change(partition)
+        self._on_isr_change(partition)

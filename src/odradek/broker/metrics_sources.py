@@ -1,0 +1,171 @@
+"""The broker's state as the metrics read it at scrape time (the metrics source protocols).
+
+:mod:`odradek.metrics` reads partitions, purgatories, the controller and consumer groups
+through small protocols (:mod:`odradek.metrics.sources`, :mod:`odradek.metrics.lag`) so that
+it knows nothing of the broker's classes. These adapters implement them over the replica
+manager, the cluster and the group coordinator. Every method runs on the broker's event
+loop, once per scrape, and only copies numbers: nothing here is on the request path.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Collection, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from odradek.metrics.lag import GroupOffsets, LogOffsets
+from odradek.metrics.sources import ControllerState, PartitionState
+
+if TYPE_CHECKING:
+    from odradek.coordinator import GroupCoordinator
+    from odradek.metrics import BrokerMetrics
+    from odradek.replication import ReplicaManager
+
+__all__ = [
+    "ClusterController",
+    "CoordinatorGroups",
+    "LocalLogOffsets",
+    "ReplicaPartitions",
+    "StorageObserver",
+]
+
+log = logging.getLogger(__name__)
+
+# Record batch v2 header: baseOffset(8) length(4) leaderEpoch(4) magic(1) crc(4)
+# attributes(2) lastOffsetDelta(4) baseTimestamp(8): the first record's timestamp.
+_BASE_TIMESTAMP = struct.Struct(">q")
+_BASE_TIMESTAMP_AT = 27
+_NO_LEADER = -1
+
+
+class ReplicaPartitions:
+    """:class:`~odradek.metrics.sources.PartitionSource` and ``PurgatorySource`` over the
+    replica manager: every partition replica this broker hosts, and its two purgatories."""
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self._replicas = replica_manager
+
+    def partitions(self) -> Iterator[PartitionState]:
+        fetchers = self._replicas.fetchers
+        leader_ends = fetchers.leader_end_offsets() if fetchers is not None else {}
+        for key, partition in self._replicas.partitions().items():
+            partition_log = partition.log
+            yield PartitionState(
+                topic=partition.topic,
+                partition=partition.index,
+                size_bytes=partition_log.size_bytes(),
+                segments=len(partition_log.segments),
+                log_start_offset=partition_log.log_start_offset,
+                log_end_offset=partition_log.log_end_offset,
+                is_leader=partition.is_leader,
+                replicas=len(partition.replicas),
+                in_sync_replicas=len(partition.isr),
+                min_insync_replicas=partition.min_insync_replicas,
+                leader_end_offset=None if partition.is_leader else leader_ends.get(key),
+            )
+
+    def purgatory_sizes(self) -> Mapping[str, int]:
+        replicas = self._replicas
+        return {"produce": len(replicas.produce_purgatory),
+                "fetch": len(replicas.fetch_purgatory)}
+
+
+class ClusterController:
+    """:class:`~odradek.metrics.sources.ControllerSource` over the ZooKeeper cluster facade:
+    whether this broker is the active controller and, if so, what it sees in the view."""
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+
+    def controller_state(self) -> ControllerState:
+        cluster = self._cluster
+        controller = cluster.controller
+        pending = controller.pending_events()
+        if not controller.is_active:
+            return ControllerState(active=False, event_queue_size=pending)
+        snapshot = cluster.view.snapshot
+        live = snapshot.brokers
+        topics = snapshot.topics
+        partitions = offline = 0
+        for topic in topics.values():
+            for state in topic.partitions.values():
+                partitions += 1
+                if state.leader == _NO_LEADER or state.leader not in live:
+                    offline += 1
+        return ControllerState(active=True, offline_partitions=offline, topics=len(topics),
+                               partitions=partitions, event_queue_size=pending)
+
+
+class CoordinatorGroups:
+    """:class:`~odradek.metrics.lag.GroupSource` over the group coordinator: every group of
+    the offsets partitions it has loaded, with or without live members."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self._coordinator = coordinator
+
+    def groups(self) -> Iterator[GroupOffsets]:
+        for group in self._coordinator.loaded_groups():
+            yield GroupOffsets(
+                group=group.group_id, state=group.state.value, members=len(group.members),
+                committed={(tp[0], tp[1]): offset.offset for tp, offset in group.offsets.items()})
+
+
+class LocalLogOffsets:
+    """:class:`~odradek.metrics.lag.LogOffsetsSource` over the replicas this broker hosts.
+
+    A partition this broker leads gives its high watermark; one it follows gives the high
+    watermark the leader last sent (at most one fetch behind, so lag is understated by at
+    most that much, never made negative). A partition not hosted here has no lag row this
+    time (its committed offset is still reported): see docs/observability.md.
+    """
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        self._replicas = replica_manager
+
+    def offsets(self, partitions: Collection[tuple[str, int]]
+                ) -> Mapping[tuple[str, int], LogOffsets]:
+        hosted = self._replicas.partitions()
+        found = {}
+        for key in partitions:
+            partition = hosted.get(key)  # type: ignore[call-overload]  # (topic, partition)
+            if partition is not None:
+                partition_log = partition.log
+                found[key] = LogOffsets(partition_log.log_start_offset,
+                                        partition_log.high_watermark)
+        return found
+
+    def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
+        """The base timestamp of the batch holding ``offset``: the header's 8 bytes, not the
+        batch (a timestamp at or before the record's, so lag in seconds is never hidden)."""
+        hosted = self._replicas.partitions().get((topic, partition))  # type: ignore[call-overload]
+        if hosted is None:
+            return None
+        try:
+            region = hosted.log.read(offset, 1, isolation_high_watermark=True,
+                                     min_one_batch=True).region
+            if region is None or region.length < _BASE_TIMESTAMP_AT + 8:
+                return None
+            header = region.file.pread(8, region.position + _BASE_TIMESTAMP_AT)
+        except Exception as exc:  # deleted by retention meanwhile, or a closed segment
+            log.debug("metrics: no timestamp for %s-%d@%d: %s", topic, partition, offset, exc)
+            return None
+        return int(_BASE_TIMESTAMP.unpack(header)[0]) if len(header) == 8 else None
+
+
+class StorageObserver:
+    """The log manager's :class:`~odradek.storage.log_manager.LogManagerObserver`: flush and
+    fsync latency, recovery at start-up and cleaner passes, into the broker's recorders."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        storage, cleaner = metrics.storage, metrics.cleaner
+        self.flushed = storage.flushed
+        self.fsynced = storage.fsynced
+        self.recovered = storage.recovered
+        self._cleaner = cleaner
+
+    def cleaned(self, seconds: float, *, read_bytes: int, written_bytes: int) -> None:
+        self._cleaner.ran(seconds, read_bytes=read_bytes, written_bytes=written_bytes)
+
+    def cleaner_failed(self) -> None:
+        self._cleaner.failed()

@@ -1,0 +1,253 @@
+"""Typed, frozen sections of the broker configuration: each component takes exactly its own.
+
+:data:`odradek.config.BROKER_CONFIGS` stays the one source of names, types, defaults and
+docs; a section only lists which properties it holds (:func:`setting` names the property,
+and the field's default is the table's). ``BrokerSections.from_config(config)`` cuts one
+:class:`~odradek.config.BrokerConfig` into all of them.
+
+Sections are values, built for live updates: a configuration change (dynamic broker
+configs) builds a new ``BrokerConfig`` and new sections, and a component that applies a
+change live is handed its new section whole — nothing is mutated in place, and
+``old != new`` tells whether a component is concerned at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from odradek.config import BROKER_CONFIGS, BrokerConfig, Listener
+
+__all__ = [
+    "BrokerSections",
+    "ControlledShutdownConfig",
+    "ControllerConfig",
+    "GroupCoordinatorConfig",
+    "LogManagerConfig",
+    "MetricsConfig",
+    "NetworkConfig",
+    "ReplicationConfig",
+    "Section",
+    "TopicCreationConfig",
+    "ZooKeeperConfig",
+    "setting",
+]
+
+
+def setting(name: str, convert: Callable[[Any], Any] | None = None) -> Any:
+    """A section field read from broker property ``name`` (optionally converted, e.g.
+    minutes to milliseconds); its default is the property's default in the table."""
+    default = BROKER_CONFIGS[name].default
+    return field(default=_frozen(default if convert is None else convert(default)),
+                 metadata={"config": name, "convert": convert})
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+class Section:
+    """Base of the typed sections: :meth:`from_config` reads every :func:`setting` field;
+    a subclass adds derived fields (computed from several properties) in :meth:`derived`."""
+
+    __slots__ = ()
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> Self:
+        values = dict(cls.derived(config))
+        for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+            name = item.metadata.get("config")
+            if name is None:
+                continue
+            value = config[name]
+            convert = item.metadata["convert"]
+            values[item.name] = _frozen(value if convert is None else convert(value))
+        return cls(**values)
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class LogManagerConfig(Section):
+    """Storage: where logs live and the background work on them (``LogManager``)."""
+
+    log_dirs: tuple[Path, ...] = (Path(BROKER_CONFIGS["log.dir"].default),)
+    retention_check_interval_ms: int = setting("log.retention.check.interval.ms")
+    recovery_point_checkpoint_interval_ms: int = setting(
+        "log.flush.offset.checkpoint.interval.ms")
+    high_watermark_checkpoint_interval_ms: int = setting(
+        "replica.high.watermark.checkpoint.interval.ms")
+    cleaner_enable: bool = setting("log.cleaner.enable")
+    cleaner_backoff_ms: int = setting("log.cleaner.backoff.ms")
+    cleaner_dedupe_buffer_size: int = setting("log.cleaner.dedupe.buffer.size")
+    # Not broker properties: the cadence of odradek's own background checks. (Kafka's
+    # log.flush.scheduler.interval.ms only feeds topics' flush.ms default here.)
+    flush_check_interval_ms: int = 1000
+    log_start_checkpoint_interval_ms: int = 60000
+    file_delete_check_interval_ms: int = 1000
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        return {"log_dirs": tuple(config.log_dirs)}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationConfig(Section):
+    """Leaders' ISR rules and followers' fetchers."""
+
+    replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms")
+    replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms")
+    replica_fetch_min_bytes: int = setting("replica.fetch.min.bytes")
+    replica_fetch_max_bytes: int = setting("replica.fetch.max.bytes")
+    replica_fetch_response_max_bytes: int = setting("replica.fetch.response.max.bytes")
+    replica_fetch_backoff_ms: int = setting("replica.fetch.backoff.ms")
+    replica_socket_timeout_ms: int = setting("replica.socket.timeout.ms")
+    num_replica_fetchers: int = setting("num.replica.fetchers")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorConfig(Section):
+    """Consumer groups and their offsets (``__consumer_offsets``)."""
+
+    min_session_timeout_ms: int = setting("group.min.session.timeout.ms")
+    max_session_timeout_ms: int = setting("group.max.session.timeout.ms")
+    initial_rebalance_delay_ms: int = setting("group.initial.rebalance.delay.ms")
+    max_group_size: int = setting("group.max.size")
+    offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions")
+    offsets_topic_replication_factor: int = setting("offsets.topic.replication.factor")
+    offsets_topic_segment_bytes: int = setting("offsets.topic.segment.bytes")
+    offsets_retention_ms: int = setting("offsets.retention.minutes", lambda m: m * 60_000)
+    offsets_retention_check_interval_ms: int = setting("offsets.retention.check.interval.ms")
+    offset_metadata_max_bytes: int = setting("offset.metadata.max.bytes")
+    offset_commit_timeout_ms: int = setting("offsets.commit.timeout.ms")
+    # Not configurable in Kafka either (GroupCoordinator.NewMemberJoinTimeoutMs): a member
+    # that joined without a member id and vanished must not hold up rebalances forever.
+    new_member_join_timeout_ms: int = 300_000
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperConfig(Section):
+    connect: str = setting("zookeeper.connect")
+    session_timeout_ms: int = setting("zookeeper.session.timeout.ms")
+    connection_timeout_ms: int = setting("zookeeper.connection.timeout.ms")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig(Section):
+    """What the controller decides with (elections, preferred-leader rebalancing)."""
+
+    unclean_leader_election_enable: bool = setting("unclean.leader.election.enable")
+    auto_leader_rebalance_enable: bool = setting("auto.leader.rebalance.enable")
+    leader_imbalance_check_interval_s: float = setting(
+        "leader.imbalance.check.interval.seconds", float)
+    leader_imbalance_per_broker_percentage: int = setting(
+        "leader.imbalance.per.broker.percentage")
+    fast_failover_enable: bool = setting("controller.fast.failover.enable")
+
+
+@dataclass(frozen=True, slots=True)
+class ControlledShutdownConfig(Section):
+    enable: bool = setting("controlled.shutdown.enable")
+    max_retries: int = setting("controlled.shutdown.max.retries")
+    retry_backoff_ms: int = setting("controlled.shutdown.retry.backoff.ms")
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConfig(Section):
+    """Listeners, sockets and request limits."""
+
+    listeners: tuple[Listener, ...] = setting("listeners")
+    advertised_listeners: tuple[Listener, ...] = tuple(
+        BrokerConfig.from_properties({}).advertised_listeners)
+    inter_broker_listener_name: str | None = setting("inter.broker.listener.name")
+    socket_request_max_bytes: int = setting("socket.request.max.bytes")
+    socket_send_buffer_bytes: int = setting("socket.send.buffer.bytes")
+    socket_receive_buffer_bytes: int = setting("socket.receive.buffer.bytes")
+    connections_max_idle_ms: int = setting("connections.max.idle.ms")
+    request_timeout_ms: int = setting("request.timeout.ms")
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        return {"advertised_listeners": tuple(config.advertised_listeners)}
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener other brokers reach us on (default: the first one)."""
+        return self.inter_broker_listener_name or self.listeners[0].name
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreationConfig(Section):
+    """Defaults and switches for creating and deleting topics (admin requests, Metadata
+    auto-creation)."""
+
+    num_partitions: int = setting("num.partitions")
+    default_replication_factor: int = setting("default.replication.factor")
+    auto_create_topics_enable: bool = setting("auto.create.topics.enable")
+    delete_topic_enable: bool = setting("delete.topic.enable")
+    transaction_state_log_num_partitions: int = setting("transaction.state.log.num.partitions")
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig(Section):
+    """The ``/metrics`` endpoint and the caps on series users can multiply."""
+
+    port: int = setting("metrics.port")
+    host: str = "127.0.0.1"
+    topic_labels_enable: bool = setting("metrics.topic.labels.enable")
+    topic_labels_max: int = setting("metrics.topic.labels.max")
+    consumer_lag_series_max: int = setting("metrics.consumer.lag.series.max")
+    consumer_groups_max: int = setting("metrics.consumer.groups.max")
+    consumer_lag_timestamp_reads_max: int = setting("metrics.consumer.lag.timestamp.reads.max")
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        # Served where the first listener is bound: loopback in the dev cluster, every
+        # interface in a pod (an empty host means all interfaces, as for listeners).
+        listeners = config["listeners"]
+        host = listeners[0].host if listeners else "127.0.0.1"
+        return {"host": host or "0.0.0.0"}
+
+    def options(self) -> Any:
+        """The :class:`odradek.metrics.MetricsOptions` of this section."""
+        from odradek.metrics.options import MetricsOptions
+
+        return MetricsOptions(
+            port=self.port, host=self.host, topic_labels=self.topic_labels_enable,
+            max_topics=self.topic_labels_max, max_lag_series=self.consumer_lag_series_max,
+            max_groups=self.consumer_groups_max,
+            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSections:
+    """One configuration, cut into the sections the broker's components take."""
+
+    log: LogManagerConfig = LogManagerConfig()
+    replication: ReplicationConfig = ReplicationConfig()
+    group_coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
+    zookeeper: ZooKeeperConfig = ZooKeeperConfig()
+    controller: ControllerConfig = ControllerConfig()
+    controlled_shutdown: ControlledShutdownConfig = ControlledShutdownConfig()
+    network: NetworkConfig = NetworkConfig()
+    topics: TopicCreationConfig = TopicCreationConfig()
+    metrics: MetricsConfig = MetricsConfig()
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> BrokerSections:
+        return cls(
+            log=LogManagerConfig.from_config(config),
+            replication=ReplicationConfig.from_config(config),
+            group_coordinator=GroupCoordinatorConfig.from_config(config),
+            zookeeper=ZooKeeperConfig.from_config(config),
+            controller=ControllerConfig.from_config(config),
+            controlled_shutdown=ControlledShutdownConfig.from_config(config),
+            network=NetworkConfig.from_config(config),
+            topics=TopicCreationConfig.from_config(config),
+            metrics=MetricsConfig.from_config(config),
+        )

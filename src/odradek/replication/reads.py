@@ -1,0 +1,151 @@
+"""Reading partitions for a Fetch: which offsets, how many bytes, what errors.
+
+Rules clients depend on (COMPAT.md): the answer holds exactly the requested partitions; an
+offset beyond the log end (or below the log start) is OFFSET_OUT_OF_RANGE, one at or past
+the fetchable end but inside the log is simply empty (a consumer between the HW and the log
+end: Kafka's rule, since a new leader's HW lags); ``max_bytes`` bounds the answer except
+that the first partition with data always gets at least one whole batch (KIP-74). Consumers
+(``replica_id == -1``) read below the high watermark; followers (``replica_id >= 0``) up to
+the log end, and their fetch offset — once checked to lie inside our log — is their log end
+offset, reported through ``on_follower_fetch`` (it may move the HW and bring the follower
+into the ISR).
+
+Records stay in the page cache: a partition's answer carries a file region, which the
+connection sends with ``sendfile``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.errors import ErrorCode
+
+from odradek.protocol.errors import response_error
+from odradek.protocol.fetch_response import FetchPartitionResult, FetchTopicResult
+
+from .partition import Partition
+
+__all__ = ["FetchParams", "FetchRead", "PartitionFetch", "has_new_data", "read_partitions"]
+
+log = logging.getLogger(__name__)
+
+LeaderLookup = Callable[[str, int], Partition]
+"""``(topic, partition) -> Partition`` we lead; raises Kafka's errors otherwise."""
+
+FollowerFetchListener = Callable[[Partition, int, int], None]
+"""``(partition, replica_id, fetch_offset)``: a follower's position, checked in range."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetch:
+    topic: str
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    replica_id: int
+    min_bytes: int
+    max_bytes: int
+    max_wait_ms: int
+    partitions: tuple[PartitionFetch, ...]
+
+    @property
+    def from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRead:
+    topics: list[FetchTopicResult]
+    total_bytes: int
+    errored: bool  # some partition answers with an error (an answer worth sending now)
+
+    def satisfies(self, params: FetchParams) -> bool:
+        return self.total_bytes >= params.min_bytes or self.errored
+
+
+def read_partitions(
+    params: FetchParams, lookup: LeaderLookup, on_follower_fetch: FollowerFetchListener
+) -> FetchRead:
+    """Read every wanted partition, in request order, within the byte limits."""
+    remaining = params.max_bytes
+    total = 0
+    errored = False
+    first_with_data = True
+    topics: list[FetchTopicResult] = []
+    by_topic: dict[str, list[FetchPartitionResult]] = {}
+    for wanted in params.partitions:
+        parts = by_topic.get(wanted.topic)
+        if parts is None:
+            parts = by_topic[wanted.topic] = []
+            topics.append(FetchTopicResult(wanted.topic, parts))
+        try:
+            result, size = _read_one(
+                params, wanted, min(remaining, wanted.partition_max_bytes), first_with_data,
+                lookup, on_follower_fetch,
+            )
+        except Exception as exc:
+            errored = True
+            code, _message = response_error(exc, f"fetch from {wanted.topic}-{wanted.partition}")
+            result, size = FetchPartitionResult(wanted.partition, code), 0
+        parts.append(result)
+        if size:
+            first_with_data = False
+            total += size
+            remaining = max(remaining - size, 0)
+    return FetchRead(topics, total, errored)
+
+
+def _read_one(
+    params: FetchParams,
+    wanted: PartitionFetch,
+    max_bytes: int,
+    min_one_batch: bool,
+    lookup: LeaderLookup,
+    on_follower_fetch: FollowerFetchListener,
+) -> tuple[FetchPartitionResult, int]:
+    partition = lookup(wanted.topic, wanted.partition)
+    partition.check_leader_epoch(wanted.current_leader_epoch)
+    from_follower = params.from_follower
+    fetch_offset = wanted.fetch_offset
+    upper = partition.check_fetch_offset(fetch_offset, from_follower)
+    if from_follower:
+        # Only an offset inside our log is the follower's LEO: one past our end would be
+        # a diverged follower, and must never count towards the high watermark.
+        on_follower_fetch(partition, params.replica_id, fetch_offset)
+    partition_log = partition.log
+    region = None
+    if fetch_offset < upper and (max_bytes > 0 or min_one_batch):
+        region = partition_log.read(fetch_offset, max_bytes,
+                                    isolation_high_watermark=not from_follower,
+                                    min_one_batch=min_one_batch).region
+    high_watermark = partition_log.high_watermark
+    result = FetchPartitionResult(
+        partition_index=wanted.partition,
+        error_code=ErrorCode.none,
+        high_watermark=high_watermark,
+        last_stable_offset=high_watermark,
+        log_start_offset=partition_log.log_start_offset,
+        records=region,
+    )
+    return result, (region.length if region is not None else 0)
+
+
+def has_new_data(params: FetchParams, lookup: LeaderLookup) -> bool:
+    """Cheap pre-check before re-reading: did any wanted partition move past its offset
+    (or out from under it: an error is an answer too)?"""
+    for wanted in params.partitions:
+        try:
+            partition = lookup(wanted.topic, wanted.partition)
+            partition.check_fetch_offset(wanted.fetch_offset, params.from_follower)
+        except Exception:
+            return True  # an error is an answer
+        if partition.fetchable_end(params.from_follower) > wanted.fetch_offset:
+            return True
+    return False

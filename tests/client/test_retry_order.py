@@ -1,0 +1,74 @@
+"""An idempotent producer keeps a partition's records in append order across a producer id
+reset: the retried batches are re-sequenced in the order they were appended.
+
+Found by the chaos run (tests/longrun, seed 462479739): odradek's producer wrote one record
+of chaos-metrics-0 with sequence 0 under a new producer id, then a batch of 30 records
+appended ten seconds *earlier* with sequence 1. The mechanism, replayed here without a
+broker: batch A is retried (re-enqueued with its old sequence), the producer id is reset
+(queued batches lose their sequence), then batch B, appended after A, fails too and is
+re-enqueued with its old sequence. ``reenqueue`` orders retries by sequence and skips past
+none with -1, so B lands in front of A, and the next drain numbers B before A. Retries
+now go back in creation order, and a partition with a batch in flight under the old id is
+not drained until that batch is back (the second test).
+"""
+
+from __future__ import annotations
+
+import time
+
+from kio.schema.errors import ErrorCode
+
+from odradek.client.errors import BrokerResponseError, ConnectionFailed
+from odradek.client.metadata import TopicPartition
+from odradek.client.producer import AsyncProducer
+
+TP = TopicPartition("t", 0)
+
+
+def test_retries_across_a_producer_id_reset_are_resequenced_in_append_order() -> None:
+    producer = AsyncProducer("127.0.0.1:1", batch_size=1)  # one record per batch
+    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.accumulator.append(TP, 0, None, b"A", None)
+    producer.accumulator.append(TP, 0, None, b"B", None)
+    now = time.monotonic()
+    (a,) = producer._drain_for_node([TP], now)
+    (b,) = producer._drain_for_node([TP], now)
+    assert (a.base_sequence, b.base_sequence) == (0, 1)
+
+    # A's request fails retriably; then B's answer is UNKNOWN_PRODUCER_ID.
+    producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
+    producer._reset_producer_id()
+    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "produce to t-0"))
+
+    producer._producer_id = 8  # InitProducerId answered with a new id
+    (first,) = producer._drain_for_node([TP], now + 1)
+    (second,) = producer._drain_for_node([TP], now + 1)
+    order = "A, B" if first is a else "B, A"
+    assert first is a and second is b, (
+        f"re-sequenced in the order {order}: B (appended after A) got sequence "
+        f"{b.base_sequence}, A got {a.base_sequence}, so B is written first")
+
+
+def test_a_partition_waits_for_its_batch_in_flight_under_the_old_producer_id() -> None:
+    """A is still in flight under the old id when B fails with UNKNOWN_PRODUCER_ID: B must
+    not be numbered under the new id (and written) before A is back and numbered first."""
+    producer = AsyncProducer("127.0.0.1:1", batch_size=1)
+    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.accumulator.append(TP, 0, None, b"A", None)
+    producer.accumulator.append(TP, 0, None, b"B", None)
+    producer.accumulator.append(TP, 0, None, b"C", None)
+    now = time.monotonic()
+    (a,) = producer._drain_for_node([TP], now)
+    (b,) = producer._drain_for_node([TP], now)
+    (c,) = producer.accumulator.batches[TP]
+    producer._reset_producer_id()
+    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
+    producer._producer_id = 8
+
+    assert producer._drain_for_node([TP], now + 1) == [], "A is still in flight under 7"
+    assert producer.accumulator.ready(now + 1, 8)[0] == []
+    producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
+    drained = [producer._drain_for_node([TP], now + 1)[0] for _ in range(3)]
+    assert drained == [a, b, c]
+    assert [batch.base_sequence for batch in drained] == [0, 1, 2]
+    assert all(batch.producer_id == 8 for batch in drained)

@@ -1,0 +1,204 @@
+"""The replica manager's entry points on real logs: append_records and fetch, per acks.
+
+The cluster view is a plain value here (what ZooKeeper would say); the same paths run
+against real ZooKeeper and broker processes in the failover and consistency suites.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from odradek.config_sections import ReplicationConfig
+from odradek.replication import FetchParams, FetchRead, PartitionFetch, ReplicaManager
+from odradek.storage import LogManager
+from odradek.types import BrokerId, TopicPartition
+from tests.storage.helpers import batch, settings, small_config
+
+TP = TopicPartition("t", 0)
+ME = BrokerId(1)
+
+
+@dataclass(frozen=True)
+class State:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    zk_version: int = 0
+
+
+@dataclass(frozen=True)
+class Topic:
+    partitions: dict[int, State] = field(default_factory=dict)
+    topic_id: object = "id-1"
+
+
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[ReplicaManager]:
+    logs = LogManager(settings(tmp_path), small_config(), background=False)
+    yield ReplicaManager(ME, logs, lambda _topic: small_config(), ReplicationConfig())
+    logs.shutdown()
+
+
+def lead(manager: ReplicaManager, isr: tuple[int, ...], epoch: int = 3) -> None:
+    replicas = tuple(sorted({ME, *isr, 2}))
+    manager.apply_cluster_view({"t": Topic({0: State(ME, epoch, isr, replicas)})})
+
+
+def consume(offset: int, *, replica_id: int = -1, max_wait_ms: int = 0,
+            min_bytes: int = 1) -> FetchParams:
+    return FetchParams(replica_id, min_bytes, 1 << 20, max_wait_ms,
+                       (PartitionFetch("t", 0, offset, 1 << 20),))
+
+
+def partition_error(read: FetchRead) -> ErrorCode:
+    return ErrorCode(read.topics[0].partitions[0].error_code)
+
+
+def test_acks_1_answers_at_once_and_consumers_see_it_below_the_high_watermark(
+    manager: ReplicaManager,
+) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        results = manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+        assert isinstance(results, dict)
+        assert (results[TP].error, results[TP].base_offset) == (ErrorCode.none, 0)
+        read = manager.fetch(consume(0))
+        assert isinstance(read, FetchRead) and read.total_bytes > 0
+
+    asyncio.run(body())
+
+
+def test_acks_all_waits_for_the_follower_then_answers(manager: ReplicaManager) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))
+        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=5000)
+        assert isinstance(pending, asyncio.Future) and not pending.done()
+        nothing_yet = manager.fetch(consume(0))
+        assert isinstance(nothing_yet, FetchRead) and nothing_yet.total_bytes == 0
+        manager.fetch(consume(1, replica_id=2))  # the follower has offset 0: HW moves to 1
+        results = await asyncio.wait_for(pending, 1)
+        assert results[TP].error == ErrorCode.none
+        assert manager.partitions()[TP].high_watermark == 1
+
+    asyncio.run(body())
+
+
+def test_acks_all_below_min_insync_is_refused_before_appending(tmp_path: Path) -> None:
+    async def body() -> None:
+        logs = LogManager(settings(tmp_path), small_config(), background=False)
+        manager = ReplicaManager(ME, logs, lambda _t: small_config(min_insync_replicas=2),
+                                 ReplicationConfig())
+        lead(manager, isr=(ME,))
+        results = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=1000)
+        assert isinstance(results, dict)
+        assert results[TP].error == ErrorCode.not_enough_replicas
+        assert manager.partitions()[TP].log_end_offset == 0
+        logs.shutdown()
+
+    asyncio.run(body())
+
+
+def test_losing_leadership_fails_the_waiting_write(manager: ReplicaManager) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))
+        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=5000)
+        assert isinstance(pending, asyncio.Future)
+        manager.apply_cluster_view({"t": Topic({0: State(2, 4, (2,), (ME, 2))})})
+        results = await asyncio.wait_for(pending, 1)
+        assert results[TP].error == ErrorCode.not_leader_or_follower
+
+    asyncio.run(body())
+
+
+def test_a_write_that_waits_too_long_times_out(manager: ReplicaManager) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))
+        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=50)
+        assert isinstance(pending, asyncio.Future)
+        results = await asyncio.wait_for(pending, 2)
+        assert results[TP].error == ErrorCode.request_timed_out
+
+    asyncio.run(body())
+
+
+def test_bad_acks_and_unknown_partitions_answer_with_their_codes(
+    manager: ReplicaManager,
+) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        bad = manager.append_records({TP: batch([b"x"])}, acks=2, timeout_ms=1000)
+        assert isinstance(bad, dict) and bad[TP].error == ErrorCode.invalid_required_acks
+        unknown = TopicPartition("nope", 0)
+        missing = manager.append_records({unknown: batch([b"x"])}, acks=1, timeout_ms=1000)
+        assert isinstance(missing, dict)
+        assert missing[unknown].error == ErrorCode.unknown_topic_or_partition
+        empty = manager.append_records({TP: b""}, acks=1, timeout_ms=1000)
+        assert isinstance(empty, dict) and empty[TP].error == ErrorCode.corrupt_message
+
+    asyncio.run(body())
+
+
+def test_long_poll_fetch_is_woken_by_an_append(manager: ReplicaManager) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        pending = manager.fetch(consume(0, max_wait_ms=5000))
+        assert isinstance(pending, asyncio.Future) and not pending.done()
+        manager.append_records({TP: batch([b"wake"])}, acks=1, timeout_ms=1000)
+        read = await asyncio.wait_for(pending, 1)
+        assert read.total_bytes > 0
+
+    asyncio.run(body())
+
+
+def test_fetch_beyond_the_log_end_is_out_of_range_and_not_the_leader_is_refused(
+    manager: ReplicaManager,
+) -> None:
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+        beyond = manager.fetch(consume(5))
+        assert isinstance(beyond, FetchRead)
+        assert partition_error(beyond) == ErrorCode.offset_out_of_range
+        manager.apply_cluster_view({"t": Topic({0: State(2, 4, (2,), (ME, 2))})})
+        follower = manager.fetch(consume(0))
+        assert isinstance(follower, FetchRead)
+        assert partition_error(follower) == ErrorCode.not_leader_or_follower
+
+    asyncio.run(body())
+
+
+def test_a_consumer_between_the_high_watermark_and_the_log_end_reads_nothing_and_waits(
+    manager: ReplicaManager,
+) -> None:
+    """Kafka's rule: only beyond the log *end* is out of range. Between the HW and the end
+    (a new leader's HW lags) a consumer gets an empty answer with the HW, and a long poll
+    there waits for the HW to pass its offset instead of re-reading on every append."""
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))  # the follower has fetched nothing: the HW stays at 0
+        manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=1, timeout_ms=1000)
+        for offset in (1, 3):
+            read = manager.fetch(consume(offset))
+            assert isinstance(read, FetchRead) and partition_error(read) == ErrorCode.none
+            answer = read.topics[0].partitions[0]
+            assert (read.total_bytes, answer.high_watermark) == (0, 0)
+        beyond = manager.fetch(consume(4))
+        assert isinstance(beyond, FetchRead)
+        assert partition_error(beyond) == ErrorCode.offset_out_of_range
+        pending = manager.fetch(consume(2, max_wait_ms=5000))
+        assert isinstance(pending, asyncio.Future)
+        manager.append_records({TP: batch([b"d"])}, acks=1, timeout_ms=1000)
+        await asyncio.sleep(0.05)
+        assert not pending.done(), "an append above the HW is nothing a consumer can read"
+        follower = manager.fetch(consume(4, replica_id=2))  # the follower caught up
+        assert isinstance(follower, FetchRead) and partition_error(follower) == ErrorCode.none
+        read = await asyncio.wait_for(pending, 1)
+        assert read.total_bytes > 0 and read.topics[0].partitions[0].high_watermark == 4
+
+    asyncio.run(body())
