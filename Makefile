@@ -11,7 +11,7 @@ BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
 .PHONY: install run test test-slow lint bench demo image image-local e2e e2e-local \
         k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards \
-        docs
+        helm chart docs
 
 prereqs:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -32,7 +32,7 @@ install: $(STAMP)
 run: install
 	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --data-dir $(DATA)
 
-test: install lint prometheus
+test: install lint prometheus helm
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The long suites (tests/longrun: soak, chaos); ODRADEK_SOAK_SECONDS / ODRADEK_CHAOS_SECONDS
@@ -52,6 +52,22 @@ prometheus:
 	  echo "installing Debian's prometheus package (prometheus, promtool)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -qq && apt-get install -y -qq prometheus >/dev/null; }
+
+# Helm v3.22.0 (the chart tests and `make chart`): from PATH, else built once from the Go
+# module proxy into the local stack's cache (e2e/local/build.sh; Go >= 1.21 needed). When it
+# cannot be built the chart tests skip, saying so; `make chart` fails.
+K8S_CACHE ?= $(or $(ODRADEK_K8S_CACHE),/var/cache/odradek-k8s)
+HELM ?= $(or $(shell command -v helm 2>/dev/null),$(K8S_CACHE)/bin/helm)
+helm:
+	@command -v helm >/dev/null 2>&1 || e2e/local/build.sh helm || \
+	  echo "helm could not be built (e2e/local/build.sh helm); the chart tests will skip" >&2
+
+# Lint the chart (default and full values) and package it into build/charts/.
+chart: helm
+	$(HELM) lint --strict charts/odradek
+	$(HELM) lint --strict charts/odradek -f charts/odradek/ci/full-values.yaml
+	@mkdir -p build/charts
+	$(HELM) package charts/odradek --destination build/charts
 
 # Dashboards JSON and the alert rules file are generated from src/odradek/metrics.
 generate-monitoring: install

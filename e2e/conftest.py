@@ -9,6 +9,10 @@
   next test); when the test failed, pods, events and every container log (current and previous)
   are written to ``$ODRADEK_E2E_ARTIFACTS/<test>/`` (default ``build/e2e-artifacts``) and the
   pod summary is attached to the report.
+- ``platform``: the Helm chart installed into that namespace (:mod:`e2e.platform`; the test
+  calls ``platform.install(values)``), uninstalled afterwards — after the diagnostics, so the
+  operator's log is among them.
+- ``kubectl``: runs kubectl against the backend (the ``kubectl apply -f examples/...`` steps).
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from e2e.backends import Backend, BackendUnavailable, select_backend
+from e2e.helm import Helm, find_tool
 from e2e.kube import Kube
+from e2e.platform import Platform
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 NAMESPACE_LABEL = "odradek.dev/e2e"
@@ -68,10 +75,24 @@ def images(backend: Backend) -> Images:
         operator=os.environ.get("OPERATOR_IMAGE", f"odradek/operator:{tag}"),
     )
     wanted = [chosen.broker, chosen.zookeeper]
-    if os.environ.get("ODRADEK_E2E_LOAD_OPERATOR", "0") == "1":
+    if os.environ.get("ODRADEK_E2E_LOAD_OPERATOR", "1") == "1":
         wanted.append(chosen.operator)
     backend.load_images(wanted)
     return chosen
+
+
+def _collect_diagnostics(request: pytest.FixtureRequest, kube: Kube, namespace: str) -> None:
+    """Once per test, and only when it failed: the namespace's pods, events and logs."""
+    report = getattr(request.node, "rep_call", None)
+    if report is None or not report.failed or getattr(request.node, "_e2e_collected", False):
+        return
+    request.node._e2e_collected = True
+    default = REPO_ROOT / "build" / "e2e-artifacts"
+    root = Path(os.environ.get("ODRADEK_E2E_ARTIFACTS", default))
+    written = kube.collect_diagnostics(namespace, root / namespace)
+    report.sections.append((f"e2e diagnostics ({root / namespace})",
+                            (root / namespace / "summary.txt").read_text()
+                            + f"\n{len(written)} file(s) written"))
 
 
 @pytest.fixture()
@@ -82,14 +103,46 @@ def namespace(request: pytest.FixtureRequest, backend: Backend, kube: Kube) -> I
     try:
         yield name
     finally:
-        report = getattr(request.node, "rep_call", None)
-        if report is not None and report.failed:
-            default = REPO_ROOT / "build" / "e2e-artifacts"
-            root = Path(os.environ.get("ODRADEK_E2E_ARTIFACTS", default))
-            written = kube.collect_diagnostics(name, root / name)
-            report.sections.append((f"e2e diagnostics ({root / name})",
-                                    (root / name / "summary.txt").read_text()
-                                    + f"\n{len(written)} file(s) written"))
+        _collect_diagnostics(request, kube, name)
         if os.environ.get("ODRADEK_E2E_KEEP_NAMESPACES") != "1":
-            kube.delete_namespace(name, timeout=180)
+            kube.delete_namespace(name, timeout=300)
             backend.release_volumes(kube)
+
+
+@pytest.fixture(scope="session")
+def helm(backend: Backend) -> Helm:
+    binary = find_tool("helm")
+    if binary is None:
+        pytest.fail("helm is needed for the chart scenarios: not on PATH nor in the local "
+                    "stack's cache (e2e/local/build.sh helm builds it)")
+    assert backend.kubeconfig is not None
+    return Helm(binary, backend.kubeconfig)
+
+
+@pytest.fixture(scope="session")
+def kubectl(backend: Backend) -> Callable[..., str]:
+    binary = find_tool("kubectl")
+    if binary is None:
+        pytest.fail("kubectl is needed for the `kubectl apply` steps: not on PATH nor in the "
+                    "local stack's cache")
+    env = {**os.environ, "KUBECONFIG": str(backend.kubeconfig)}
+
+    def run(*args: str) -> str:
+        result = subprocess.run([binary, *args], capture_output=True, text=True, timeout=120,
+                                env=env)
+        assert result.returncode == 0, f"kubectl {' '.join(args)}:\n{result.stderr}"
+        return result.stdout
+
+    return run
+
+
+@pytest.fixture()
+def platform(request: pytest.FixtureRequest, kube: Kube, helm: Helm, images: Images,
+             namespace: str) -> Iterator[Platform]:
+    installed = Platform(kube, helm, namespace, images)
+    try:
+        yield installed
+    finally:
+        _collect_diagnostics(request, kube, namespace)
+        if os.environ.get("ODRADEK_E2E_KEEP_NAMESPACES") != "1":
+            installed.clean_up()

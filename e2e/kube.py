@@ -19,7 +19,14 @@ from kubernetes.client.rest import ApiException
 
 T = TypeVar("T")
 
-__all__ = ["Kube", "WaitTimeout", "wait_for"]
+__all__ = ["Kube", "WaitTimeout", "conditions", "wait_for"]
+
+ODRADEK_GROUP, ODRADEK_VERSION = "odradek.dev", "v1alpha1"
+
+
+def conditions(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """An object's status conditions by type."""
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
 
 class WaitTimeout(AssertionError):
@@ -68,6 +75,80 @@ class Kube:
     @property
     def batch(self) -> client.BatchV1Api:
         return client.BatchV1Api(self.api_client)
+
+    @property
+    def custom(self) -> client.CustomObjectsApi:
+        return client.CustomObjectsApi(self.api_client)
+
+    # ------------------------------------------------------------------ odradek resources
+
+    def resource(self, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
+        """An ``odradek.dev/v1alpha1`` object (``plural``: topics, brokerclusters, ...)."""
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                ODRADEK_GROUP, ODRADEK_VERSION, namespace, plural, name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return obj
+
+    def patch_resource(self, namespace: str, plural: str, name: str,
+                       patch: Mapping[str, Any]) -> None:
+        """A merge patch of an odradek resource's spec or metadata."""
+        self.custom.patch_namespaced_custom_object(
+            ODRADEK_GROUP, ODRADEK_VERSION, namespace, plural, name, dict(patch),
+            _content_type="application/merge-patch+json")
+
+    def delete_resource(self, namespace: str, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(ODRADEK_GROUP, ODRADEK_VERSION, namespace,
+                                                    plural, name)
+
+    def wait_resource(self, namespace: str, plural: str, name: str, what: str,
+                      check: Callable[[dict[str, Any]], bool], timeout: float,
+                      interval: float = 2.0) -> dict[str, Any]:
+        """Wait until ``check(object)`` holds; the timeout message shows its status."""
+        last: dict[str, Any] = {}
+
+        def probe() -> dict[str, Any] | None:
+            nonlocal last
+            obj = self.resource(namespace, plural, name)
+            last = obj or {}
+            return obj if obj is not None and check(obj) else None
+
+        def describe() -> str:
+            return (f"  {plural}/{name} status: {last.get('status')}\n"
+                    + self.describe_pods(namespace))
+
+        return wait_for(f"{plural}/{name} {what}", probe, timeout, interval=interval,
+                        describe=describe)
+
+    def wait_condition(self, namespace: str, plural: str, name: str, condition: str,
+                       status: str = "True", timeout: float = 300,
+                       reason: str | None = None) -> dict[str, Any]:
+        def holds(obj: dict[str, Any]) -> bool:
+            found = conditions(obj).get(condition)
+            return found is not None and found.get("status") == status and \
+                (reason is None or found.get("reason") == reason)
+
+        return self.wait_resource(namespace, plural, name,
+                                  f"to have condition {condition}={status}"
+                                  + (f" ({reason})" if reason else ""), holds, timeout)
+
+    def wait_gone(self, namespace: str, plural: str, name: str, timeout: float) -> None:
+        wait_for(f"{plural}/{name} to be deleted",
+                 lambda: self.resource(namespace, plural, name) is None, timeout,
+                 describe=lambda: str((self.resource(namespace, plural, name) or {})
+                                      .get("metadata")))
+
+    def pod_uids(self, namespace: str, selector: str) -> dict[str, str]:
+        return {p.metadata.name: p.metadata.uid for p in
+                self.core.list_namespaced_pod(namespace, label_selector=selector).items}
+
+    def claims(self, namespace: str) -> dict[str, str]:
+        """PersistentVolumeClaims of ``namespace``: name to phase."""
+        return {c.metadata.name: c.status.phase for c in
+                self.core.list_namespaced_persistent_volume_claim(namespace).items}
 
     # ------------------------------------------------------------------ objects
 

@@ -21,11 +21,14 @@ if ! docker run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" >/dev/nul
   skip "this Docker engine cannot run --privileged containers, which kind nodes need"
 fi
 
-# kind: from PATH, else built into the shared cache (e2e/local/build.sh).
-if ! command -v kind >/dev/null 2>&1; then
-  bash "$REPO/e2e/local/build.sh" kind >&2 || skip "kind is not installed and could not be built"
-  export PATH=${ODRADEK_K8S_CACHE:-/var/cache/odradek-k8s}/bin:$PATH
-fi
+# kind, and helm for the chart scenarios: from PATH, else built into the shared cache
+# (e2e/local/build.sh, from the Go module proxy).
+for tool in kind helm; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    bash "$REPO/e2e/local/build.sh" "$tool" >&2 || skip "$tool is not installed and could not be built"
+    export PATH=${ODRADEK_K8S_CACHE:-/var/cache/odradek-k8s}/bin:$PATH
+  fi
+done
 make -C "$REPO" image >&2
 
 created=false

@@ -20,7 +20,7 @@ flock -n 8 || die "another e2e-local run holds $CACHE/e2e.lock; wait for it to f
 timed "e2e-local: deps" "$HERE/deps.sh"
 # kind is only for `make e2e`; helm is for the chart scenarios.
 timed "e2e-local: build" "$HERE/build.sh" etcd kube coredns helm
-timed "e2e-local: images" "$HERE/images.sh" broker zookeeper
+timed "e2e-local: images" "$HERE/images.sh" broker zookeeper operator
 # A stack someone brought up before (make k8s-up) is used and left up; one we start, we stop.
 started_here=true
 if pid_alive kube-apiserver; then started_here=false; fi

@@ -1,6 +1,6 @@
 """Against a REAL Kubernetes API server (KUBECONFIG): CRDs accepted, CEL rules, status
-subresource, printer columns. Skipped with one line when no cluster is given; the local
-control plane (e2e/local) provides one.
+subresource, printer columns, finalizers. Skipped with one line when no cluster is given;
+``make e2e-local`` runs them on the local control plane (e2e/local).
 """
 
 from __future__ import annotations
@@ -71,3 +71,37 @@ def test_status_is_a_subresource(namespace):
             "--type=merge", "-p", '{"status": {"partitions": 12, "topicName": "page-views"}}')
     out = kubectl("get", "-n", namespace, "topics").stdout
     assert "page-views" in out and "12" in out
+
+
+def test_status_writes_do_not_touch_spec_or_generation(namespace):
+    kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "topic.yaml"))
+    before = kubectl("get", "-n", namespace, "topic", "page-views",
+                     "-o", "jsonpath={.metadata.generation}").stdout
+    kubectl("patch", "-n", namespace, "topic", "page-views", "--subresource=status",
+            "--type=merge", "-p", '{"spec": {"partitions": 99}, "status": {"partitions": 12}}')
+    spec = kubectl("get", "-n", namespace, "topic", "page-views",
+                   "-o", "jsonpath={.spec.partitions} {.metadata.generation}").stdout
+    assert spec == f"12 {before}"
+
+
+def test_finalizer_holds_a_deleted_topic_until_removed(namespace):
+    manifest = f"""
+apiVersion: odradek.dev/v1alpha1
+kind: Topic
+metadata:
+  name: held
+  namespace: {namespace}
+  finalizers: [odradek.dev/finalizer]
+spec:
+  clusterRef: {{name: odradek}}
+  partitions: 1
+  replicationFactor: 1
+"""
+    kubectl("apply", "-f", "-", stdin=manifest)
+    kubectl("delete", "-n", namespace, "topic", "held", "--wait=false")
+    stamp = kubectl("get", "-n", namespace, "topic", "held",
+                    "-o", "jsonpath={.metadata.deletionTimestamp}").stdout
+    assert stamp, "a Topic with a finalizer must stay (Terminating) until it is removed"
+    kubectl("patch", "-n", namespace, "topic", "held", "--type=merge",
+            "-p", '{"metadata": {"finalizers": null}}')
+    kubectl("wait", "-n", namespace, "--for=delete", "topic/held", "--timeout=30s")

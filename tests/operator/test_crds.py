@@ -1,46 +1,19 @@
 """The CRDs, offline: structural schemas, every example valid, wrong specs rejected.
 
-Validation uses a real OpenAPI 3.0 schema validator (openapi-schema-validator) on the CRDs'
-``openAPIV3Schema``; Kubernetes' ``x-kubernetes-int-or-string`` is translated to its OpenAPI
-meaning first. CEL rules (``x-kubernetes-validations``) need the API server: they are checked
-in ``test_api_server.py`` when a cluster is available.
+Validation (:mod:`tests.operator.crd_schema`) uses a real OpenAPI 3.0 schema validator on the
+CRDs' ``openAPIV3Schema``. CEL rules (``x-kubernetes-validations``) need the API server: they
+are checked in ``test_api_server.py`` when a cluster is available.
 """
 
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-REPO = Path(__file__).resolve().parents[2]
-CRDS = {doc["spec"]["names"]["kind"]: doc
-        for path in sorted((REPO / "crds").glob("*.yaml"))
-        for doc in [yaml.safe_load(path.read_text())]}
-
-
-def schema_of(kind: str) -> dict[str, Any]:
-    return CRDS[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-
-def openapi(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        out = {k: openapi(v) for k, v in schema.items()
-               if not k.startswith("x-kubernetes-")}
-        if schema.get("x-kubernetes-int-or-string"):
-            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
-        return out
-    if isinstance(schema, list):
-        return [openapi(v) for v in schema]
-    return schema
-
-
-def errors(kind: str, obj: dict[str, Any]) -> list[str]:
-    validator = OAS30Validator(openapi(schema_of(kind)), format_checker=oas30_format_checker)
-    return sorted(e.message for e in validator.iter_errors(obj))
+from tests.operator.crd_schema import CRDS, REPO, errors, schema_of
 
 
 def test_every_kind_is_served_with_status_subresource_and_printer_columns():

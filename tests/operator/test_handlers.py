@@ -17,7 +17,10 @@ import pytest
 import pytest_asyncio
 from kopf._core.engines import posting
 from odradek_operator import runtime
-from odradek_operator.handlers.broker_cluster import reconcile_broker_cluster
+from odradek_operator.handlers.broker_cluster import (
+    reconcile_broker_cluster,
+    stop_brokers_then_release,
+)
 from odradek_operator.handlers.topic import reconcile_topic
 from odradek_operator.metrics import REGISTRY
 
@@ -165,3 +168,29 @@ async def test_topic_through_a_broker_cluster_reference_creates_a_real_topic(api
     assert status["topicId"] and status["topicName"] == "events"
     assert conditions(patch)["Ready"]["status"] == "True"
     assert ("Normal", "Created") in posted(events)
+
+
+async def test_deleting_a_cluster_stops_its_brokers_before_their_managed_zookeeper(api):
+    coro, _ = call(reconcile_broker_cluster,
+                   cluster_body(zookeeper={"managed": {"replicas": 1}}))
+    await coro
+    api.objects[kmock.resource("v1/pods"), "kafka", "odr-0"] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "odr-0", "namespace": "kafka",
+                     "labels": {"app.kubernetes.io/name": "odradek",
+                                "app.kubernetes.io/instance": "odr",
+                                "app.kubernetes.io/component": "broker"}}}
+    body = cluster_body(zookeeper={"managed": {"replicas": 1}})
+    body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"  # just now, as far as it knows
+    with pytest.raises(kopf.TemporaryError, match="1 broker"):
+        await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",
+                                        logger=LOGGER)
+    sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"]
+    assert sts["replicas"] == 0
+    # Scaling to zero is a scale-down: without deleteClaim it must keep the claims.
+    assert sts["persistentVolumeClaimRetentionPolicy"] == {"whenScaled": "Retain",
+                                                           "whenDeleted": "Retain"}
+    # Once they are gone (or after the bound), the deletion proceeds.
+    del api.objects[kmock.resource("v1/pods"), "kafka", "odr-0"]
+    await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",
+                                    logger=LOGGER)

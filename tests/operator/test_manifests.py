@@ -101,6 +101,18 @@ def test_managed_zookeeper_ensemble_and_connect_string():
     assert f"zookeeper.connect={connect}" in props
 
 
+def test_managed_zookeeper_always_requests_resources():
+    def zk_resources(managed: dict) -> dict:
+        objs = children(cluster_spec(zookeeper={"managed": managed}))
+        return objs[("StatefulSet", "odr-zookeeper")]["spec"]["template"]["spec"][
+            "containers"][0]["resources"]
+
+    # Never BestEffort: the first pod starved of CPU on a busy node, with every broker behind.
+    assert zk_resources({})["requests"] == {"cpu": "100m", "memory": "256Mi"}
+    chosen = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "2Gi"}}
+    assert zk_resources({"resources": chosen}) == chosen
+
+
 def test_rack_awareness_adds_init_container_and_node_reader_rbac():
     objs = children(cluster_spec(rack={"topologyKey": "topology.kubernetes.io/zone"}))
     pod = objs[("StatefulSet", "odr")]["spec"]["template"]["spec"]
@@ -155,3 +167,49 @@ def test_conditions_keep_transition_time_until_status_flips():
 def test_backoff_grows_and_is_capped():
     assert [backoff_delay(r) for r in range(4)] == [5, 10, 20, 40]
     assert backoff_delay(50) == 300
+
+
+def test_brokers_and_zookeeper_use_the_images_exec_readiness_probes():
+    objs = children(cluster_spec(zookeeper={"managed": {"replicas": 3}}))
+    broker = objs[("StatefulSet", "odr")]["spec"]["template"]["spec"]["containers"][0]
+    assert broker["readinessProbe"]["exec"]["command"][:2] == ["odradek", "broker-ready"]
+    # The probe finds the broker's port the way the entrypoint does.
+    assert {"name": "ODRADEK_PORT", "value": "9092"} in broker["env"]
+    zk_sts = objs[("StatefulSet", "odr-zookeeper")]["spec"]
+    assert zk_sts["podManagementPolicy"] == "Parallel"
+    zk = zk_sts["template"]["spec"]["containers"][0]
+    assert zk["readinessProbe"]["exec"]["command"] == ["zookeeper-ready"]
+    assert zk["volumeMounts"] == [{"name": "data", "mountPath": "/var/lib/zookeeper/data"}]
+    assert {"name": "ZOO_DATA_DIR", "value": "/var/lib/zookeeper/data"} in zk["env"]
+    # Liveness never kills a pod that is still starting: the startup probe covers that.
+    for container, port in ((broker, "kafka"), (zk, "client")):
+        assert container["startupProbe"]["tcpSocket"] == {"port": port}
+        assert container["startupProbe"]["failureThreshold"] * \
+            container["startupProbe"]["periodSeconds"] >= 300
+        assert "initialDelaySeconds" not in container["livenessProbe"]
+
+
+def test_pods_meet_the_restricted_pod_security_standard():
+    objs = children(cluster_spec(zookeeper={"managed": {"replicas": 1}},
+                                 rack={"topologyKey": "zone"}))
+    for name in ("odr", "odr-zookeeper"):
+        pod = objs[("StatefulSet", name)]["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        for container in pod["containers"] + pod.get("initContainers", []):
+            assert container["securityContext"] == {
+                "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+@pytest.mark.parametrize("delete_claim", [False, True])
+def test_claims_are_kept_with_the_cluster_unless_delete_claim(delete_claim):
+    objs = children(cluster_spec(
+        storage={"deleteClaim": delete_claim},
+        zookeeper={"managed": {"replicas": 1, "storage": {"deleteClaim": delete_claim}}}))
+    expected = "Delete" if delete_claim else "Retain"
+    brokers = objs[("StatefulSet", "odr")]["spec"]["persistentVolumeClaimRetentionPolicy"]
+    # A drained broker's claim goes whatever the policy: its replicas moved away first.
+    assert brokers == {"whenScaled": "Delete", "whenDeleted": expected}
+    zookeeper = objs[("StatefulSet", "odr-zookeeper")]["spec"][
+        "persistentVolumeClaimRetentionPolicy"]
+    assert zookeeper == {"whenScaled": "Retain", "whenDeleted": expected}

@@ -75,6 +75,11 @@ class ClusterRef:
         return cls(str(name) if name else None, str(servers) if servers else None)
 
 
+ZOOKEEPER_RESOURCES: Mapping[str, Any] = {"requests": {"cpu": "100m", "memory": "256Mi"}}
+"""What a managed ZooKeeper requests when the spec says nothing: without requests it would be
+BestEffort, the first pod starved of CPU on a busy node, and every broker waits on it."""
+
+
 @dataclass(frozen=True)
 class ManagedZooKeeper:
     replicas: int = 3
@@ -82,6 +87,8 @@ class ManagedZooKeeper:
     storage_size: str = "1Gi"
     storage_class: str | None = None
     chroot: str | None = None
+    delete_claim: bool = False
+    resources: Mapping[str, Any] = field(default_factory=lambda: dict(ZOOKEEPER_RESOURCES))
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class BrokerClusterSpec:
     image_pull_policy: str
     storage_size: str
     storage_class: str | None
+    delete_claim: bool
     resources: Mapping[str, Any]
     config: Mapping[str, str]
     port: int
@@ -126,7 +134,9 @@ class BrokerClusterSpec:
                 image=str(managed_raw.get("image") or ManagedZooKeeper.image),
                 storage_size=str(zk_storage.get("size") or "1Gi"),
                 storage_class=zk_storage.get("storageClassName"),
-                chroot=managed_raw.get("chroot"))
+                chroot=managed_raw.get("chroot"),
+                delete_claim=bool(zk_storage.get("deleteClaim", False)),
+                resources=dict(managed_raw.get("resources") or ZOOKEEPER_RESOURCES))
         metrics = raw.get("metrics") or {}
         rack = raw.get("rack")
         return cls(
@@ -135,6 +145,7 @@ class BrokerClusterSpec:
             image_pull_policy=str(raw.get("imagePullPolicy") or "IfNotPresent"),
             storage_size=str(storage.get("size") or "10Gi"),
             storage_class=storage.get("storageClassName"),
+            delete_claim=bool(storage.get("deleteClaim", False)),
             resources=dict(raw.get("resources") or {}),
             config=config,
             port=_int(raw.get("listeners") or {}, "port", 9092, "spec.listeners"),

@@ -13,6 +13,7 @@ Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
 from __future__ import annotations
 
 import contextlib
+import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from ..errors import ClusterUnreachable
 from ..kafka.brokers import apply_dynamic_config, reassign
 from ..kafka.observe import observe_cluster
 from ..kafka.session import admin_session
-from ..kube.api import KubeApi
+from ..kube.api import KubeApi, KubeApiError
 from ..manifests import brokers as broker_manifests
 from ..manifests.common import ClusterNames, Owner, config_hash
 from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
@@ -45,6 +46,7 @@ __all__ = ["RECONCILE_INTERVAL_S", "desired_children"]
 GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "brokerclusters"
 RECONCILE_INTERVAL_S = 30.0
 STEP_DELAY_S = 10.0
+BROKER_STOP_TIMEOUT_S = 240.0
 REVISION_LABEL = "controller-revision-hash"
 
 
@@ -247,14 +249,48 @@ async def watch_broker_cluster(**kwargs: Any) -> None:
 
 
 @kopf.on.delete(GROUP, VERSION, PLURAL)
-async def delete_cluster_scoped_children(*, namespace: str | None, name: str,
-                                         **_: Any) -> None:
-    """Namespaced children go with their owner; the rack ClusterRole(Binding) cannot carry
-    a namespaced owner, so they are deleted here."""
+async def stop_brokers_then_release(*, body: kopf.Body, namespace: str | None, name: str,
+                                    logger: Any, **_: Any) -> None:
+    """Before the children go: brokers first, then the rest.
+
+    Garbage collection would delete the brokers and a managed ZooKeeper at once; a broker
+    whose ZooKeeper is gone cannot finish its controlled shutdown and holds on for its whole
+    termination grace period (minutes), and its volume with it. So the brokers are scaled to
+    zero while ZooKeeper still runs (keeping their claims unless ``deleteClaim``: a scale to zero
+    is a scale-down), and the finalizer waits (bounded) until they have stopped.
+
+    Namespaced children then go with their owner; the rack ClusterRole(Binding) cannot carry a
+    namespaced owner, so they are deleted here."""
     api: KubeApi = kube()
     names = ClusterNames(name, namespace or "")
+    managed = bool(((body.get("spec") or {}).get("zookeeper") or {}).get("managed"))
+    if managed and namespace:
+        pods = await api.list("Pod", namespace, names.selector(broker_manifests.BROKER))
+        waited = seconds_since(body.metadata.get("deletionTimestamp"))
+        if pods and waited < BROKER_STOP_TIMEOUT_S:
+            try:
+                delete_claim = bool(((body.get("spec") or {}).get("storage") or {})
+                                    .get("deleteClaim", False))
+                await api.patch("StatefulSet", namespace, names.statefulset,
+                                broker_manifests.stop_brokers_patch(delete_claim))
+            except KubeApiError as exc:  # already gone (a foreground deletion): pods follow
+                if exc.status != 404:
+                    raise
+            raise kopf.TemporaryError(f"waiting for {len(pods)} broker(s) to stop before "
+                                      "their ZooKeeper goes", delay=5)
+        if pods:
+            logger.warning(f"{len(pods)} broker(s) still running after {waited:.0f}s; "
+                           "deleting the cluster anyway")
     for child in broker_manifests.rack_rbac(names, None):
         if child["kind"] in ("ClusterRole", "ClusterRoleBinding"):
             await api.delete(child["kind"], None, child["metadata"]["name"])
     with contextlib.suppress(KeyError):
         UNDER_REPLICATED.remove(namespace, name)
+
+
+def seconds_since(timestamp: str | None) -> float:
+    """Seconds since an RFC 3339 timestamp of the API server (0 when there is none)."""
+    if not timestamp:
+        return 0.0
+    then = datetime.datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    return max(0.0, (datetime.datetime.now(datetime.UTC) - then).total_seconds())

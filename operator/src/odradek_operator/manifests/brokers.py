@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..spec import BrokerClusterSpec
-from .common import RESTART_HASH_ANNOTATION, ClusterNames, Owner, metadata, render_properties
+from .common import (
+    RESTART_HASH_ANNOTATION,
+    ClusterNames,
+    Owner,
+    container_security_context,
+    metadata,
+    pod_security_context,
+    render_properties,
+)
 
 __all__ = [
     "BROKER",
@@ -28,12 +36,14 @@ __all__ = [
     "pod_monitor",
     "rack_rbac",
     "statefulset",
+    "stop_brokers_patch",
 ]
 
 BROKER = "broker"
 DATA_DIR = "/var/lib/odradek/data"
 CONFIG_DIR = "/etc/odradek"
 RACK_DIR = "/etc/odradek-rack"
+BROKER_UID = 10001  # the broker image's user
 TERMINATION_GRACE_SECONDS = 180  # controlled shutdown moves leadership away first
 
 
@@ -117,6 +127,7 @@ def _rack_init_container(spec: BrokerClusterSpec) -> dict[str, Any]:
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                 {"name": "RACK_TOPOLOGY_KEY", "value": spec.rack_topology_key}],
         "volumeMounts": [{"name": "rack", "mountPath": RACK_DIR}],
+        "securityContext": container_security_context(),
     }
 
 
@@ -141,6 +152,22 @@ def rack_rbac(names: ClusterNames, owner: Owner | None) -> list[dict[str, Any]]:
     ]
 
 
+def claim_retention(delete_claim: bool) -> dict[str, str]:
+    """A drained broker's volume holds no replica any more (``whenScaled: Delete``); the
+    cluster's volumes outlive it unless ``spec.storage.deleteClaim`` says otherwise."""
+    return {"whenScaled": "Delete", "whenDeleted": "Delete" if delete_claim else "Retain"}
+
+
+def stop_brokers_patch(delete_claim: bool) -> dict[str, Any]:
+    """The StatefulSet patch that stops every broker before the cluster is deleted.
+
+    Scaling to zero is a scale-down, so ``whenScaled: Delete`` would take every claim with it;
+    the same patch makes the scale-down keep them whenever deletion keeps them."""
+    when_deleted = claim_retention(delete_claim)["whenDeleted"]
+    return {"spec": {"replicas": 0, "persistentVolumeClaimRetentionPolicy": {
+        "whenScaled": when_deleted, "whenDeleted": when_deleted}}}
+
+
 def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec, *,
                 replicas: int, restart_hash: str) -> dict[str, Any]:
     """``replicas`` is the operator's decision (it lags spec.replicas while a scale-down
@@ -161,11 +188,22 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         "name": BROKER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
         "env": env,
         "ports": [{"name": "kafka", "containerPort": spec.port, "protocol": "TCP"}],
-        "readinessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 5,
-                           "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "initialDelaySeconds": 60,
-                          "periodSeconds": 10, "failureThreshold": 6},
+        # Ready = registered in ZooKeeper and in the ISR of everything it replicates (the
+        # image's probe): the bootstrap Service then routes only to caught-up brokers. The
+        # probe is a Python process: on a busy node its start-up alone took over 8 s (e2e at
+        # load 27), so it gets 20 s and asks the broker for at most 10.
+        "readinessProbe": {"exec": {"command": ["odradek", "broker-ready", "--timeout", "10"]},
+                           "initialDelaySeconds": 3, "periodSeconds": 10, "timeoutSeconds": 20,
+                           "failureThreshold": 3},
+        # A broker listens only once it has registered in ZooKeeper, which on a busy node (or
+        # behind a slow ensemble) can take minutes: the startup probe gives it ten, so the
+        # liveness probe never kills a broker that is still starting (a restart starts over).
+        "startupProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+                         "failureThreshold": 60},
+        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+                          "failureThreshold": 6},
         "volumeMounts": mounts,
+        "securityContext": container_security_context(),
     }
     if spec.metrics_enabled:
         container["ports"].append({"name": "metrics", "containerPort": spec.metrics_port,
@@ -174,7 +212,7 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         container["resources"] = dict(spec.resources)
     pod_spec: dict[str, Any] = {
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-        "securityContext": {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001},
+        "securityContext": pod_security_context(BROKER_UID),
         "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
             "weight": 100, "podAffinityTerm": {"labelSelector": {"matchLabels": selector},
                                                "topologyKey": "kubernetes.io/hostname"}}]}},
@@ -206,8 +244,7 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
             "replicas": replicas,
             "podManagementPolicy": "Parallel",
             "updateStrategy": {"type": "OnDelete"},
-            "persistentVolumeClaimRetentionPolicy": {"whenScaled": "Delete",
-                                                     "whenDeleted": "Retain"},
+            "persistentVolumeClaimRetentionPolicy": claim_retention(spec.delete_claim),
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": names.labels(BROKER),

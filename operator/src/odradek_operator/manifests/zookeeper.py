@@ -7,10 +7,15 @@ change of image needs one edit here:
   image's entrypoint from ``HOSTNAME`` (``<statefulset>-<ordinal>``);
 * ``ZOO_SERVERS`` lists the ensemble, space-separated, in ZooKeeper's dynamic-config form
   ``server.<id>=<host>:<peer port>:<election port>;<client port>``;
-* ``ZOO_DATA_DIR`` is where snapshots, transaction logs and ``myid`` live (a PVC);
+* ``ZOO_DATA_DIR`` is where snapshots, transaction logs and ``myid`` live (a PVC mounted on
+  the image's own data folder);
 * client, peer and election ports are ZooKeeper's defaults 2181, 2888, 3888;
-* the server needs ``4lw.commands.whitelist`` to include ``ruok`` for the probes; liveness and
-  readiness are plain TCP checks on the client port, which needs nothing from the image.
+* readiness is the image's ``zookeeper-ready`` (the server answers ``srvr`` as leader,
+  follower or standalone: a member outside a quorum is not Ready); liveness is a TCP check on
+  the client port, which a member waiting for its quorum still passes.
+
+Members start in parallel (``podManagementPolicy: Parallel``): one is Ready only inside a
+quorum, so starting them one at a time would wait forever for the first.
 """
 
 from __future__ import annotations
@@ -19,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..spec import ManagedZooKeeper
-from .common import ClusterNames, Owner, metadata
+from .common import (
+    ClusterNames,
+    Owner,
+    container_security_context,
+    metadata,
+    pod_security_context,
+)
 
 __all__ = ["IMAGE_CONTRACT", "ZooKeeperImageContract", "zookeeper_connect", "zookeeper_manifests"]
 
@@ -31,7 +42,8 @@ class ZooKeeperImageContract:
     client_port: int = 2181
     peer_port: int = 2888
     election_port: int = 3888
-    data_dir: str = "/var/lib/zookeeper"
+    data_dir: str = "/var/lib/zookeeper/data"
+    ready_command: tuple[str, ...] = ("zookeeper-ready",)
     servers_env: str = "ZOO_SERVERS"
     data_dir_env: str = "ZOO_DATA_DIR"
     myid_offset: int = 1  # myid = ordinal + myid_offset
@@ -82,11 +94,16 @@ def zookeeper_manifests(names: ClusterNames, owner: Owner | None, managed: Manag
                                                                           contract)},
                 {"name": contract.data_dir_env, "value": contract.data_dir}],
         "ports": [{"name": p["name"], "containerPort": p["port"]} for p in ports],
-        "readinessProbe": {"tcpSocket": {"port": "client"}, "initialDelaySeconds": 5,
-                           "periodSeconds": 5},
-        "livenessProbe": {"tcpSocket": {"port": "client"}, "initialDelaySeconds": 30,
-                          "periodSeconds": 10, "failureThreshold": 6},
+        "resources": dict(managed.resources),
+        "readinessProbe": {"exec": {"command": list(contract.ready_command)},
+                           "initialDelaySeconds": 5, "periodSeconds": 5, "timeoutSeconds": 5,
+                           "failureThreshold": 3},
+        "startupProbe": {"tcpSocket": {"port": "client"}, "periodSeconds": 10,
+                         "failureThreshold": 30},
+        "livenessProbe": {"tcpSocket": {"port": "client"}, "periodSeconds": 10,
+                          "failureThreshold": 6},
         "volumeMounts": [{"name": "data", "mountPath": contract.data_dir}],
+        "securityContext": container_security_context(),
     }
     return [
         {"apiVersion": "v1", "kind": "Service",
@@ -107,13 +124,15 @@ def zookeeper_manifests(names: ClusterNames, owner: Owner | None, managed: Manag
              # A quorum forms only when every server is up: start them together.
              "podManagementPolicy": "Parallel",
              "updateStrategy": {"type": "RollingUpdate"},
+             "persistentVolumeClaimRetentionPolicy": {
+                 "whenScaled": "Retain",
+                 "whenDeleted": "Delete" if managed.delete_claim else "Retain"},
              "selector": {"matchLabels": selector},
              "template": {
                  "metadata": {"labels": names.labels(ZOOKEEPER)},
                  "spec": {
                      "automountServiceAccountToken": False,
-                     "securityContext": {"runAsUser": contract.run_as_user,
-                                         "fsGroup": contract.run_as_user},
+                     "securityContext": pod_security_context(contract.run_as_user),
                      "affinity": {"podAntiAffinity": {
                          "preferredDuringSchedulingIgnoredDuringExecution": [{
                              "weight": 100, "podAffinityTerm": {

@@ -1,0 +1,92 @@
+{{/*
+Names and labels shared by every template. Cluster-scoped objects (ClusterRole, binding) are
+named after the release *and* its namespace, so the same release name in two namespaces does
+not collide.
+*/}}
+
+{{- define "odradek.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "odradek.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "odradek.operatorName" -}}
+{{- printf "%s-operator" (include "odradek.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "odradek.clusterScopedName" -}}
+{{- printf "%s-%s" (include "odradek.operatorName" .) .Release.Namespace | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "odradek.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "odradek.labels" -}}
+helm.sh/chart: {{ include "odradek.chart" . }}
+app.kubernetes.io/name: {{ include "odradek.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: odradek
+{{- end }}
+
+{{- define "odradek.operatorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "odradek.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{/* The release's odradek resources: what the pre-delete hook deletes. */}}
+{{- define "odradek.resourceSelector" -}}
+app.kubernetes.io/instance={{ .Release.Name }},app.kubernetes.io/managed-by={{ .Release.Service }}
+{{- end }}
+
+{{- define "odradek.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "odradek.operatorName" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* repository:tag, the tag defaulting to the chart's appVersion. Call with (list image ctx). */}}
+{{- define "odradek.image" -}}
+{{- $image := index . 0 -}}
+{{- $ctx := index . 1 -}}
+{{- printf "%s:%s" $image.repository (default $ctx.Chart.AppVersion $image.tag | toString) }}
+{{- end }}
+
+{{- define "odradek.storageClass" -}}
+{{- $storage := index . 0 -}}
+{{- $ctx := index . 1 -}}
+{{- default $ctx.Values.storageClass $storage.storageClassName }}
+{{- end }}
+
+{{/* The BrokerCluster's name (the operator names its pods and Services after it). */}}
+{{- define "odradek.clusterName" -}}
+{{- default (include "odradek.fullname" .) .Values.cluster.name | trunc 52 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+A Kafka config value as Kafka's string form. YAML numbers reach templates as float64, which
+print as 6.048e+08: whole numbers are printed as integers.
+*/}}
+{{- define "odradek.configValue" -}}
+{{- if and (kindIs "float64" .) (eq (float64 (int64 .)) .) -}}
+{{- int64 . | toString | quote -}}
+{{- else -}}
+{{- toString . | quote -}}
+{{- end -}}
+{{- end }}

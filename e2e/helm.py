@@ -1,0 +1,78 @@
+"""The chart as a user installs it: ``helm install --wait`` of ``charts/odradek`` into a test's
+namespace, ``helm uninstall --wait`` afterwards, and the values a scenario starts from.
+
+Helm (and kubectl, for the ``kubectl apply -f examples/...`` steps) come from PATH, else from
+the local stack's cache (``e2e/local/build.sh helm``). Both run as subprocesses of the test, so
+on the local backend they inherit its network namespace and reach the API server as it does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CHART = REPO_ROOT / "charts" / "odradek"
+CACHE_BIN = Path(os.environ.get("ODRADEK_K8S_CACHE", "/var/cache/odradek-k8s")) / "bin"
+
+__all__ = ["CHART", "Helm", "find_tool", "image_values"]
+
+
+def find_tool(name: str) -> str | None:
+    """``name`` from PATH, else from the local stack's cache."""
+    found = shutil.which(name)
+    if found:
+        return found
+    cached = CACHE_BIN / name
+    return str(cached) if cached.is_file() and os.access(cached, os.X_OK) else None
+
+
+def image_values(image: str, *, pull_policy: bool = True) -> dict[str, str]:
+    """``repo/name:tag`` as the chart's {repository, tag, pullPolicy}."""
+    repository, _, tag = image.rpartition(":")
+    if not repository or "/" in tag:
+        repository, tag = image, "latest"
+    values = {"repository": repository, "tag": tag}
+    if pull_policy:
+        values["pullPolicy"] = "IfNotPresent"
+    return values
+
+
+@dataclass
+class Helm:
+    binary: str
+    kubeconfig: Path
+
+    def run(self, *args: str, timeout: float = 600) -> str:
+        env = {**os.environ, "KUBECONFIG": str(self.kubeconfig)}
+        result = subprocess.run([self.binary, *args], capture_output=True, text=True,
+                                timeout=timeout, env=env)
+        if result.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} failed ({result.returncode}):\n"
+                                 f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        return result.stdout
+
+    def install(self, release: str, namespace: str, values: Mapping[str, Any], *,
+                timeout_s: int = 300) -> str:
+        """``helm install --wait`` with ``values`` (written to a file: no --set escaping)."""
+        with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="odradek-values-") as f:
+            json.dump(values, f)
+            f.flush()
+            return self.run("install", release, str(CHART), "--namespace", namespace,
+                            "--values", f.name, "--wait", "--timeout", f"{timeout_s}s",
+                            timeout=timeout_s + 60)
+
+    def uninstall(self, release: str, namespace: str, *, timeout_s: int = 420) -> str:
+        return self.run("uninstall", release, "--namespace", namespace, "--wait",
+                        "--timeout", f"{timeout_s}s", timeout=timeout_s + 60)
+
+    def releases(self, namespace: str) -> Sequence[str]:
+        out = self.run("list", "--namespace", namespace, "--short", timeout=60)
+        return out.split()

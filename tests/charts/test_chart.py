@@ -1,0 +1,279 @@
+"""The Helm chart (charts/odradek), offline: ``helm lint --strict``, and what ``helm template``
+renders for the default and the full values (ci/full-values.yaml) validated against the
+Kubernetes v1.34 schemas (kubernetes-validate, strict: an unknown field fails) and, for
+odradek's own kinds, against the CRDs. Plus the contracts between the chart and the rest of the
+repository: CRDs identical to crds/, RBAC identical to operator/deploy/rbac.yaml, selectors that
+match the pods the operator makes.
+
+Helm is the one binary these tests need: from PATH, else the local stack's cache
+(``make helm`` builds it there). Without it, they skip with one line saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from odradek_operator.manifests.common import ClusterNames
+from odradek_operator.spec import BrokerClusterSpec
+
+from tests.operator.crd_schema import CRDS, REPO
+from tests.operator.crd_schema import errors as crd_errors
+
+CHART = REPO / "charts" / "odradek"
+FULL_VALUES = CHART / "ci" / "full-values.yaml"
+KUBE_VERSION = "1.34.0"
+MONITORING_APIS = ["monitoring.coreos.com/v1/PodMonitor", "monitoring.coreos.com/v1/PrometheusRule"]
+CACHE = Path(os.environ.get("ODRADEK_K8S_CACHE", "/var/cache/odradek-k8s"))
+
+
+def _helm() -> str | None:
+    found = shutil.which("helm")
+    if found:
+        return found
+    cached = CACHE / "bin" / "helm"
+    return str(cached) if cached.is_file() and os.access(cached, os.X_OK) else None
+
+
+HELM = _helm()
+needs_helm = pytest.mark.skipif(
+    HELM is None, reason=f"helm not found on PATH or in {CACHE}/bin: `make helm` builds it")
+
+
+def helm(*args: str) -> str:
+    assert HELM is not None
+    result = subprocess.run([HELM, *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def render(*values: str, monitoring: bool = False, set_: tuple[str, ...] = ()
+           ) -> list[dict[str, Any]]:
+    args = ["template", "rel", str(CHART), "--namespace", "streaming",
+            "--kube-version", KUBE_VERSION, "--include-crds"]
+    for path in values:
+        args += ["-f", path]
+    for api in MONITORING_APIS if monitoring else ():
+        args += ["--api-versions", api]
+    for item in set_:
+        args += ["--set", item]
+    return [doc for doc in yaml.safe_load_all(helm(*args)) if doc]
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+# ---------------------------------------------------------------- no helm needed
+
+
+def test_chart_crds_are_identical_to_the_repository_crds():
+    ours = {p.name: p.read_bytes() for p in (REPO / "crds").glob("*.yaml")}
+    chart = {p.name: p.read_bytes() for p in (CHART / "crds").glob("*.yaml")}
+    assert chart.keys() == ours.keys()
+    differ = sorted(name for name in ours if ours[name] != chart[name])
+    assert not differ, f"charts/odradek/crds differ from crds/: {differ} (copy crds/*.yaml)"
+
+
+def test_values_schema_accepts_the_default_and_full_values():
+    import jsonschema
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for path in (CHART / "values.yaml", FULL_VALUES):
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"cluster": {"replicas": 0}}, schema)
+
+
+# ---------------------------------------------------------------- helm
+
+
+@needs_helm
+@pytest.mark.parametrize("values", [[], [str(FULL_VALUES)]], ids=["default", "full"])
+def test_helm_lint_is_clean(values):
+    args = ["lint", str(CHART), "--strict", "--kube-version", KUBE_VERSION]
+    for path in values:
+        args += ["-f", path]
+    out = helm(*args)
+    assert "0 chart(s) failed" in out
+
+
+@needs_helm
+def test_schema_rejects_unknown_and_wrong_values():
+    for bad in ("cluster.replicas=0", "operator.logFormat=xml", "typo=1",
+                "cluster.zookeeper.managed.replicas=2"):
+        result = subprocess.run([HELM or "helm", "lint", str(CHART), "--set", bad],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0, f"--set {bad} was accepted"
+
+
+def _validate(docs: list[dict[str, Any]]) -> list[str]:
+    problems = []
+    for doc in docs:
+        what = f"{doc['kind']}/{doc['metadata']['name']}"
+        api_group = doc["apiVersion"].split("/")[0]
+        if api_group == "odradek.dev":
+            problems += [f"{what}: {e}" for e in crd_errors(doc["kind"], doc)]
+        elif api_group == "monitoring.coreos.com":
+            continue  # checked by test_monitoring_objects (no schema ships offline)
+        else:
+            try:
+                kubernetes_validate.validate(doc, KUBE_VERSION, strict=True)
+            except kubernetes_validate.ValidationError as exc:
+                problems.append(f"{what}: {exc.message} at {list(exc.path)}")
+    return problems
+
+
+@needs_helm
+@pytest.mark.parametrize("values", [[], [str(FULL_VALUES)]], ids=["default", "full"])
+def test_rendered_objects_are_valid_kubernetes_v1_34(values):
+    docs = render(*values, monitoring=True)
+    assert _validate(docs) == []
+    kinds = {d["kind"] for d in docs}
+    assert {"CustomResourceDefinition", "Deployment", "ServiceAccount", "ClusterRole",
+            "ClusterRoleBinding", "ConfigMap", "NetworkPolicy", "PodMonitor",
+            "PrometheusRule", "Job"} <= kinds
+    if values:
+        assert {"BrokerCluster", "Topic"} <= kinds
+
+
+@needs_helm
+def test_default_values_install_only_the_operator_and_monitoring():
+    docs = render()
+    assert not by_kind(docs, "BrokerCluster") and not by_kind(docs, "Topic")
+    assert not by_kind(docs, "PodMonitor") and not by_kind(docs, "PrometheusRule"), \
+        "monitoring.coreos.com objects must need their CRDs"
+    (deployment,) = by_kind(docs, "Deployment")
+    spec = deployment["spec"]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    (container,) = spec["template"]["spec"]["containers"]
+    assert container["image"] == "odradek/operator:0.1.0"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "metrics": 9090}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["ODRADEK_OPERATOR_METRICS_PORT"] == "9090"
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+@needs_helm
+def test_full_values_render_the_cluster_topics_and_images():
+    docs = render(str(FULL_VALUES), monitoring=True)
+    (cluster,) = by_kind(docs, "BrokerCluster")
+    spec = cluster["spec"]
+    assert cluster["metadata"]["name"] == "events"
+    assert spec["image"] == "registry.example/odradek/broker:1.2.3"
+    assert spec["storage"] == {"size": "100Gi", "storageClassName": "fast-ssd",
+                               "deleteClaim": True}
+    # Large YAML numbers stay integers (not 6.048e+08), fractions stay fractions.
+    assert spec["config"]["log.retention.ms"] == "604800000"
+    assert spec["config"]["log.segment.bytes"] == "1073741824"
+    assert spec["config"]["log.cleaner.min.cleanable.ratio"] == "0.5"
+    managed = spec["zookeeper"]["managed"]
+    assert managed["image"] == "registry.example/odradek/zookeeper:1.2.3"
+    assert managed["storage"]["storageClassName"] == "zk-ssd"
+    # The operator reads the rendered spec the same way it reads a hand-written one.
+    parsed = BrokerClusterSpec.parse(spec)
+    assert parsed.replicas == 5 and parsed.delete_claim and parsed.rack_topology_key
+    topics = {t["metadata"]["name"]: t["spec"] for t in by_kind(docs, "Topic")}
+    assert topics["page-views"]["clusterRef"] == {"name": "events"}
+    assert topics["page-views"]["config"]["retention.ms"] == "604800000"
+    assert topics["metrics-raw"]["topicName"] == "metrics.raw"
+    assert topics["metrics-raw"]["deletionPolicy"] == "Delete"
+
+
+@needs_helm
+def test_external_zookeeper_renders_no_managed_ensemble_and_no_zookeeper_policy():
+    docs = render(set_=("cluster.enabled=true", "cluster.zookeeper.connect=zk-0:2181/odr"))
+    (cluster,) = by_kind(docs, "BrokerCluster")
+    assert cluster["spec"]["zookeeper"] == {"connect": "zk-0:2181/odr"}
+    assert crd_errors("BrokerCluster", cluster) == []
+    names = {p["metadata"]["name"] for p in by_kind(docs, "NetworkPolicy")}
+    assert not any(n.endswith("-zookeeper") for n in names)
+
+
+@needs_helm
+def test_crds_in_the_rendered_chart_are_the_repository_crds():
+    rendered = {d["metadata"]["name"]: d for d in by_kind(render(), "CustomResourceDefinition")}
+    assert {name: crd for name, crd in rendered.items()} == \
+        {crd["metadata"]["name"]: crd for crd in CRDS.values()}
+
+
+@needs_helm
+def test_operator_rbac_is_the_documented_least_privilege_set():
+    (role,) = by_kind(render(), "ClusterRole")
+    plain = [d for d in yaml.safe_load_all((REPO / "operator/deploy/rbac.yaml").read_text())
+             if d and d["kind"] == "ClusterRole"]
+    assert role["rules"] == plain[0]["rules"], \
+        "operator/deploy/rbac.yaml and the chart's ClusterRole must grant the same rules"
+    verbs = {(g, r): set(rule["verbs"]) for rule in role["rules"]
+             for g in rule["apiGroups"] for r in rule["resources"]}
+    assert "*" not in {v for vs in verbs.values() for v in vs}
+    assert verbs[("", "pods")] == {"list", "delete"}
+    assert ("", "secrets") not in verbs
+
+
+@needs_helm
+def test_network_policies_select_the_pods_the_operator_makes():
+    docs = render(str(FULL_VALUES))
+    policies = {p["metadata"]["name"]: p["spec"] for p in by_kind(docs, "NetworkPolicy")}
+    names = ClusterNames("events", "streaming")
+    assert policies["events-brokers"]["podSelector"]["matchLabels"] == names.selector("broker")
+    assert policies["events-zookeeper"]["podSelector"]["matchLabels"] == \
+        names.selector("zookeeper")
+    (deployment,) = by_kind(docs, "Deployment")
+    operator_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    selector = policies["rel-odradek-operator"]["podSelector"]["matchLabels"]
+    assert selector.items() <= operator_labels.items()
+    # ZooKeeper admits only this cluster's brokers and its peers.
+    (rule,) = policies["events-zookeeper"]["ingress"]
+    (peer,) = rule["from"]
+    expressions = {e["key"]: e["values"] for e in peer["podSelector"]["matchExpressions"]}
+    assert expressions["app.kubernetes.io/instance"] == ["events"]
+    assert sorted(expressions["app.kubernetes.io/component"]) == ["broker", "zookeeper"]
+
+
+@needs_helm
+def test_monitoring_objects():
+    docs = render(str(FULL_VALUES), monitoring=True)
+    (monitor,) = by_kind(docs, "PodMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert monitor["spec"]["podMetricsEndpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "15s"}]
+    (rule,) = by_kind(docs, "PrometheusRule")
+    shipped = yaml.safe_load((CHART / "rules" / "odradek.rules.yaml").read_text())
+    assert rule["spec"] == shipped and rule["spec"]["groups"]
+    dashboards = by_kind(docs, "ConfigMap")
+    files = sorted(p.name for p in (CHART / "dashboards").glob("*.json"))
+    assert sorted(k for cm in dashboards for k in cm["data"]) == files
+    for cm in dashboards:
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert cm["metadata"]["namespace"] == "monitoring"
+        assert cm["metadata"]["annotations"] == {"grafana_folder": "odradek"}
+        for name, text in cm["data"].items():
+            assert json.loads(text) == json.loads((CHART / "dashboards" / name).read_text())
+
+
+@needs_helm
+def test_uninstall_hook_runs_before_delete_with_its_own_narrow_role():
+    docs = render()
+    hooks = [d for d in docs
+             if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "pre-delete"]
+    assert {d["kind"] for d in hooks} == {"ServiceAccount", "Role", "RoleBinding", "Job"}
+    (role,) = by_kind(hooks, "Role")
+    assert role["rules"] == [{"apiGroups": ["odradek.dev"],
+                              "resources": ["brokerclusters", "topics", "consumergroups"],
+                              "verbs": ["list", "delete"]}]
+    (job,) = by_kind(hooks, "Job")
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:3] == ["python3", "-m", "odradek_operator.uninstall"]
+    assert "--selector=app.kubernetes.io/instance=rel,app.kubernetes.io/managed-by=Helm" \
+        in command
