@@ -278,6 +278,7 @@ class GroupCoordinator:
         except KafkaError as exc:
             return exc.code, {}
         top, errors, records = slot.shard.delete_offsets(self._clock(), group_id, partitions)
+        self._reschedule(slot, group_id)  # the group may be gone with its last offset
         if records:
             try:
                 await self._append(slot.shard.partition, records)
