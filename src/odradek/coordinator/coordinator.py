@@ -430,10 +430,10 @@ class GroupCoordinator:
 
     async def _append(self, partition: int, records: list[Record]) -> None:
         try:
-            await asyncio.wait_for(
-                self.offsets_log.append(partition, records),
-                self.config.offset_commit_timeout_ms / 1000,
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the append in a Task of
+            # its own, one more task and loop turn per commit on the hottest group path.
+            async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
+                await self.offsets_log.append(partition, records)
         except TimeoutError as exc:
             raise _AppendTimedOut("offsets append timed out") from exc
         except KafkaError:
