@@ -86,3 +86,26 @@ def test_stream_blocks_for_new_data(target: Target, topic_name: str) -> None:
         producer.send(topic_name, b"late").get(10)
     assert next(iter(consumer)).value == b"late"
     consumer.close()
+
+
+def test_offsets_of_a_partition_the_cached_metadata_lacks(target: Target,
+                                                           topic_name: str) -> None:
+    """A partition added (by another client) after this consumer cached the topic's
+    metadata: stale metadata is refreshed and the lookup retried, as Kafka's clients do,
+    never UNKNOWN_TOPIC_OR_PARTITION straight from the cache."""
+    from odradek.client import AdminClient
+
+    create_topic(target.bootstrap, topic_name, 1)
+    consumer = Consumer(bootstrap_servers=target.bootstrap)
+    try:
+        first, added = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+        assert consumer.end_offsets([first]) == {first: 0}  # caches a one-partition topic
+        admin = AdminClient(target.bootstrap)
+        try:
+            admin.create_partitions({topic_name: 2})
+        finally:
+            admin.close()
+        assert consumer.end_offsets([added]) == {added: 0}
+        assert consumer.beginning_offsets([added]) == {added: 0}
+    finally:
+        consumer.close()

@@ -208,3 +208,19 @@ def test_applying_a_commit_plan_equals_replaying_its_records() -> None:
     replayed.shard.replay(twin.records, replayed.now, loading=False)
     assert applied.shard.groups[GROUP].offsets == replayed.shard.groups[GROUP].offsets
     assert sorted(applied.shard.groups[GROUP].offsets) == [("t", 0), ("t", 1)]
+
+
+def test_offset_delete_of_the_last_offset_removes_an_empty_group() -> None:
+    """Kafka's cleanupGroupMetadata: an Empty group left with no offsets is Dead and
+    unlisted, and its tombstone is written so a reload does not bring it back."""
+    driver = Driver()
+    commit(driver, "", -1, OffsetCommitEntry("t", 0, 1), OffsetCommitEntry("t", 1, 2))
+    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [("t", 0)])
+    assert top is NONE and len(records) == 1
+    assert GROUP in {g.group_id for g in driver.shard.list_groups()}, "one offset is left"
+    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [("t", 1)])
+    assert top is NONE and [r.value for r in records] == [None, None]  # offset, then group
+    assert driver.shard.group(GROUP) is None
+    assert GROUP not in {g.group_id for g in driver.shard.list_groups()}
+    assert driver.shard.delete_offsets(driver.now, GROUP, [("t", 1)])[0] is (
+        ErrorCode.group_id_not_found)

@@ -77,6 +77,37 @@ def test_two_groups_each_get_every_message_and_admin_sees_them(
     assert set(committed_offsets(bootstrap, second_id, topic, partitions).values()) == {10}
 
 
+def test_group_whose_last_offsets_are_deleted_is_no_longer_listed(
+    group_broker: BrokerProcess,
+) -> None:
+    """OffsetDelete of an empty group's last offsets removes the group, as Kafka does:
+    kafka-python deletes them, confluent-kafka's ListGroups no longer shows the group."""
+    import kafka
+
+    bootstrap = group_broker.bootstrap
+    topic = create_topic(bootstrap, 2)
+    group_id = f"gone-{uuid.uuid4().hex[:8]}"
+    commit_some(bootstrap, group_id, topic, {0: 3, 1: 4})
+    client = admin(bootstrap)
+
+    def listed() -> set[str]:
+        found = client.list_consumer_groups(request_timeout=20).result(30)
+        return {g.group_id for g in found.valid}
+
+    assert group_id in listed()
+    python_admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+    try:
+        first = python_admin.delete_group_offsets(group_id, [kafka.TopicPartition(topic, 0)])
+        assert all(e is kafka.errors.NoError for e in first.values()), first
+        assert group_id in listed(), "one committed offset is left: the group stays"
+        last = python_admin.delete_group_offsets(group_id, [kafka.TopicPartition(topic, 1)])
+        assert all(e is kafka.errors.NoError for e in last.values()), last
+    finally:
+        python_admin.close()
+    assert group_id not in listed(), "an empty group without offsets is removed"
+    assert set(committed_offsets(bootstrap, group_id, topic, 2).values()) == {-1001}
+
+
 @pytest.mark.java
 def test_kafka_consumer_groups_describe_shows_lag(group_broker: BrokerProcess) -> None:
     kafka = ApacheKafka()

@@ -140,7 +140,11 @@ def test_find_coordinator_v0_and_v4_batched_keys(client: WireClient,
         ("a", ErrorCode.none, 0), ("b", ErrorCode.none, 0), ("c", ErrorCode.none, 0)]
     transactions = client.request(request(FIND_COORDINATOR, 4, key_type=1,
                                           coordinator_keys=("txn",)))
-    assert transactions.coordinators[0].error_code == ErrorCode.coordinator_not_available
+    refused = transactions.coordinators[0]
+    # No transaction coordinator: a fatal, explained refusal, never a retriable one.
+    assert refused.error_code == ErrorCode.transactional_id_authorization_failed
+    assert refused.error_message and "not supported" in refused.error_message
+    assert refused.node_id == -1
 
 
 def test_join_v4_requires_a_member_id_and_v0_does_not(client: WireClient) -> None:

@@ -11,15 +11,14 @@ from hypothesis import strategies as st
 
 from odradek.protocol import compression
 from odradek.protocol.errors import CorruptRecord
+from odradek.protocol.legacy_records import convert_legacy_message_set, encode_legacy_message
 from odradek.protocol.records import (
     BATCH_HEADER_SIZE,
     CorruptBatch,
     Record,
-    convert_legacy_message_set,
     decode_batch,
     decode_batches,
     encode_batch,
-    encode_legacy_message,
     is_legacy_message_set,
     iter_batch_headers,
     parse_batch_header,

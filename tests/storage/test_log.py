@@ -17,11 +17,11 @@ from odradek.protocol.errors import (
     OffsetOutOfRange,
     RecordListTooLarge,
 )
+from odradek.protocol.legacy_records import encode_legacy_message
 from odradek.protocol.records import (
     Record,
     decode_batch,
     encode_batch,
-    encode_legacy_message,
     iter_batch_headers,
     parse_batch_header,
 )

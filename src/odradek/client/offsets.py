@@ -8,6 +8,7 @@ offset whose record timestamp is >= it, or offset -1 when no record is that new.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -31,26 +32,32 @@ class OffsetAndTimestamp(NamedTuple):
 
 
 async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int], *,
-                       isolation_level: int = 0, attempts: int = 5
+                       isolation_level: int = 0, timeout: float | None = None
                        ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
     """Offsets for ``{tp: timestamp}``; a partition with no record that new maps to None.
 
-    Retries on stale leaders (refreshing metadata) up to ``attempts`` rounds, then raises.
+    As Kafka's clients do, stale metadata is never an answer: a partition the cached
+    metadata lacks, has no leader for, or whose leader answers a retriable error
+    (NOT_LEADER_OR_FOLLOWER, LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION from a
+    broker whose view lags a new topic) is retried with fresh metadata and backoff until
+    ``timeout`` (default ``request.timeout.ms``). Only then is the last error raised —
+    UNKNOWN_TOPIC_OR_PARTITION when fresh metadata still lacks the partition.
     """
     remaining = dict(query)
     result: dict[TopicPartition, OffsetAndTimestamp | None] = {}
     last_error: BaseException | None = None
-    for attempt in range(attempts):
-        if not remaining:
-            break
-        metadata = await client.refresh_metadata({tp.topic for tp in remaining}) \
-            if attempt or not client.metadata.knows({tp.topic for tp in remaining}) \
-            else client.metadata
+    deadline = time.monotonic() + (client.request_timeout if timeout is None else timeout)
+    attempt = 0
+    while remaining:
+        fresh = attempt > 0 or not client.metadata.knows({tp.topic for tp in remaining})
+        metadata = (await client.refresh_metadata({tp.topic for tp in remaining}) if fresh
+                    else client.metadata)
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, ts in remaining.items():
-            if tp.topic in metadata.topics and metadata.partition(tp) is None:
-                raise BrokerResponseError(ErrorCode.unknown_topic_or_partition,
-                                         f"{tp.topic}-{tp.partition}")
+            if metadata.partition(tp) is None:
+                last_error = BrokerResponseError(ErrorCode.unknown_topic_or_partition,
+                                                 f"{tp.topic}-{tp.partition}")
+                continue
             by_leader.setdefault(metadata.leader_for(tp), {})[tp] = ts
         unknown = by_leader.pop(-1, None)
         if unknown:
@@ -64,22 +71,24 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
                 if not isinstance(answer, KafkaClientError):
                     raise answer
                 last_error = answer
-                client.invalidate()
                 continue
             for tp, value in answer.items():
                 if isinstance(value, BrokerResponseError):
                     last_error = value
                     if value.code in STALE_METADATA_CODES or value.retriable:
-                        client.invalidate()
                         continue
                     raise value
                 result[tp] = value
                 remaining.pop(tp, None)
-        if remaining:
-            await asyncio.sleep(client.retry_backoff * (attempt + 1))
-    if remaining:
-        raise last_error or BrokerResponseError(ErrorCode.leader_not_available,
-                                                f"offsets for {sorted(remaining)}")
+        if not remaining:
+            break
+        client.invalidate()
+        attempt += 1
+        pause = client.retry_backoff * min(attempt, 10)
+        if time.monotonic() + pause > deadline:
+            raise last_error or BrokerResponseError(ErrorCode.leader_not_available,
+                                                    f"offsets for {sorted(remaining)}")
+        await asyncio.sleep(pause)
     return result
 
 

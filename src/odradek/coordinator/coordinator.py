@@ -278,6 +278,7 @@ class GroupCoordinator:
         except KafkaError as exc:
             return exc.code, {}
         top, errors, records = slot.shard.delete_offsets(self._clock(), group_id, partitions)
+        self._reschedule(slot, group_id)  # the group may be gone with its last offset
         if records:
             try:
                 await self._append(slot.shard.partition, records)
@@ -436,10 +437,10 @@ class GroupCoordinator:
 
     async def _append(self, partition: int, records: list[Record]) -> None:
         try:
-            await asyncio.wait_for(
-                self.offsets_log.append(partition, records),
-                self.config.offset_commit_timeout_ms / 1000,
-            )
+            # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the append in a Task of
+            # its own, one more task and loop turn per commit on the hottest group path.
+            async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
+                await self.offsets_log.append(partition, records)
         except TimeoutError as exc:
             raise _AppendTimedOut("offsets append timed out") from exc
         except KafkaError:

@@ -25,10 +25,9 @@ from odradek.types import TopicPartition
 
 from .group_state import GroupState
 from .offsets_topic_format import (
-    OffsetCommitKey,
     OffsetCommitValue,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
+    offset_commit_key_bytes,
+    offset_commit_value_bytes,
 )
 
 if TYPE_CHECKING:
@@ -70,15 +69,16 @@ def offset_record(
 ) -> Record:
     return Record(
         timestamp=now_ms,
-        key=encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
-        value=encode_offset_commit_value(offset.to_value()),
+        key=offset_commit_key_bytes(group_id, topic, partition),
+        value=offset_commit_value_bytes(offset.offset, offset.leader_epoch, offset.metadata,
+                                        offset.commit_timestamp_ms, offset.expire_timestamp_ms),
     )
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int, now_ms: int) -> Record:
     return Record(
         timestamp=now_ms,
-        key=encode_offset_commit_key(OffsetCommitKey(group_id, topic, partition)),
+        key=offset_commit_key_bytes(group_id, topic, partition),
         value=None,
     )
 

@@ -33,6 +33,7 @@ currentStateTimestamp, v0-v2 lack groupInstanceId.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from odradek.protocol.binary import BinaryReader, BinaryWriter
@@ -56,12 +57,22 @@ __all__ = [
     "encode_group_metadata_value",
     "encode_offset_commit_key",
     "encode_offset_commit_value",
+    "offset_commit_key_bytes",
+    "offset_commit_value_bytes",
 ]
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
 GROUP_METADATA_VALUE_VERSION = 3
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_KEY_HEAD = struct.Struct(">hh")  # version, group length
+_V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_I64_PAIR = struct.Struct(">qq")
 
 class MalformedOffsetsRecord(ValueError):
     """A key or value in the offsets topic could not be decoded (truncated or unknown version)."""
@@ -124,12 +135,16 @@ class GroupMetadataValue:
 
 
 def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
-    writer = BinaryWriter()
-    writer.int16(OFFSET_COMMIT_KEY_VERSION)
-    writer.string(key.group)
-    writer.string(key.topic)
-    writer.int32(key.partition)
-    return bytes(writer.out)
+    return offset_commit_key_bytes(key.group, key.topic, key.partition)
+
+
+def offset_commit_key_bytes(group: str, topic: str, partition: int) -> bytes:
+    """The key of ``group``'s offset for ``topic``-``partition`` (one ``struct`` call: this
+    runs for every partition of every OffsetCommit)."""
+    group_bytes = group.encode()
+    topic_bytes = topic.encode()
+    return _KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group_bytes)) + group_bytes + (
+        _I16.pack(len(topic_bytes)) + topic_bytes + _I32.pack(partition))
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
@@ -140,22 +155,20 @@ def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
 
 
 def encode_offset_commit_value(value: OffsetCommitValue) -> bytes:
+    return offset_commit_value_bytes(value.offset, value.leader_epoch, value.metadata,
+                                     value.commit_timestamp, value.expire_timestamp)
+
+
+def offset_commit_value_bytes(offset: int, leader_epoch: int, metadata: str,
+                              commit_timestamp: int, expire_timestamp: int = -1) -> bytes:
     """Version 3, or version 1 when the commit carries an explicit expiry (OffsetCommit v2-v4
     with a retention time), because only version 1 has a field for it — Kafka does the same."""
-    writer = BinaryWriter()
-    if value.expire_timestamp >= 0:
-        writer.int16(1)
-        writer.int64(value.offset)
-        writer.string(value.metadata)
-        writer.int64(value.commit_timestamp)
-        writer.int64(value.expire_timestamp)
-        return bytes(writer.out)
-    writer.int16(OFFSET_COMMIT_VALUE_VERSION)
-    writer.int64(value.offset)
-    writer.int32(value.leader_epoch)
-    writer.string(value.metadata)
-    writer.int64(value.commit_timestamp)
-    return bytes(writer.out)
+    meta = metadata.encode()
+    if expire_timestamp >= 0:
+        return _V1_HEAD.pack(1, offset, len(meta)) + meta + _I64_PAIR.pack(
+            commit_timestamp, expire_timestamp)
+    return _V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, len(meta)) + (
+        meta + _I64.pack(commit_timestamp))
 
 
 def encode_group_metadata_value(value: GroupMetadataValue) -> bytes:

@@ -290,6 +290,7 @@ class CoordinatorShard:
             errors[TopicPartition(topic, partition)] = ErrorCode.none
             if group.offsets.pop(TopicPartition(topic, partition), None) is not None:
                 records.append(offset_tombstone(group_id, topic, partition, now_ms))
+        records.extend(self._remove_if_abandoned(group, now_ms))
         return ErrorCode.none, errors, records
 
     def expire_offsets(self, now_ms: int) -> list[Record]:
@@ -301,9 +302,16 @@ class CoordinatorShard:
             ):
                 del group.offsets[TopicPartition(topic, partition)]
                 records.append(offset_tombstone(group.group_id, topic, partition, now_ms))
-            if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
-                records.extend(self._remove_group(group, now_ms))
+            records.extend(self._remove_if_abandoned(group, now_ms))
         return records
+
+    def _remove_if_abandoned(self, group: Group, now_ms: int) -> list[Record]:
+        """An empty group with no committed offsets left is gone, as in Kafka's
+        ``cleanupGroupMetadata`` after OffsetDelete or offset expiry: it turns Dead, its
+        tombstone is written, and ListGroups stops showing it."""
+        if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
+            return self._remove_group(group, now_ms)
+        return []
 
     # ------------------------------------------------------------------ admin
 

@@ -62,6 +62,7 @@ from odradek.protocol.errors import (
     OffsetOutOfRange,
     RecordListTooLarge,
 )
+from odradek.protocol.legacy_records import convert_legacy_message_set
 from odradek.protocol.records import BatchHeader
 from odradek.storage.config import LogConfig
 from odradek.storage.file_region import FileRegion
@@ -265,7 +266,7 @@ class PartitionLog:
         now = now_ms if now_ms is not None else wall_ms()
         data: bytes | bytearray | memoryview = memoryview(records).cast("B")
         if rec.is_legacy_message_set(data):
-            data = rec.convert_legacy_message_set(data)
+            data = convert_legacy_message_set(data)
         batches = rec.validate_batches(data)
         if not batches:
             raise InvalidRecord("produce request holds no record batch")

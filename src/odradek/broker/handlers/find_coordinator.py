@@ -10,9 +10,11 @@ Replication factor: like Kafka since 0.11 (KIP-115), the topic is created only o
 COORDINATOR_NOT_AVAILABLE rather than silently creating an under-replicated topic that would
 stay that way forever. A single-broker setup sets the factor to 1 (``odradek cluster`` does).
 
-Transactional ids map onto ``__transaction_state`` the same way; that topic is never
-created here (there is no transaction coordinator yet), so the answer is
-COORDINATOR_NOT_AVAILABLE until it exists.
+Transactional ids (key type 1) are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+and a message saying why: there is no transaction coordinator yet. COORDINATOR_NOT_AVAILABLE
+would be a lie clients believe — librdkafka, the Java producer and kafka-python all retry it
+until their transaction timeout — whereas TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal
+for each of them, so ``init_transactions()`` fails at once with a clear error.
 """
 
 from __future__ import annotations
@@ -23,11 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.coordinator.partitioning import (
-    CONSUMER_OFFSETS_TOPIC,
-    TRANSACTION_STATE_TOPIC,
-    partition_for_group,
-)
+from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC, partition_for_group
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
@@ -40,12 +38,14 @@ log = logging.getLogger(__name__)
 
 _GROUP_KEY = 0
 _TRANSACTION_KEY = 1
+_NO_TRANSACTIONS = "transactions are not supported by this broker (no transaction coordinator)"
 
 
 @dataclass(frozen=True, slots=True)
 class _Found:
     key: str
     error: ErrorCode
+    message: str | None = None
     node_id: int = -1
     host: str = ""
     port: int = -1
@@ -67,7 +67,7 @@ def _lookup(ctx: RequestContext, topic: str, key: str, partitions: int) -> _Foun
     if state is None or state.leader not in view.brokers:
         return _Found(key, ErrorCode.coordinator_not_available)
     host, port = _endpoint(view.brokers[state.leader], ctx.listener)
-    return _Found(key, ErrorCode.none, state.leader, host, port)
+    return _Found(key, ErrorCode.none, None, state.leader, host, port)
 
 
 async def _create_offsets_topic(ctx: RequestContext) -> None:
@@ -106,9 +106,12 @@ def _find_all(ctx: RequestContext, key_type: int, keys: list[str]) -> list[_Foun
         partitions = ctx.services.coordinator.config.offsets_topic_num_partitions
         return [_lookup(ctx, CONSUMER_OFFSETS_TOPIC, key, partitions) for key in keys]
     if key_type == _TRANSACTION_KEY:
-        partitions = ctx.services.sections.topics.transaction_state_log_num_partitions
-        return [_lookup(ctx, TRANSACTION_STATE_TOPIC, key, partitions) for key in keys]
-    return [_Found(key, ErrorCode.invalid_request) for key in keys]
+        log.info("refusing transaction coordinator lookup from %s: %s", ctx.peer,
+                 _NO_TRANSACTIONS)
+        return [_Found(key, ErrorCode.transactional_id_authorization_failed, _NO_TRANSACTIONS)
+                for key in keys]
+    return [_Found(key, ErrorCode.invalid_request, f"unknown key type {key_type}")
+            for key in keys]
 
 
 def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
@@ -138,7 +141,7 @@ def _response(version: int, found: list[_Found]) -> Any:
             throttle_time=NO_THROTTLE,
             coordinators=tuple(
                 build(module.Coordinator, key=f.key, node_id=f.node_id, host=f.host,
-                      port=f.port, error_code=f.error, error_message=None)
+                      port=f.port, error_code=f.error, error_message=f.message)
                 for f in found
             ),
         )
@@ -147,7 +150,7 @@ def _response(version: int, found: list[_Found]) -> Any:
         module.FindCoordinatorResponse,
         throttle_time=NO_THROTTLE,
         error_code=first.error,
-        error_message=None,
+        error_message=first.message,
         node_id=first.node_id,
         host=first.host,
         port=first.port,

@@ -2,6 +2,8 @@
 
 Version differences handled here:
 
+* OffsetCommit's response is written straight to its frame
+  (:mod:`odradek.protocol.offset_commit_response`): it is the hottest group request.
 * OffsetCommit v2-v4 carry ``retention_time_ms``; anything but -1 becomes an absolute
   expiry (now + retention), as Kafka did before KIP-211 removed the field in v5. v6 adds the
   committed leader epoch, v7 ``group_instance_id``. A group-level failure (NOT_COORDINATOR,
@@ -25,6 +27,7 @@ from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.offset_commit_response import encode_offset_commit_response
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -43,34 +46,27 @@ def _expire_timestamp_ms(request: Any, version: int) -> int:
     return wall_ms() + retention_ms
 
 
-def _exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    metadata = ctx.services.cluster.view.topics.get(topic)
-    return metadata is not None and partition in metadata.partitions
-
-
 async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
+    correlation_id = ctx.header.correlation_id
     expire = _expire_timestamp_ms(request, version)
-    unknown = {
-        TopicPartition(topic.name, int(p.partition_index))
-        for topic in request.topics
-        for p in topic.partitions
-        if not _exists(ctx, topic.name, int(p.partition_index))
-    }
-    entries = [
-        OffsetCommitEntry(
-            topic=topic.name,
-            partition=int(partition.partition_index),
-            offset=int(partition.committed_offset),
-            leader_epoch=int(getattr(partition, "committed_leader_epoch", -1)),
-            metadata=partition.committed_metadata,
-            expire_timestamp_ms=expire,
-        )
-        for topic in request.topics
-        for partition in topic.partitions
-        if TopicPartition(topic.name, int(partition.partition_index)) not in unknown
-    ]
-    errors = dict.fromkeys(unknown, ErrorCode.unknown_topic_or_partition)
+    topics = ctx.services.cluster.view.topics
+    errors: dict[TopicPartition, ErrorCode] = {}
+    entries = []
+    for topic in request.topics:
+        name = topic.name
+        metadata = topics.get(name)
+        known = metadata.partitions if metadata is not None else {}
+        for partition in topic.partitions:
+            index = int(partition.partition_index)
+            if index not in known:
+                errors[TopicPartition(name, index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            entries.append(OffsetCommitEntry(
+                name, index, int(partition.committed_offset),
+                int(getattr(partition, "committed_leader_epoch", -1)),
+                partition.committed_metadata, expire,
+            ))
     if entries:
         errors.update(await ctx.services.coordinator.commit_offsets(
             str(request.group_id),
@@ -79,29 +75,15 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             int(request.generation_id_or_member_epoch),
             entries,
         ))
-    module = response_module(ApiKey.OFFSET_COMMIT, version)
-    return build(
-        module.OffsetCommitResponse,
-        throttle_time=NO_THROTTLE,
-        topics=tuple(
-            build(
-                module.OffsetCommitResponseTopic,
-                name=topic.name,
-                partitions=tuple(
-                    build(
-                        module.OffsetCommitResponsePartition,
-                        partition_index=p.partition_index,
-                        error_code=errors.get(
-                            TopicPartition(topic.name, int(p.partition_index)),
-                            ErrorCode.unknown_server_error
-                        ),
-                    )
-                    for p in topic.partitions
-                ),
-            )
-            for topic in request.topics
-        ),
-    )
+    unknown_server_error = ErrorCode.unknown_server_error
+    return [encode_offset_commit_response(version, correlation_id, [
+        (topic.name, [
+            (int(p.partition_index),
+             errors.get(TopicPartition(topic.name, int(p.partition_index)), unknown_server_error))
+            for p in topic.partitions
+        ])
+        for topic in request.topics
+    ])]
 
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:

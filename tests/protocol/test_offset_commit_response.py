@@ -1,0 +1,46 @@
+"""The hand-written OffsetCommit response against kio's encoder, byte for byte."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+
+from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.messages import decode_response, encode_response
+from odradek.protocol.offset_commit_response import encode_offset_commit_response
+
+_CODES = [ErrorCode.none, ErrorCode.unknown_topic_or_partition, ErrorCode.not_coordinator,
+          ErrorCode.illegal_generation]
+
+topics_strategy = st.lists(
+    st.tuples(
+        st.text(min_size=1, max_size=200),  # multi-byte names and varint lengths > 127
+        st.lists(st.tuples(st.integers(0, 2**31 - 1), st.sampled_from(_CODES)), max_size=140),
+    ),
+    max_size=4,
+)
+
+
+def _kio_frame(version: int, correlation_id: int, topics: list) -> bytes:
+    module = response_module(ApiKey.OFFSET_COMMIT, version)
+    body = build(module.OffsetCommitResponse, throttle_time=NO_THROTTLE, topics=tuple(
+        build(module.OffsetCommitResponseTopic, name=name, partitions=tuple(
+            build(module.OffsetCommitResponsePartition, partition_index=index, error_code=code)
+            for index, code in partitions))
+        for name, partitions in topics))
+    return encode_response(correlation_id, body)
+
+
+@pytest.mark.parametrize("version", range(2, 9))
+@settings(max_examples=40, deadline=None)
+@given(topics=topics_strategy, correlation_id=st.integers(-(2**31), 2**31 - 1))
+def test_matches_kio_byte_for_byte(version: int, topics: list, correlation_id: int) -> None:
+    ours = encode_offset_commit_response(version, correlation_id, topics)
+    assert ours == _kio_frame(version, correlation_id, topics)
+    got_id, decoded = decode_response(ours[4:], ApiKey.OFFSET_COMMIT, version)
+    assert got_id == correlation_id
+    assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
+            for t in decoded.topics] == [(n, list(ps)) for n, ps in topics]
