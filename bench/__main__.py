@@ -1,6 +1,6 @@
 """`make bench`: run ``bench/bench_*.py`` modules, write JSON lines, a summary and plots.
 
-Usage: ``python -m bench [--output DIR] [--quick] [--only NAME ...] [--skip NAME ...]``.
+Usage: ``python -m bench [--output DIR] [--quick | --tiny] [--only NAME ...] [--skip NAME ...]``.
 Each module's ``run(ctx)`` reports rows through :class:`bench.common.Context`; a module that
 raises is reported as an ``error`` row and the others still run. ``bench_limits`` runs
 first so the report can give every system's throughput as a fraction of the machine's
@@ -32,10 +32,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--output", type=Path, default=Path("bench/results"))
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for smoke runs")
+    parser.add_argument("--tiny", action="store_true",
+                        help="smallest loads, for the bench's own tests (tests/bench)")
     parser.add_argument("--only", nargs="*", help="module names, e.g. bench_storage")
     parser.add_argument("--skip", nargs="*", default=[], help="module names to leave out")
     args = parser.parse_args()
-    ctx = Context(args.output, quick=args.quick)
+    ctx = Context(args.output, quick=args.quick, tiny=args.tiny)
     started_all = time.monotonic()
     for name in args.only or discover():
         if name in args.skip:

@@ -76,7 +76,7 @@ def _crc(total: int) -> float:
 
 
 def run(ctx: Context) -> None:
-    size = (256 if ctx.quick else 1024) * MiB
+    size = ctx.pick(1024, 256, 32) * MiB
     directory = ctx.scratch_dir("limits")
     try:
         limits = {

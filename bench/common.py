@@ -74,19 +74,34 @@ def median_row(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
+SCALES = ("full", "quick", "tiny")
+
+
 @dataclass
 class Context:
     output_dir: Path
     quick: bool = False
+    # "tiny": the smallest loads that still exercise every code path (the bench's own
+    # behaviour tests, tests/bench); implies ``quick`` for modules that only know that.
+    tiny: bool = False
     results: list[dict[str, Any]] = field(default_factory=list)
     # Rows of one module kept for later modules (e.g. limits for the fraction rows).
     shared: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.quick = self.quick or self.tiny
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self._lines = (self.output_dir / "results.jsonl").open("a")
         self.run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
         self.commit = git_commit()
+
+    @property
+    def scale(self) -> str:
+        return "tiny" if self.tiny else "quick" if self.quick else "full"
+
+    def pick(self, full: Any, quick: Any, tiny: Any) -> Any:
+        """The size for this run's scale."""
+        return {"full": full, "quick": quick, "tiny": tiny}[self.scale]
 
     def scratch_dir(self, prefix: str) -> Path:
         """A fresh temporary directory for one benchmark's files (removed by the OS later)."""
@@ -121,6 +136,7 @@ class Context:
             "commit": self.commit,
             "run_id": self.run_id,
             "quick": self.quick,
+            "scale": self.scale,
         }
         if reference is not None:
             row["reference"] = reference

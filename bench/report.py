@@ -87,7 +87,7 @@ def write_summary(ctx: Context, path: Path) -> None:
     lines = [
         "# odradek benchmark summary",
         "",
-        f"Run `{ctx.run_id}`, commit `{ctx.commit}`, {'quick' if ctx.quick else 'full'} mode, "
+        f"Run `{ctx.run_id}`, commit `{ctx.commit}`, {ctx.scale} mode, "
         f"host `{platform.node()}` ({os.cpu_count()} CPUs). 1-minute load average during "
         f"the run: {_load(rows)} (the machine is shared; see bench/README.md).",
         "",
