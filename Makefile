@@ -7,7 +7,7 @@ DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-slow lint bench image image-local e2e e2e-local \
+.PHONY: install run test test-slow lint bench bench-quick image image-local e2e e2e-local \
         k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards
 
 prereqs:
@@ -57,8 +57,13 @@ generate-monitoring: install
 dashboards: install prometheus
 	$(PY) -m tests.harness.render_demo --output build/dashboards
 
+# Benchmarks (docs/benchmarks.md): JSON lines, summary.md and PNGs in bench/results.
+# BENCH_ARGS e.g. "--quick", "--only bench_perf_tools bench_latency", "--skip bench_cluster".
 bench: install
-	$(PY) -m bench --output bench/results
+	$(PY) -m bench --output bench/results $(BENCH_ARGS)
+
+bench-quick: install
+	$(PY) -m bench --quick --output bench/results $(BENCH_ARGS)
 
 # Images: broker, ZooKeeper and operator, with any Docker engine and the official base images.
 # `make image-local` needs no container registry: our own dockerd (e2e/local/dockerd.sh) and a

@@ -89,7 +89,7 @@ def write_summary(ctx: Context, path: Path) -> None:
         "",
         f"Run `{ctx.run_id}`, commit `{ctx.commit}`, {ctx.scale} mode, "
         f"host `{platform.node()}` ({os.cpu_count()} CPUs). 1-minute load average during "
-        f"the run: {_load(rows)} (the machine is shared; see bench/README.md).",
+        f"the run: {_load(rows)} (the machine is shared; see docs/benchmarks.md).",
         "",
         "Medians over the repeats, with [min-max] in brackets. msgs/s and MB/s are of record",
         "values; latencies in ms; CPU seconds and peak RSS are of all broker processes of",
@@ -277,7 +277,9 @@ def plot_latency(results: list[dict[str, Any]], path: Path) -> None:
         ax.set_xlabel("offered rate (msgs/s)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("ms (median of repeats)")
-    axes[1].legend(fontsize=7)
+    for ax in axes:
+        if ax.lines:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

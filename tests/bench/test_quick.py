@@ -102,6 +102,7 @@ def test_limits_and_summary(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.java
+@pytest.mark.timeout(960)
 def test_perf_tools(tmp_path: Path) -> None:
     require_kafka()
     rows = run_bench("bench_perf_tools", tmp_path, 900)
@@ -116,6 +117,7 @@ def test_perf_tools(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.java
+@pytest.mark.timeout(660)
 def test_latency(tmp_path: Path) -> None:
     require_kafka()
     rows = run_bench("bench_latency", tmp_path, 600)
@@ -129,6 +131,7 @@ def test_latency(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.java
+@pytest.mark.timeout(660)
 def test_log_growth(tmp_path: Path) -> None:
     require_kafka()
     rows = run_bench("bench_log_growth", tmp_path, 600)
@@ -146,6 +149,7 @@ def test_log_growth(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.java
+@pytest.mark.timeout(960)
 def test_paper(tmp_path: Path) -> None:
     require_kafka()
     rows = run_bench("bench_paper", tmp_path, 900)
