@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # `make run`'s brokers, for `make demo`.
 BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
-.PHONY: install run test test-slow lint bench demo image image-local e2e e2e-local \
+.PHONY: install run test test-slow lint bench bench-quick demo image image-local e2e e2e-local \
         k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards \
         helm chart docs
 
@@ -84,8 +84,13 @@ docs: install
 dashboards: install prometheus
 	$(PY) -m tests.harness.render_demo --output build/dashboards
 
+# Benchmarks (docs/benchmarks.md): JSON lines, summary.md and PNGs in bench/results.
+# BENCH_ARGS e.g. "--quick", "--only bench_perf_tools bench_latency", "--skip bench_cluster".
 bench: install
-	$(PY) -m bench --output bench/results
+	$(PY) -m bench --output bench/results $(BENCH_ARGS)
+
+bench-quick: install
+	$(PY) -m bench --quick --output bench/results $(BENCH_ARGS)
 
 # The reference Spark pipeline (examples/pipeline) against the `make run` cluster.
 demo: install

@@ -393,8 +393,8 @@ def run(ctx: Context) -> None:
     raw_seconds = min(raw_loopback(total) for _ in range(3))
     raw_mb = total / raw_seconds / 1e6
     raw_msgs = sizes.messages / raw_seconds
-    ctx.report("broker.raw_loopback.mb", raw_mb, "MB/s", bytes=total, **common)
-    ctx.report("broker.raw_loopback.msgs", raw_msgs, "msgs/s", **common)
+    ctx.report("broker.raw_loopback.mb", raw_mb, "MB/s", system="limit", bytes=total, **common)
+    ctx.report("broker.raw_loopback.msgs", raw_msgs, "msgs/s", system="limit", **common)
 
     kafka = ApacheKafka()
     zookeeper = ZooKeeperProcess(free_port(), scratch / "zookeeper")
@@ -423,20 +423,22 @@ def run(ctx: Context) -> None:
             extra = {k: v for k, v in ref_row.items() if k not in ("value", "unit")}
             ctx.report(f"broker.apache_kafka.{metric}", ref_row["value"], unit,
                        reference=raw, reference_name="raw loopback TCP" if raw else None,
-                       goal=goal, kafka_version=kafka.version, **common, **extra)
+                       goal=goal, kafka_version=kafka.version, system="apache-kafka",
+                       test=f"broker.{metric}", **common, **extra)
         else:
-            ctx.report(f"broker.apache_kafka.{metric}", None, unit,  # type: ignore[arg-type]
-                       goal=goal, error=apache_error, **common)
+            ctx.report(f"broker.apache_kafka.{metric}", None, unit, goal=goal,
+                       error=apache_error, system="apache-kafka", test=f"broker.{metric}",
+                       **common)
         row = odradek.get(metric) if odradek else None
         if row is not None:
             extra = {k: v for k, v in row.items() if k not in ("value", "unit")}
             reference = ref_row["value"] if ref_row else None
             ctx.report(f"broker.odradek.{metric}", row["value"], unit, reference=reference,
                        reference_name=f"Apache Kafka {kafka.version}" if reference else None,
-                       goal=goal, **common, **extra)
+                       goal=goal, test=f"broker.{metric}", **common, **extra)
         else:
-            ctx.report(f"broker.odradek.{metric}", None, unit,  # type: ignore[arg-type]
-                       goal=goal, error=odradek_error, **common)
+            ctx.report(f"broker.odradek.{metric}", None, unit, goal=goal,
+                       error=odradek_error, test=f"broker.{metric}", **common)
 
 
 def main(argv: list[str] | None = None) -> int:

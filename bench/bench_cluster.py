@@ -238,21 +238,21 @@ def _failover_once(brokers: list[ManagedProcess], zk: KazooClient, bootstrap: st
 
 def _report_series(ctx: Context, name: str, times: list[float | None],
                    reference: list[float | None] | None, session_ms: int,
-                   **extra: Any) -> None:
+                   system: str = "odradek", **extra: Any) -> None:
     done = sorted(t for t in times if t is not None)
     ref = sorted(t for t in (reference or []) if t is not None)
     info = {"repeats": len(times), "failed": len(times) - len(done),
             "zookeeper_session_timeout_ms": session_ms, **extra}
     for stat in ("p50", "p99"):
         if not done:
-            ctx.report(f"{name}.{stat}", None, "s", goal="lower",  # type: ignore[arg-type]
+            ctx.report(f"{name}.{stat}", None, "s", goal="lower", system=system,
                        error="no repeat completed", **info)
             continue
         value = _percentile(done, stat)
         ref_value = _percentile(ref, stat) if ref else None
         ctx.report(f"{name}.{stat}", value, "s", reference=ref_value,
                    reference_name="Apache Kafka 3.9 (ZooKeeper mode)" if ref_value else None,
-                   goal="lower", **info)
+                   goal="lower", system=system, **info)
 
 
 def _percentile(values: list[float], stat: str) -> float:
@@ -296,7 +296,8 @@ def run(ctx: Context) -> None:
                 series[system] = _safe_series(launch, connect, session_ms, repeats)
             kafka_times, kafka_error = series["apache-kafka"]
             _report_series(ctx, f"cluster.apache_kafka.failover.{tag}first_produce_s",
-                           kafka_times, None, session_ms, error=kafka_error)
+                           kafka_times, None, session_ms, system="apache-kafka",
+                           error=kafka_error)
             times, error = series["odradek"]
             _report_series(ctx, f"cluster.failover.{tag}first_produce_s", times, kafka_times,
                            session_ms, error=error, target_s=_TARGET_S)
