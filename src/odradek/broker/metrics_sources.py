@@ -46,24 +46,24 @@ class ReplicaPartitions:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self._replicas = replica_manager
 
-    def partitions(self) -> Iterator[PartitionState]:
+    def partitions(self) -> list[PartitionState]:
+        """On the loop, once per scrape and partition: positional fields, no keyword
+        matching, nothing but attribute reads (this is the part of a scrape that holds the
+        broker's event loop)."""
         fetchers = self._replicas.fetchers
         leader_ends = fetchers.leader_end_offsets() if fetchers is not None else {}
+        states: list[PartitionState] = []
+        append = states.append
         for key, partition in self._replicas.partitions().items():
             partition_log = partition.log
-            yield PartitionState(
-                topic=partition.topic,
-                partition=partition.index,
-                size_bytes=partition_log.size_bytes(),
-                segments=len(partition_log.segments),
-                log_start_offset=partition_log.log_start_offset,
-                log_end_offset=partition_log.log_end_offset,
-                is_leader=partition.is_leader,
-                replicas=len(partition.replicas),
-                in_sync_replicas=len(partition.isr),
-                min_insync_replicas=partition.min_insync_replicas,
-                leader_end_offset=None if partition.is_leader else leader_ends.get(key),
-            )
+            leader = partition.is_leader
+            append(PartitionState(
+                partition.topic, partition.index, partition_log.size_bytes(),
+                len(partition_log.segments), partition_log.log_start_offset,
+                partition_log.log_end_offset, leader, len(partition.replicas),
+                len(partition.isr), partition.min_insync_replicas,
+                None if leader else leader_ends.get(key)))
+        return states
 
     def purgatory_sizes(self) -> Mapping[str, int]:
         replicas = self._replicas

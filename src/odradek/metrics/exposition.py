@@ -27,7 +27,7 @@ from prometheus_client.samples import Sample
 
 from .catalog_types import MetricSpec
 
-__all__ = ["CONTENT_TYPE", "GaugeRows", "MetricsHTTPServer", "render"]
+__all__ = ["CONTENT_TYPE", "GaugeRows", "LabelText", "MetricsHTTPServer", "render"]
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,6 @@ class GaugeRows:
         self.documentation = spec.help
         self.label_names = spec.labels
         self.rows: list[tuple[tuple[str, ...], float]] = []
-        # a str.format template: "name{{topic=\"{}\",partition=\"{}\"}} {}"
-        labels = ",".join(f'{label}="{{}}"' for label in spec.labels)
-        self._line = self.name + ("{{" + labels + "}}" if labels else "") + " {}"
 
     def add(self, values: tuple[str, ...], value: float) -> None:
         self.rows.append((values, value))
@@ -70,20 +67,68 @@ class GaugeRows:
         return [Sample(self.name, dict(zip(self.label_names, values, strict=True)), value)
                 for values, value in self.rows]
 
-    def lines(self, escaped: dict[str, str]) -> Iterable[str]:
-        line = self._line
+    def lines(self, escaped: dict[str, str], labels: LabelText) -> list[str]:
+        """One line per row. The label block (``{topic="t",partition="0"}``) of a row is
+        kept in ``labels`` from one scrape to the next: partitions change rarely, so a
+        scrape formats only the values (the same label values recur in every partition
+        family, and in every scrape)."""
+        name, names = self.name, self.label_names
+        if not names:
+            return [f"{name} {_value(value)}" for _, value in self.rows]
+        known = labels.family(name)
+        found = known.get
+        lines: list[str] = []
+        append = lines.append
         for values, value in self.rows:
-            shown = []
-            for raw in values:
-                text = escaped.get(raw)
-                if text is None:
-                    text = escaped[raw] = raw.translate(_ESCAPES)
-                shown.append(text)
-            yield line.format(*shown, _value(value))
+            block = found(values)
+            if block is None:
+                block = known[values] = _label_block(names, values, escaped)
+            # ints (sizes, offsets, counts) are never inf or NaN: the common case, inlined
+            append(f"{name}{block} {float(value)!r}" if value.__class__ is int
+                   else f"{name}{block} {_value(value)}")
+        labels.retain(name, known, len(self.rows))
+        return lines
 
 
-def render(metrics: Iterable[Metric | GaugeRows]) -> bytes:
-    """The exposition text of ``metrics`` (families with no sample are still described)."""
+def _label_block(names: tuple[str, ...], values: tuple[str, ...],
+                 escaped: dict[str, str]) -> str:
+    parts = []
+    for key, raw in zip(names, values, strict=True):
+        text = escaped.get(raw)
+        if text is None:
+            text = escaped[raw] = raw.translate(_ESCAPES)
+        parts.append(f'{key}="{text}"')
+    return "{" + ",".join(parts) + "}"
+
+
+class LabelText:
+    """Formatted label blocks by family and label values, kept across scrapes.
+
+    Bounded by what is exported: a family's entries are pruned to its current rows when
+    they outgrow them (deleted topics, expired groups), so the memory follows the series.
+    Scrapes may render concurrently (one thread per request): every entry is a pure
+    function of its key, so a lost update only costs a re-format.
+    """
+
+    def __init__(self) -> None:
+        self._families: dict[str, dict[tuple[str, ...], str]] = {}
+
+    def family(self, name: str) -> dict[tuple[str, ...], str]:
+        known = self._families.get(name)
+        if known is None:
+            known = self._families[name] = {}
+        return known
+
+    def retain(self, name: str, known: dict[tuple[str, ...], str], rows: int) -> None:
+        if len(known) > 2 * rows + 64:
+            self._families[name] = {}
+
+
+def render(metrics: Iterable[Metric | GaugeRows], labels: LabelText | None = None) -> bytes:
+    """The exposition text of ``metrics`` (families with no sample are still described).
+
+    ``labels`` keeps formatted label blocks between calls (a broker passes its own)."""
+    labels = labels if labels is not None else LabelText()
     escaped: dict[str, str] = {}
     lines: list[str] = []
     append = lines.append
@@ -91,7 +136,7 @@ def render(metrics: Iterable[Metric | GaugeRows]) -> bytes:
         if isinstance(metric, GaugeRows):
             append(f"# HELP {metric.name} {metric.documentation.translate(_HELP_ESCAPES)}")
             append(f"# TYPE {metric.name} gauge")
-            lines.extend(metric.lines(escaped))
+            lines.extend(metric.lines(escaped, labels))
             continue
         name = metric.name + "_total" if metric.type == "counter" else metric.name
         append(f"# HELP {name} {metric.documentation.translate(_HELP_ESCAPES)}")
@@ -99,10 +144,10 @@ def render(metrics: Iterable[Metric | GaugeRows]) -> bytes:
         for sample in metric.samples:
             if sample.name.endswith("_created"):
                 continue
-            labels = sample.labels
-            if labels:
+            sample_labels = sample.labels
+            if sample_labels:
                 parts = []
-                for key, raw in labels.items():
+                for key, raw in sample_labels.items():
                     value = escaped.get(raw)
                     if value is None:
                         value = escaped[raw] = raw.translate(_ESCAPES)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from .catalog_types import Feed, Kind, MetricSpec
 from .exposition import GaugeRows
@@ -89,9 +89,12 @@ STATE = MetricSpec(
 LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE)
 
 
-@dataclass(frozen=True, slots=True)
-class GroupOffsets:
-    """One group owned by this coordinator: state, live members, committed offsets."""
+class GroupOffsets(NamedTuple):
+    """One group owned by this coordinator: state, live members, committed offsets.
+
+    This and the other records built on the event loop each scrape (:class:`LogOffsets`,
+    :class:`LagRow`) are named tuples: a frozen dataclass costs several times as much to
+    build, and the loop is the broker's."""
 
     group: str
     state: str
@@ -106,8 +109,7 @@ class GroupSource(Protocol):
     def groups(self) -> Iterable[GroupOffsets]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class LogOffsets:
+class LogOffsets(NamedTuple):
     log_start_offset: int
     high_watermark: int
 
@@ -128,8 +130,7 @@ class LogOffsetsSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class LagRow:
+class LagRow(NamedTuple):
     group: str
     topic: str
     partition: int
@@ -171,9 +172,10 @@ class LagCollector:
         keys = sorted((g.group, tp[0], tp[1]) for g in groups for tp in g.committed)
         self._limit.retain_only(LAG.name, keys)
         self._limit.retain_only(MEMBERS.name, (g.group for g in groups))
-        kept_groups = tuple(g for g in groups if self._limit.admit(MEMBERS.name, g.group))
+        admitted = set(self._limit.admit_all(MEMBERS.name, [g.group for g in groups]))
+        kept_groups = tuple(g for g in groups if g.group in admitted)
         by_group = {g.group: g for g in groups}
-        kept = [key for key in keys if self._limit.admit(LAG.name, key)]
+        kept = self._limit.admit_all(LAG.name, keys)
         offsets = self._logs.offsets({(topic, partition) for _, topic, partition in kept})
         now, reads = self._clock(), self._timestamp_reads
         rows = []

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import Metric
 
 from . import catalog as m
-from .exposition import GaugeRows, MetricsHTTPServer, render
+from .exposition import GaugeRows, LabelText, MetricsHTTPServer, render
 from .families import MetricFamily
 from .lag import LAG, MEMBERS, GroupSource, LagCollector, LogOffsetsSource
 from .limits import SeriesLimit
@@ -100,6 +100,7 @@ class BrokerMetrics:
         self.registry.register(_Collector(self))  # type: ignore[arg-type]  # GaugeRows too
         if process_metrics:  # process_* from /proc/self: the same for brokers sharing a process
             ProcessCollector(registry=self.registry)
+        self._label_text = LabelText()  # label blocks formatted once, reused every scrape
         self._server: MetricsHTTPServer | None = None
 
     # --- what the broker attaches -------------------------------------------------------------
@@ -163,7 +164,7 @@ class BrokerMetrics:
     # --- reading, for tests and tools ---------------------------------------------------------
     def exposition(self) -> bytes:
         """The text a scrape would get (Prometheus text format 0.0.4)."""
-        return render(self.registry.collect())
+        return render(self.registry.collect(), self._label_text)
 
     def sample(self, name: str, labels: dict[str, str] | None = None) -> float | None:
         """One sample's value, as prometheus-client reads it (None if absent)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
     "BrokerInfo",
@@ -29,9 +29,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionState:
+class PartitionState(NamedTuple):
     """One partition replica hosted by this broker, as the metrics see it.
+
+    A named tuple, not a frozen dataclass: one is built per partition per scrape **on the
+    event loop**, and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per
+    field) cost several times a tuple's construction there.
 
     ``in_sync_replicas`` and ``replicas`` matter only where ``is_leader`` (followers do not
     know the current ISR reliably); ``leader_end_offset`` only on followers: the leader's log

@@ -183,23 +183,28 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
         m.LOG_SIZE, m.LOG_SEGMENTS, m.LOG_START_OFFSET, m.LOG_END_OFFSET))
     replicas, isr, under = (_gauge(spec) for spec in (
         m.PARTITION_REPLICAS, m.PARTITION_ISR, m.PARTITION_UNDER_REPLICATED))
+    # the rows' list appends, bound once: this loop runs once per partition per scrape
+    add_size, add_segments = size.rows.append, segments.rows.append
+    add_start, add_end = start.rows.append, end.rows.append
+    add_replicas, add_isr, add_under = replicas.rows.append, isr.rows.append, under.rows.append
     leaders = under_replicated = under_min = at_min = 0
     max_fetch_lag = 0
     for p in partitions:
         labels = (p.topic, str(p.partition))
-        size.add(labels, p.size_bytes)
-        segments.add(labels, p.segments)
-        start.add(labels, p.log_start_offset)
-        end.add(labels, p.log_end_offset)
+        add_size((labels, p.size_bytes))
+        add_segments((labels, p.segments))
+        add_start((labels, p.log_start_offset))
+        add_end((labels, p.log_end_offset))
         if p.is_leader:
             leaders += 1
-            short = p.in_sync_replicas < p.replicas
+            in_sync = p.in_sync_replicas
+            short = in_sync < p.replicas
             under_replicated += short
-            under_min += p.in_sync_replicas < p.min_insync_replicas
-            at_min += p.in_sync_replicas == p.min_insync_replicas
-            replicas.add(labels, p.replicas)
-            isr.add(labels, p.in_sync_replicas)
-            under.add(labels, 1 if short else 0)
+            under_min += in_sync < p.min_insync_replicas
+            at_min += in_sync == p.min_insync_replicas
+            add_replicas((labels, p.replicas))
+            add_isr((labels, in_sync))
+            add_under((labels, 1 if short else 0))
         elif p.leader_end_offset is not None:
             max_fetch_lag = max(max_fetch_lag, p.leader_end_offset - p.log_end_offset)
     yield from (size, segments, start, end, replicas, isr, under)
@@ -211,4 +216,3 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
         family = _gauge(spec)
         family.add((), value)
         yield family
-
