@@ -79,10 +79,12 @@ generate-monitoring: install
 docs: install
 	$(PY) -m odradek.reference_docs docs
 
-# Every dashboard drawn to build/dashboards/*.png from a real Prometheus (see
-# tests/harness/render_demo.py for what it scrapes).
+# Every dashboard drawn to build/dashboards/*.png from a real Prometheus scraping three live
+# brokers under a workload (DASHBOARDS_SOURCE=demo: simulated brokers and operator; see
+# tests/harness/render_demo.py).
+DASHBOARDS_SOURCE ?= live
 dashboards: install prometheus
-	$(PY) -m tests.harness.render_demo --output build/dashboards
+	$(PY) -m tests.harness.render_demo --output build/dashboards --source $(DASHBOARDS_SOURCE)
 
 # Benchmarks (docs/benchmarks.md): JSON lines, summary.md and PNGs in bench/results.
 # BENCH_ARGS e.g. "--quick", "--only bench_perf_tools bench_latency", "--skip bench_cluster".

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from odradek.metrics.alerts import ALL_ALERTS, rules_document
 from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
 from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
 from odradek.metrics.render import evaluate_panels
+from tests.harness.metrics_workload import Workload, create_compacted_topic
 from tests.harness.prometheus import metric_names, prometheus_server, to_promql
 
 pytestmark = pytest.mark.slow  # minutes: a cluster, a failover, a frozen controller
@@ -49,8 +49,6 @@ class Live:
     cluster: LocalCluster
     prometheus: LocalPrometheus
     started: float
-    stop_workload: threading.Event = field(default_factory=threading.Event)
-    produced: int = 0
 
     @property
     def bootstrap(self) -> str:
@@ -88,38 +86,6 @@ def _rules_without_delays(path: Path) -> Path:
     return path
 
 
-def _workload(live: Live) -> None:
-    """Produce and consume with a committing group until told to stop (bounded)."""
-    producer = Producer({"bootstrap.servers": live.bootstrap, "linger.ms": 20, "acks": "all"})
-    consumer = Consumer({"bootstrap.servers": live.bootstrap, "group.id": WORKLOAD_GROUP,
-                         "auto.offset.reset": "earliest", "auto.commit.interval.ms": 1000})
-    consumer.subscribe([WORKLOAD_TOPIC])
-    deadline = time.monotonic() + WORKLOAD_LIMIT_S
-    try:
-        while not live.stop_workload.is_set() and time.monotonic() < deadline:
-            for i in range(50):
-                producer.produce(WORKLOAD_TOPIC, f"event-{i}".encode())
-            live.produced += 50
-            producer.poll(0)
-            consumer.poll(0.1)
-            live.stop_workload.wait(0.1)  # about 500 records/s: traffic, not a load test
-    finally:
-        producer.flush(10)
-        consumer.close()
-
-
-def _compacted_topic(live: Live) -> None:
-    """Keyed records in small segments of a compacted topic: the cleaner has work."""
-    admin = live.admin()
-    admin.create_topics([NewTopic("compacted", 1, 3, config={
-        "cleanup.policy": "compact", "segment.bytes": "4096",
-        "min.cleanable.dirty.ratio": "0.01"})])["compacted"].result(30)
-    producer = Producer({"bootstrap.servers": live.bootstrap, "batch.size": 1000})
-    for i in range(600):
-        producer.produce("compacted", f"value-{i}".encode() * 4, key=f"key-{i % 10}".encode())
-    assert producer.flush(30) == 0
-
-
 @pytest.fixture(scope="module")
 def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data = tmp_path_factory.mktemp("live")
@@ -151,16 +117,15 @@ def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) 
         live = Live(cluster, prometheus, time.time())
         admin = live.admin()
         admin.create_topics([NewTopic(WORKLOAD_TOPIC, 3, 3)])[WORKLOAD_TOPIC].result(30)
-        _compacted_topic(live)
-        worker = threading.Thread(target=_workload, args=(live,), name="workload", daemon=True)
-        worker.start()
+        create_compacted_topic(live.bootstrap)
+        workload = Workload(live.bootstrap, WORKLOAD_TOPIC, WORKLOAD_GROUP,
+                            WORKLOAD_LIMIT_S).start()
         live.wait("every target up", lambda: len(prometheus.active_targets()) == 3 and all(
             t["health"] == "up" for t in prometheus.active_targets()), timeout=60)
         try:
             yield live
         finally:
-            live.stop_workload.set()
-            worker.join(30)
+            workload.stop()
             servers.close()
     finally:
         cluster.stop()
