@@ -19,7 +19,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .accumulator import DeliveryCallback
+from .accumulator import DeliveryCallback, RecordFuture
 from .admin import AsyncAdminClient
 from .batch_codec import ConsumerRecord
 from .consumer import AsyncConsumer
@@ -122,6 +122,38 @@ class Producer:
             raise KafkaClientError("buffer.memory full for max.block.ms")
         future, wake = producer.append(topic, value, key, headers, partition, timestamp,
                                        on_delivery)
+        if wake:
+            producer.wake_threadsafe()
+        return future
+
+    def partitions(self, topic: str) -> tuple[list[int], list[int]]:
+        """All and available partitions of ``topic``, waiting (``max.block.ms``) for a new
+        topic's metadata as :meth:`send` does."""
+        producer = self._async
+        if not producer._partitions(topic, producer.client.metadata)[0]:
+            run(producer._wait_for_topic(topic))
+        return producer._partitions(topic, producer.client.metadata)
+
+    def send_encoded(self, topic: str, partition: int,
+                     records: bytes | bytearray | memoryview, count: int,
+                     timestamp: int) -> RecordFuture:
+        """Buffer ``count`` records already encoded as one RecordBatch v2 body (offset deltas
+        0..count-1, timestamp deltas from ``timestamp``; e.g. by the Spark sink's compiled
+        encoder) as one batch, and return the future of its last record; it resolves when the
+        whole batch is acknowledged or has failed. Sequencing, acks, retries and ordering are
+        those of :meth:`send`."""
+        producer = self._async
+        if self._closed:
+            raise ClientClosed("producer is closed")
+        if producer._fatal is not None:
+            raise producer._fatal
+        if not producer._partitions(topic, producer.client.metadata)[0]:
+            run(producer._wait_for_topic(topic))
+        accumulator = producer.accumulator
+        if not accumulator.has_space() and not accumulator.wait_for_space(
+                producer.config.max_block_ms / 1000):
+            raise KafkaClientError("buffer.memory full for max.block.ms")
+        future, wake = producer.append_encoded(topic, partition, records, count, timestamp)
         if wake:
             producer.wake_threadsafe()
         return future
