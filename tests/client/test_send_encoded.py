@@ -45,8 +45,8 @@ def test_encoded_batches_read_back_by_confluent(target: Target, topic_name: str,
             partition = round_ % 2
             rows = _rows(start, 50 + round_ * 40)
             start += len(rows)
-            futures.append(producer.send_encoded(topic_name, partition, _encoded(rows),
-                                                 len(rows), TS))
+            futures += producer.send_encoded(
+                topic_name, [(partition, _encoded(rows), len(rows))], TS)
             expected[partition] += rows
             # A per-record send between bulk batches keeps its place in the partition.
             futures.append(producer.send(topic_name, b"single", b"s", partition=partition,
@@ -81,7 +81,7 @@ def test_encoded_batch_errors(target: Target, topic_name: str) -> None:
     create_topic(target.bootstrap, topic_name, 1)
     with Producer(target.bootstrap, max_request_size=10_000) as producer:
         with pytest.raises(BrokerResponseError, match="UNKNOWN_TOPIC_OR_PARTITION"):
-            producer.send_encoded(topic_name, 5, _encoded(_rows(0, 3)), 3, TS)
+            producer.send_encoded(topic_name, [(5, _encoded(_rows(0, 3)), 3)], TS)
         big = _encoded([(None, bytes(20_000), [])])
         with pytest.raises(BrokerResponseError, match="MESSAGE_TOO_LARGE"):
-            producer.send_encoded(topic_name, 0, big, 1, TS)
+            producer.send_encoded(topic_name, [(0, big, 1)], TS)

@@ -126,11 +126,11 @@ def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
             try:
                 for topic, rows in topic_rows(batch, options.topic):
                     all_partitions, available = producer.partitions(topic)
-                    for encoded in encode_rows(batch, rows, all_partitions, available,
-                                               config.batch_size, BATCH_HEADER_SIZE):
-                        futures.append(producer.send_encoded(
-                            topic, encoded.partition, encoded.records, encoded.count,
-                            timestamp))
+                    futures += producer.send_encoded(topic, (
+                        (encoded.partition, encoded.records, encoded.count)
+                        for encoded in encode_rows(batch, rows, all_partitions, available,
+                                                   config.batch_size, BATCH_HEADER_SIZE)),
+                        timestamp)
             except ValueError as exc:
                 raise SinkError(str(exc)) from exc
             sent += batch.num_rows
