@@ -70,14 +70,16 @@ def _expected_partition(key: bytes | None, partition: int | None, count: int) ->
 
 
 def _check(batch: pa.RecordBatch, rows: list[tuple[Any, Any, Any, Any]], batch_size: int,
-           partitions: int = 4) -> None:
-    """Every encoded batch holds the next rows of its partition, byte for byte as
-    ``RecordsBuilder.append`` writes them, and stays within ``batch_size``."""
+           partitions: int = 4, subset: np.ndarray | None = None) -> None:
+    """Every encoded batch holds the next rows (of ``subset``) of its partition, byte for
+    byte as ``RecordsBuilder.append`` writes them, and stays within ``batch_size``."""
+    chosen = np.arange(batch.num_rows) if subset is None else subset
     pending: dict[int, list[int]] = {}
-    for i, (key, _value, partition, _headers) in enumerate(rows):
+    for i in chosen.tolist():
+        key, _value, partition, _headers = rows[i]
         key = key.encode() if isinstance(key, str) else key
         pending.setdefault(_expected_partition(key, partition, partitions), []).append(i)
-    got = list(encode_rows(batch, np.arange(batch.num_rows), list(range(partitions)),
+    got = list(encode_rows(batch, chosen, list(range(partitions)),
                            list(range(partitions)), batch_size, BATCH_HEADER_SIZE))
     for encoded in got:
         take, pending[encoded.partition] = (pending[encoded.partition][:encoded.count],
@@ -109,6 +111,7 @@ def test_string_keys_sliced_batches_and_long_varints() -> None:
     frame = _frame(rows, string_keys=True)
     _check(frame, rows, 16_384)
     _check(frame.slice(7, 100), rows[7:107], 4_000)
+    _check(frame, rows, 2_000, subset=np.arange(1, 300, 3))  # one topic's rows of several
 
 
 def test_keyless_rows_stick_to_a_partition_per_batch() -> None:
