@@ -10,6 +10,7 @@ import pytest
 
 from odradek.client import Producer
 from odradek.client.batch_codec import RecordsBuilder
+from tests.harness.kafka import located
 
 from .conftest import Target, create_topic
 
@@ -67,8 +68,8 @@ def test_encoded_batches_read_back_by_confluent(target: Target, topic_name: str,
         if msg is not None:
             assert msg.error() is None, msg.error()
             assert msg.timestamp()[1] == TS
-            got[msg.partition()].append(
-                (msg.offset(), (msg.key(), msg.value(), list(msg.headers() or []))))
+            partition, offset = located(msg)
+            got[partition].append((offset, (msg.key(), msg.value(), list(msg.headers() or []))))
     consumer.close()
     for partition, records in got.items():
         assert [offset for offset, _ in records] == list(range(len(expected[partition])))
