@@ -58,10 +58,12 @@ def test_readers_always_see_whole_valid_batches_while_the_log_changes(tmp_path: 
     threads.append(threading.Thread(target=maintainer))
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 3
+    # Bounded by work, not by time: on a loaded machine the readers can starve the writer
+    # (85 appends in 3 s once), which says nothing about what a reader sees.
+    deadline = time.monotonic() + 60
     i = 0
     try:
-        while time.monotonic() < deadline and not failures:
+        while (i < 150 or reads <= 10) and time.monotonic() < deadline and not failures:
             log.append(
                 batch([b"%d" % i], keys=[b"k%d" % (i % 7)], timestamp=BASE_TS), leader_epoch=0
             )
@@ -72,4 +74,4 @@ def test_readers_always_see_whole_valid_batches_while_the_log_changes(tmp_path: 
             thread.join(30)
     if failures:
         raise failures[0]
-    assert reads > 10 and i > 100
+    assert reads > 10 and i >= 150, f"{reads} reads, {i} appends in 60 s"
