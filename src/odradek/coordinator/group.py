@@ -572,7 +572,6 @@ class Group(GroupMembership):
         self.pending_members.clear()
         return replies
 
-
     @classmethod
     def from_metadata(
         cls,

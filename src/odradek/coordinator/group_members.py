@@ -206,7 +206,6 @@ class GroupMembership:
             topics |= parsed
         return frozenset(topics)
 
-
     # ------------------------------------------------------------------ describe
 
     def describe_members(self) -> list[MemberDescription]:
