@@ -43,7 +43,7 @@ test-slow: install prometheus
 
 lint: install
 	$(VENV)/bin/ruff check src operator/src tests bench examples e2e
-	$(VENV)/bin/mypy src operator/src
+	$(VENV)/bin/mypy src operator/src tests
 
 # Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
 # and the dev cluster's local Prometheus; installed only when missing.

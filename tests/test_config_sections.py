@@ -12,7 +12,11 @@ from odradek.config_sections import BrokerSections, GroupCoordinatorConfig, Sect
 
 
 def _section_classes() -> list[type[Section]]:
-    return [type(item.default) for item in dataclasses.fields(BrokerSections)]
+    classes: list[type[Section]] = []
+    for item in dataclasses.fields(BrokerSections):
+        assert isinstance(item.default, Section), item.name
+        classes.append(type(item.default))
+    return classes
 
 
 @pytest.mark.parametrize("section", _section_classes(), ids=lambda cls: cls.__name__)

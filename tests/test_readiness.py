@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+from kio.schema.errors import ErrorCode
 
 from odradek.client import AdminClient, NewTopic, Producer
 from odradek.client.connection import NodeAddress
@@ -29,7 +30,7 @@ def _metadata(brokers: list[int], partitions: list[tuple[str, int, int, list[int
               ) -> ClusterMetadata:
     topics: dict[str, TopicInfo] = {}
     for topic, index, leader, replicas, isr in partitions:
-        info = topics.setdefault(topic, TopicInfo(topic, 0, False, {}))
+        info = topics.setdefault(topic, TopicInfo(topic, ErrorCode.none, False, {}))
         info.partitions[index] = PartitionInfo(topic, index, leader, 0, tuple(replicas), tuple(isr))
     return ClusterMetadata({b: NodeAddress(b, "h", 9092) for b in brokers}, topics, brokers[0])
 

@@ -27,8 +27,9 @@ def test_zookeeper_command_serves_kazoo_create_ephemeral_and_watch(tmp_path: Pat
     port = free_port()
     process = _start_cli(port, tmp_path / "zk")
     lines: list[str] = []
-    assert process.stdout is not None
-    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    stdout = process.stdout
+    assert stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(stdout), daemon=True)
     reader.start()
     try:
         wait_until(lambda: process.poll() is None and zookeeper_ready("127.0.0.1", port), 60,

@@ -7,7 +7,8 @@ from typing import Any
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.static.primitive import Records
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
 from odradek.protocol import records as rec
 
@@ -30,6 +31,11 @@ def create_topic(broker: InProcessBroker, name: str, partitions: int = 1, **conf
     broker.run(create())
 
 
+def ms(milliseconds: int) -> i32Timedelta:
+    """A request timeout as kio's wire type (checked to fit the i32 field)."""
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=milliseconds))
+
+
 def batch(*values: bytes, timestamp: int | None = None, **kwargs: Any) -> bytes:
     return rec.encode_batch(rec.records_from_values(values, timestamp=timestamp), **kwargs)
 
@@ -39,12 +45,14 @@ def produce_request(
 ) -> ProduceRequest:
     return ProduceRequest(
         transactional_id=None,
-        acks=acks,
-        timeout=datetime.timedelta(milliseconds=timeout_ms),
+        acks=i16(acks),
+        timeout=ms(timeout_ms),
         topic_data=(
             TopicProduceData(
-                name=topic,
-                partition_data=(PartitionProduceData(index=partition, records=Records(records)),),
+                name=TopicName(topic),
+                partition_data=(
+                    PartitionProduceData(index=i32(partition), records=Records(records)),
+                ),
             ),
         ),
     )
@@ -60,20 +68,20 @@ def fetch_request(
     max_bytes: int = 1 << 20,
 ) -> FetchRequest:
     return FetchRequest(
-        replica_id=-1,
-        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
-        min_bytes=min_bytes,
-        max_bytes=max_bytes,
-        isolation_level=0,
-        session_id=0,
-        session_epoch=-1,
+        replica_id=BrokerId(-1),
+        max_wait=ms(max_wait_ms),
+        min_bytes=i32(min_bytes),
+        max_bytes=i32(max_bytes),
+        isolation_level=i8(0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
         topics=(
             FetchTopic(
-                topic=topic,
+                topic=TopicName(topic),
                 partitions=(
-                    FetchPartition(partition=partition, current_leader_epoch=-1,
-                                   fetch_offset=offset, last_fetched_epoch=-1,
-                                   log_start_offset=-1, partition_max_bytes=max_bytes),
+                    FetchPartition(partition=i32(partition), current_leader_epoch=i32(-1),
+                                   fetch_offset=i64(offset), last_fetched_epoch=i32(-1),
+                                   log_start_offset=i64(-1), partition_max_bytes=i32(max_bytes)),
                 ),
             ),
         ),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-
 import pytest
 from confluent_kafka.admin import (
     AdminClient,
@@ -26,8 +24,10 @@ from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderTopic,
 )
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.schema.types import BrokerId, ProducerId, TopicName
+from kio.static.primitive import i16, i32, i64
 
-from .helpers import batch, create_topic, partition_response, produce_request
+from .helpers import batch, create_topic, ms, partition_response, produce_request
 from .inprocess import InProcessBroker
 from .wire import WireClient
 
@@ -95,10 +95,11 @@ def test_metadata_auto_creates_only_when_allowed(
     broker = start_broker(auto_create_topics_enable="true")  # type: ignore[operator]
     with WireClient(broker.port) as client:
         refused = client.request(MetadataRequestV4(
-            topics=(MetadataTopicV4(name=topic_name + "-no"),), allow_auto_topic_creation=False))
+            topics=(MetadataTopicV4(name=TopicName(topic_name + "-no")),),
+            allow_auto_topic_creation=False))
         assert refused.topics[0].error_code == 3
         first = client.request(MetadataRequestV4(
-            topics=(MetadataTopicV4(name=topic_name),), allow_auto_topic_creation=True))
+            topics=(MetadataTopicV4(name=TopicName(topic_name)),), allow_auto_topic_creation=True))
         assert first.topics[0].error_code in (0, 5)  # created; leader maybe not yet elected
         view = broker.broker.services.cluster.view
         broker.run(view.wait_for(lambda s: topic_name in s.topics, 20))
@@ -113,25 +114,26 @@ def test_offset_for_leader_epoch_and_delete_records(
         for _ in range(3):
             client.request(produce_request(topic_name, batch(b"a", b"b")))
         epochs = client.request(OffsetForLeaderEpochRequest(
-            replica_id=-1,
-            topics=(OffsetForLeaderTopic(topic=topic_name, partitions=(
-                OffsetForLeaderPartition(partition=0, current_leader_epoch=-1, leader_epoch=0),
+            replica_id=BrokerId(-1),
+            topics=(OffsetForLeaderTopic(topic=TopicName(topic_name), partitions=(
+                OffsetForLeaderPartition(
+                    partition=i32(0), current_leader_epoch=i32(-1), leader_epoch=i32(0)),
             )),),
         ))
         result = epochs.topics[0].partitions[0]
         assert (result.error_code, result.leader_epoch, result.end_offset) == (0, 0, 6)
 
         deleted = client.request(DeleteRecordsRequest(
-            topics=(DeleteRecordsTopic(name=topic_name, partitions=(
-                DeleteRecordsPartition(partition_index=0, offset=4),)),),
-            timeout=datetime.timedelta(seconds=5),
+            topics=(DeleteRecordsTopic(name=TopicName(topic_name), partitions=(
+                DeleteRecordsPartition(partition_index=i32(0), offset=i64(4)),)),),
+            timeout=ms(5000),
         ))
         part = deleted.topics[0].partitions[0]
         assert (part.error_code, part.low_watermark) == (0, 4)
         too_far = client.request(DeleteRecordsRequest(
-            topics=(DeleteRecordsTopic(name=topic_name, partitions=(
-                DeleteRecordsPartition(partition_index=0, offset=99),)),),
-            timeout=datetime.timedelta(seconds=5),
+            topics=(DeleteRecordsTopic(name=TopicName(topic_name), partitions=(
+                DeleteRecordsPartition(partition_index=i32(0), offset=i64(99)),)),),
+            timeout=ms(5000),
         ))
         assert too_far.topics[0].partitions[0].error_code == 1
 
@@ -152,8 +154,8 @@ def test_producer_ids_are_unique_across_brokers(start_broker: object) -> None:
     for broker in (first, second, first, second):
         with WireClient(broker.port) as client:
             response = client.request(InitProducerIdRequest(
-                transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60),
-                producer_id=-1, producer_epoch=-1))
+                transactional_id=None, transaction_timeout=ms(60_000),
+                producer_id=ProducerId(-1), producer_epoch=i16(-1)))
             assert response.error_code == 0
             ids.append(response.producer_id)
     assert len(set(ids)) == 4, ids

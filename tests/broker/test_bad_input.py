@@ -3,7 +3,6 @@ broker keeps serving everyone else."""
 
 from __future__ import annotations
 
-import datetime
 import logging
 
 import pytest
@@ -13,7 +12,14 @@ from odradek.protocol.framing import size_prefix
 from odradek.protocol.records import BATCH_HEADER_SIZE
 
 from ..protocol.hostile_frames import CRASH_FRAME
-from .helpers import batch, create_topic, fetch_request, partition_response, produce_request
+from .helpers import (
+    batch,
+    create_topic,
+    fetch_request,
+    ms,
+    partition_response,
+    produce_request,
+)
 from .inprocess import InProcessBroker
 from .wire import WireClient
 
@@ -70,11 +76,12 @@ def test_group_api_above_the_advertised_range_closes_the_connection(
     shared_broker: InProcessBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
     from kio.schema.join_group.v8.request import JoinGroupRequest, JoinGroupRequestProtocol
+    from kio.schema.types import GroupId
 
     from odradek.protocol.messages import encode_request
 
-    body = JoinGroupRequest(group_id="g", session_timeout=datetime.timedelta(seconds=10),
-                            rebalance_timeout=datetime.timedelta(seconds=10), member_id="",
+    body = JoinGroupRequest(group_id=GroupId("g"), session_timeout=ms(10_000),
+                            rebalance_timeout=ms(10_000), member_id="",
                             group_instance_id=None, protocol_type="consumer",
                             protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
                             reason=None)
@@ -105,7 +112,7 @@ def test_garbage_records_are_rejected(shared_broker: InProcessBroker, topic_name
 def test_batch_over_message_max_bytes_is_message_too_large(
     shared_broker: InProcessBroker, topic_name: str
 ) -> None:
-    create_topic(shared_broker, topic_name, **{"max.message.bytes": "1000"})
+    create_topic(shared_broker, topic_name, 1, **{"max.message.bytes": "1000"})
     with WireClient(shared_broker.port) as client:
         response = client.request(produce_request(topic_name, batch(b"x" * 2000)))
         assert partition_response(response).error_code == 10  # MESSAGE_TOO_LARGE

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
 
 from odradek.protocol.framing import size_prefix
 from odradek.protocol.messages import encode_request
@@ -24,9 +25,10 @@ def valid_frames(topic: str) -> list[bytes]:
         encode_request(
             ApiVersionsRequest(client_software_name="f", client_software_version="1"), 1
         ),
-        encode_request(MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-                                       allow_auto_topic_creation=False,
-                                       include_topic_authorized_operations=False), 2),
+        encode_request(MetadataRequest(
+            topics=(MetadataRequestTopic(name=TopicName(topic), topic_id=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False), 2),
         encode_request(produce_request(topic, batch(b"fuzz")), 3),
         encode_request(fetch_request(topic, 0), 4),
     ]

@@ -29,7 +29,7 @@ def test_subprocess_broker_serves_clients_and_stops_cleanly_on_sigterm(broker: A
     got: list[bytes] = []
     deadline = time.monotonic() + 20
     while len(got) < 200 and time.monotonic() < deadline:
-        got.extend(m.value() for m in consumer.consume(500, 0.5) if m.error() is None)
+        got.extend(m.value() or b"" for m in consumer.consume(500, 0.5) if m.error() is None)
     consumer.close()
     assert got == [b"%d" % i for i in range(200)]
     assert broker.stop() == 0, broker.log_tail()

@@ -24,7 +24,9 @@ def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1,
         while len(values) < count and time.monotonic() < deadline:
             for message in consumer.consume(num_messages=1000, timeout=0.5):
                 assert message.error() is None, message.error()
-                values.append(message.value())
+                value = message.value()
+                assert value is not None
+                values.append(value)
     finally:
         consumer.close()
     return values

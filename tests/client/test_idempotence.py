@@ -55,6 +55,7 @@ def _restart_during_send(bootstrap: str, restart) -> None:
             records = consumer.poll(1000)
             assert records, f"stuck at {len(values)} records"
             for r in records:
+                assert r.value is not None
                 values.append(int(r.value))
                 per_partition[r.partition].append(int(r.value))
     finally:

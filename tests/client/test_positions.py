@@ -36,8 +36,9 @@ def test_seek_and_offsets_for_times(target: Target, topic_name: str) -> None:
         assert [r.offset for r in _poll_n(consumer, 3)] == [42, 43, 44]
         assert consumer.position(tp) == 45
         found = consumer.offsets_for_times({tp: base + 10_500})
-        assert found[tp] is not None and found[tp].offset == 11
-        assert found[tp].timestamp == base + 11_000
+        hit = found[tp]
+        assert hit is not None and hit.offset == 11
+        assert hit.timestamp == base + 11_000
         assert consumer.offsets_for_times({tp: base + 10**9})[tp] is None
         consumer.seek_to_timestamp(base + 30_000, tp)
         assert _poll_n(consumer, 1)[0].offset == 30

@@ -72,13 +72,16 @@ def test_odradek_producer_to_confluent_consumer(target: Target, topic_name: str,
     consumer = confluent_kafka.Consumer({"bootstrap.servers": target.bootstrap,
                                          "group.id": "unused", "enable.auto.commit": False})
     consumer.assign([confluent_kafka.TopicPartition(topic_name, p, 0) for p in range(2)])
-    got = []
+    got: list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]] = []
     deadline = time.monotonic() + 30
     while len(got) < N and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is not None:
             assert msg.error() is None, msg.error()
-            got.append((msg.key(), msg.value(), list(msg.headers() or [])))
+            # confluent's stub types headers() like produce()'s input (dict | list, str
+            # values); a consumed message's headers are list[tuple[str, bytes | None]].
+            headers: list[tuple[str, bytes | None]] = list(msg.headers() or [])  # type: ignore[arg-type]
+            got.append((msg.key(), msg.value(), headers))
     consumer.close()
     assert sorted(got) == sorted(messages)
 
@@ -91,7 +94,7 @@ def test_confluent_producer_to_odradek_consumer(target: Target, topic_name: str,
     producer = confluent_kafka.Producer({"bootstrap.servers": target.bootstrap,
                                          "compression.type": codec, "linger.ms": 5})
     for key, value, headers in messages:
-        producer.produce(topic_name, value, key, headers=headers)
+        producer.produce(topic_name, value, key, headers=list(headers))
     assert producer.flush(30) == 0
     got = _read_all(target.bootstrap, topic_name, 2, N)
     assert sorted((r.key, r.value, r.headers) for r in got) == sorted(messages)

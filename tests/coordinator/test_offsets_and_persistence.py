@@ -10,6 +10,7 @@ from odradek.coordinator.group_state import GroupState
 from odradek.coordinator.offsets_log import InMemoryOffsetsLog
 from odradek.coordinator.shard import CoordinatorShard, OffsetCommitEntry
 from odradek.protocol.errors import ErrorCode, NotLeaderOrFollower
+from odradek.types import TopicPartition
 
 from .helpers import CONFIG, GROUP, Driver, join_request
 
@@ -31,7 +32,7 @@ def test_simple_commit_creates_a_group_without_protocol() -> None:
     assert driver.group.protocol_type is None
     [fetched] = driver.shard.fetch_offsets(GROUP, None)
     assert (fetched.topic, fetched.partition, fetched.offset, fetched.metadata) == ("t", 0, 42, "m")
-    [unknown] = driver.shard.fetch_offsets(GROUP, [("t", 9)])
+    [unknown] = driver.shard.fetch_offsets(GROUP, [TopicPartition("t", 9)])
     assert unknown.offset == -1
 
 
@@ -102,7 +103,7 @@ def test_delete_group_and_offset_delete() -> None:
     (a,), generation = driver.form_group(1)
     commit(driver, a, generation, OffsetCommitEntry("t", 0, 1))
     assert driver.shard.delete_group(driver.now, GROUP)[0] is ErrorCode.non_empty_group
-    top, errors, _ = driver.shard.delete_offsets(driver.now, GROUP, [("x", 0)])
+    top, errors, _ = driver.shard.delete_offsets(driver.now, GROUP, [TopicPartition("x", 0)])
     assert top is NONE and errors == {("x", 0): NONE}
     driver.leave((a, None))
     error, records = driver.shard.delete_group(driver.now, GROUP)
@@ -164,7 +165,7 @@ def test_coordinator_persists_and_a_new_leader_loads() -> None:
 
         successor = GroupCoordinator(config, log)
         await successor.on_become_leader(0)
-        assert successor.fetch_offsets(GROUP, [("t", 0)])[1][0].offset == 7
+        assert successor.fetch_offsets(GROUP, [TopicPartition("t", 0)])[1][0].offset == 7
         described = successor.describe_group(GROUP)
         assert (described.state, described.protocol) == ("Stable", "range")
         assert [m.assignment for m in described.members] == [b"A"]
@@ -216,12 +217,12 @@ def test_offset_delete_of_the_last_offset_removes_an_empty_group() -> None:
     unlisted, and its tombstone is written so a reload does not bring it back."""
     driver = Driver()
     commit(driver, "", -1, OffsetCommitEntry("t", 0, 1), OffsetCommitEntry("t", 1, 2))
-    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [("t", 0)])
+    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [TopicPartition("t", 0)])
     assert top is NONE and len(records) == 1
     assert GROUP in {g.group_id for g in driver.shard.list_groups()}, "one offset is left"
-    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [("t", 1)])
+    top, _, records = driver.shard.delete_offsets(driver.now, GROUP, [TopicPartition("t", 1)])
     assert top is NONE and [r.value for r in records] == [None, None]  # offset, then group
     assert driver.shard.group(GROUP) is None
     assert GROUP not in {g.group_id for g in driver.shard.list_groups()}
-    assert driver.shard.delete_offsets(driver.now, GROUP, [("t", 1)])[0] is (
+    assert driver.shard.delete_offsets(driver.now, GROUP, [TopicPartition("t", 1)])[0] is (
         ErrorCode.group_id_not_found)

@@ -74,7 +74,9 @@ def run_confluent(args: argparse.Namespace, events: EventLog, stop: Stop) -> Non
             if good:
                 latest: dict[int, int] = {}
                 for message in good:
-                    latest[message.partition()] = message.offset() + 1
+                    partition, offset = message.partition(), message.offset()
+                    assert partition is not None and offset is not None
+                    latest[partition] = offset + 1
                 consumer.commit(
                     offsets=[confluent_kafka.TopicPartition(args.topic, p, o)
                              for p, o in latest.items()],

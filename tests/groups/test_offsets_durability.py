@@ -14,6 +14,7 @@ import confluent_kafka
 from odradek.coordinator.partitioning import partition_for_group
 from odradek.local_cluster import BrokerProcess, wait_until
 from tests.harness.fixtures import ClusterFactory
+from tests.harness.kafka import located
 
 from .helpers import FAST_GROUPS, committed_offsets, create_topic, produce
 
@@ -44,7 +45,7 @@ def resume_positions(bootstrap: str, group_id: str, topic: str, partitions: int,
         def all_partitions_seen() -> bool:
             for message in consumer.consume(100, 0.5):
                 if message.error() is None:
-                    first.setdefault(message.partition(), message.offset())
+                    first.setdefault(*located(message))
             return len(first) == expected
 
         wait_until(all_partitions_seen, 60, "the restarted group to consume every partition",

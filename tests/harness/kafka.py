@@ -7,11 +7,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from kazoo.client import KazooClient
 
 from odradek.local_cluster import wait_until
 
+
+def located(message: Message) -> tuple[int, int]:
+    """(partition, offset) of a consumed record.
+
+    confluent-kafka types both as optional because an error event carries neither; callers
+    check ``message.error()`` first, so a missing one here is a real failure.
+    """
+    partition, offset = message.partition(), message.offset()
+    assert partition is not None and offset is not None, message.error()
+    return partition, offset
 
 def partition_state(zk: KazooClient, topic: str, partition: int = 0) -> dict[str, Any] | None:
     path = f"/brokers/topics/{topic}/partitions/{partition}/state"

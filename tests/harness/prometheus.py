@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import promql_parser
@@ -62,7 +62,8 @@ def metric_names(expr: str) -> set[str]:
 
 
 def prometheus_server(tmp_path: Path, targets: list[ScrapeTarget],
-                      rule_files: tuple[Path, ...] = ()) -> Iterator[LocalPrometheus]:
+                      rule_files: tuple[Path, ...] = ()
+                      ) -> Generator[LocalPrometheus, None, None]:
     """A started LocalPrometheus, stopped (by PID) when the generator closes."""
     server = LocalPrometheus(tmp_path / "prometheus", targets, rule_files=rule_files)
     server.start()

@@ -21,6 +21,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.partitioner import DefaultPartitioner
 from aiokafka.structs import TopicPartition as AioTopicPartition
 
+from tests.harness.kafka import located
+
 Header = tuple[str, bytes]
 
 
@@ -194,12 +196,14 @@ class ConfluentClient(Client):
                     if msg.error() is not None:
                         raise InteropError(f"consumer error: {msg.error()}")
                     _ts_type, ts = msg.timestamp()
-                    p = msg.partition()
-                    if msg.offset() >= end[p]:
+                    p, offset = located(msg)
+                    if offset >= end[p]:
                         continue
-                    records[p].append(Record(p, msg.offset(), msg.key(), msg.value(),
-                                             _headers(msg.headers()), ts))
-                    position[p] = msg.offset() + 1
+                    # confluent's stub reuses produce()'s header input type (dict | list, str
+                    # values); a consumed message's headers() is list[tuple[str, bytes | None]].
+                    headers = _headers(msg.headers())  # type: ignore[arg-type]
+                    records[p].append(Record(p, offset, msg.key(), msg.value(), headers, ts))
+                    position[p] = offset + 1
         finally:
             consumer.close()
         return records

@@ -46,7 +46,8 @@ def _alert(name: str, labels: dict[str, str], value: str) -> dict[str, Any]:
 def _case(name: str, series: list[dict[str, str]], firing_at: str, labels: dict[str, str],
           value: str, quiet_at: tuple[str, ...]) -> dict[str, Any]:
     """One promtool test: the alert fires at ``firing_at`` and is silent at ``quiet_at``."""
-    checks = [{"eval_time": t, "alertname": name, "exp_alerts": []} for t in quiet_at]
+    checks: list[dict[str, Any]] = [
+        {"eval_time": t, "alertname": name, "exp_alerts": []} for t in quiet_at]
     checks.append({"eval_time": firing_at, "alertname": name,
                    "exp_alerts": [_alert(name, labels, value)]})
     return {"interval": "1m", "input_series": series, "alert_rule_test": checks}

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -167,11 +167,16 @@ def test_lag_is_produced_minus_committed_and_never_negative(live: Live) -> None:
     admin.create_topics([NewTopic(topic, 1, 3, config={
         "segment.bytes": "4096"})])[topic].result(30)
     failed: list[object] = []
+
+    def record_failure(error: KafkaError | None, _msg: Message) -> None:
+        if error is not None:
+            failed.append(error)
+
     producer = Producer({"bootstrap.servers": live.bootstrap, "acks": "all", "linger.ms": 5,
                          "batch.size": 1000})  # batches well under a segment
     for i in range(400):
         producer.produce(topic, f"record-{i:04d}".encode() * 4,
-                         on_delivery=lambda error, _msg: error and failed.append(error))
+                         on_delivery=record_failure)
     assert producer.flush(30) == 0 and not failed, failed
     consumer = Consumer({"bootstrap.servers": live.bootstrap, "group.id": group,
                          "enable.auto.commit": False})

@@ -58,8 +58,9 @@ def test_every_broker_is_scraped_with_its_target_labels(run: Run) -> None:
         assert info["metric"]["namespace"] == "demo" and info["metric"]["cluster"] == "demo"
         assert info["metric"]["cluster_id"] == "demo-cluster-id"
     assert run.prometheus.value('sum(odradek_controller_active{cluster="demo"})') == 1
-    assert run.prometheus.value(
-        'sum(rate(odradek_broker_bytes_in_total{cluster="demo"}[15s]))') > 0
+    bytes_in = run.prometheus.value(
+        'sum(rate(odradek_broker_bytes_in_total{cluster="demo"}[15s]))')
+    assert bytes_in is not None and bytes_in > 0
 
 
 @pytest.mark.parametrize("name", sorted(DASHBOARDS))

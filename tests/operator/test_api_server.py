@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True
 
 
 @pytest.fixture(scope="module")
-def namespace() -> str:
+def namespace() -> Iterator[str]:
     kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
     for crd in ("brokerclusters", "topics", "consumergroups"):
         kubectl("wait", "--for=condition=Established", f"crd/{crd}.odradek.dev",

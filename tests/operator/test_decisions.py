@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from odradek_operator.decisions.cluster_plan import (
     PodState,
@@ -205,8 +207,8 @@ def test_dynamic_plan_sets_changes_and_deletes_dropped_keys():
 # ---------------------------------------------------------------- topics
 
 
-def topic_spec(**kw) -> TopicSpec:
-    values = {"cluster": ClusterRef(bootstrap_servers="h:1"), "topic_name": "t",
+def topic_spec(**kw: Any) -> TopicSpec:
+    values: dict[str, Any] = {"cluster": ClusterRef(bootstrap_servers="h:1"), "topic_name": "t",
               "partitions": 3, "replication_factor": 2, "config": {}}
     values.update(kw)
     return TopicSpec(**values)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kmock
 import kopf
@@ -56,8 +56,9 @@ def posted(queue: asyncio.Queue[Any]) -> list[tuple[str, str]]:
 
 def call(handler: Any, body: dict[str, Any], retry: int = 0) -> tuple[Any, kopf.Patch]:
     patch = kopf.Patch()
-    kwargs = {"body": kopf.Body(body), "patch": patch, "memo": kopf.Memo(), "retry": retry,
-              "logger": LOGGER, "namespace": body["metadata"]["namespace"],
+    # kopf.Body wants its RawBody TypedDict; these literals are Kubernetes objects of that shape.
+    kwargs = {"body": kopf.Body(cast(kopf.RawBody, body)), "patch": patch, "memo": kopf.Memo(),
+              "retry": retry, "logger": LOGGER, "namespace": body["metadata"]["namespace"],
               "name": body["metadata"]["name"]}
     return handler(**kwargs), patch
 
@@ -183,8 +184,8 @@ async def test_deleting_a_cluster_stops_its_brokers_before_their_managed_zookeep
     body = cluster_body(zookeeper={"managed": {"replicas": 1}})
     body["metadata"]["deletionTimestamp"] = "2099-01-01T00:00:00Z"  # just now, as far as it knows
     with pytest.raises(kopf.TemporaryError, match="1 broker"):
-        await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",
-                                        logger=LOGGER)
+        coro, _ = call(stop_brokers_then_release, body)
+        await coro
     sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"]
     assert sts["replicas"] == 0
     # Scaling to zero is a scale-down: without deleteClaim it must keep the claims.
@@ -192,5 +193,5 @@ async def test_deleting_a_cluster_stops_its_brokers_before_their_managed_zookeep
                                                            "whenDeleted": "Retain"}
     # Once they are gone (or after the bound), the deletion proceeds.
     del api.objects[kmock.resource("v1/pods"), "kafka", "odr-0"]
-    await stop_brokers_then_release(body=kopf.Body(body), namespace="kafka", name="odr",
-                                    logger=LOGGER)
+    coro, _ = call(stop_brokers_then_release, body)
+    await coro

@@ -15,6 +15,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from odradek_operator.decisions.restart import restart_verdict
+from odradek_operator.decisions.state import ClusterState
 from odradek_operator.handlers.consumer_group import group_result
 from odradek_operator.handlers.topic import topic_result
 from odradek_operator.kafka.groups import sync_group
@@ -216,6 +217,7 @@ def test_isr_aware_restart_decision_on_a_real_cluster_with_a_broker_down(cluster
             and s.min_isr("orders") == 2 else None
 
     healthy = wait_until(full_isrs, 60, "full ISRs and the topic's min.insync.replicas")
+    assert isinstance(healthy, ClusterState)
     assert healthy.min_isr("orders") == 2
     assert all(restart_verdict(healthy, b).allowed for b in range(3))
 
@@ -223,6 +225,7 @@ def test_isr_aware_restart_decision_on_a_real_cluster_with_a_broker_down(cluster
     degraded = wait_until(lambda: (s := asyncio.run(state())) and 2 not in s.brokers and all(
         2 not in p.isr for p in s.partitions if p.topic == "orders") and s, 60,
         "broker 2 out of every ISR")
+    assert isinstance(degraded, ClusterState)
     for broker in (0, 1):
         verdict = restart_verdict(degraded, broker)
         assert not verdict.allowed, f"restarting broker {broker} must wait"

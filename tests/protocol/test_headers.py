@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsRequestV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsRequestV3
+from kio.schema.api_versions.v3.response import ApiVersionsResponse as ApiVersionsResponseV3
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataRequestV1
 from kio.schema.metadata.v9.response import MetadataResponse as MetadataResponseV9
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from odradek.protocol.api_versions import ADVERTISED, ApiKey
 from odradek.protocol.errors import MalformedRequest, UnsupportedApi
@@ -86,6 +90,7 @@ def test_api_versions_v3_response_uses_header_v0() -> None:
     # size, then the correlation id and immediately the body (error code 0): no tag byte
     assert frame[4:10].hex() == "0a0b0c0d" "0000"
     _, body = decode_response(frame[4:], ApiKey.API_VERSIONS, 3)
+    assert isinstance(body, ApiVersionsResponseV3)
     listed = {entry.api_key: (entry.min_version, entry.max_version) for entry in body.api_keys}
     assert listed == {int(k): (r.min_version, r.max_version) for k, r in ADVERTISED.items()}
 
@@ -93,7 +98,7 @@ def test_api_versions_v3_response_uses_header_v0() -> None:
 def test_flexible_response_uses_header_v1() -> None:
     body = MetadataResponseV9(
         throttle_time=__import__("datetime").timedelta(0), brokers=(), cluster_id=None,
-        controller_id=1, topics=(), cluster_authorized_operations=0,
+        controller_id=BrokerId(1), topics=(), cluster_authorized_operations=i32(0),
     )
     frame = encode_response(1, body)
     assert frame[4:9].hex() == "00000001" "00"
@@ -110,6 +115,7 @@ def test_unsupported_api_versions_answer_is_v0_with_error_35_and_own_range() -> 
     )
     # and a v0 reader understands it
     _, body = decode_response(frame[4:], ApiKey.API_VERSIONS, 0)
+    assert isinstance(body, ApiVersionsResponseV0)
     assert body.error_code == 35
     assert [(e.api_key, e.min_version, e.max_version) for e in body.api_keys] == [(18, 0, 3)]
 

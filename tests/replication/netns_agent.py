@@ -12,6 +12,7 @@ import json
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -91,13 +92,15 @@ def consume(bootstrap: str, topic: str) -> None:
         while len(values) < high and time.time() < deadline:
             message = consumer.poll(1.0)
             if message is not None and message.error() is None:
-                values.append(message.value().decode())
+                value = message.value()
+                assert value is not None, "the producer never writes a null value"
+                values.append(value.decode())
     finally:
         consumer.close()
     print(json.dumps({"high_watermark": high, "values": values}))
 
 
 if __name__ == "__main__":
-    actions = {"probe": probe, "state": state, "create": create, "produce": produce,
-               "consume": consume}
+    actions: dict[str, Callable[..., None]] = {
+        "probe": probe, "state": state, "create": create, "produce": produce, "consume": consume}
     actions[sys.argv[1]](*sys.argv[2:])

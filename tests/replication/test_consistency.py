@@ -122,7 +122,8 @@ def test_unclean_election_off_keeps_partition_offline_and_on_recovers_it(
         create_topic(cluster.brokers[returning].bootstrap, "probe", replication=1)
         wait_until(lambda: _leader_is(zk, "probe", lambda s: s["leader"] >= 0), 30,
                    "the probe topic's leader")
-        assert partition_state(zk, topic)["leader"] == -1, "an out-of-sync replica was elected"
+        state = partition_state(zk, topic)
+        assert state is not None and state["leader"] == -1, "an out-of-sync replica was elected"
         admin = AdminClient({"bootstrap.servers": cluster.brokers[returning].bootstrap})
         resource = ConfigResource("topic", topic,
                                   set_config={"unclean.leader.election.enable": "true"})

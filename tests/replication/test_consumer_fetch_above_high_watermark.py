@@ -20,7 +20,7 @@ import signal
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.harness.zk import zk_client
 
@@ -58,8 +58,8 @@ def test_fetch_between_high_watermark_and_log_end_is_empty_not_out_of_range(
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:
                 message = consumer.poll(0.2)
-                if message is not None and message.error() is not None:
-                    error: KafkaError = message.error()
+                error = message.error() if message is not None else None
+                if error is not None:
                     errors.append(f"{error.name()}: {error.str()}")
         finally:
             consumer.close()

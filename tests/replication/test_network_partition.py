@@ -12,6 +12,7 @@ from either producer is in the final log, with no duplicates.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -83,8 +84,9 @@ def test_isolated_leader_acknowledges_nothing_and_loses_no_committed_write(
                 processes.append(broker)
                 broker.start()
             for host in broker_hosts:
-                wait_until(lambda h=host: agent(client, "probe", h.address, str(BROKER_PORT)),
-                           60, f"broker on {host.address} reachable")
+                reachable = functools.partial(agent, client, "probe", host.address,
+                                              str(BROKER_PORT))
+                wait_until(reachable, 60, f"broker on {host.address} reachable")
 
             agent(client, "create", bootstrap, TOPIC)
 

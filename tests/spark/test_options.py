@@ -44,7 +44,7 @@ def _source(streaming: bool = False, **options: str) -> Any:
 ])
 def test_bad_batch_options(options: dict[str, str], option: str) -> None:
     with pytest.raises(OptionError) as info:
-        _source(**options)
+        _source(False, **options)
     assert info.value.option.lower() == option.lower()
     assert str(info.value).startswith(f"option '{info.value.option}'")
 
@@ -60,7 +60,8 @@ def test_streaming_only_and_batch_only_options() -> None:
 
 
 def test_spark_names_and_client_settings_are_accepted() -> None:
-    opts = _source(subscribe="a,b", startingOffsets=json.dumps({"a": {"0": -2}, "b": {"0": 4}}),
+    starting = json.dumps({"a": {"0": -2}, "b": {"0": 4}})
+    opts = _source(False, subscribe="a,b", startingOffsets=starting,
                    includeHeaders="true", **{
                        "kafka.max.partition.fetch.bytes": "65536",
                        "kafka.group.id": "ignored", "kafka.isolation.level": "read_committed",

@@ -11,6 +11,7 @@ import pytest
 from odradek.storage import LogConfig, LogManager
 from odradek.storage.checkpoint import CorruptCheckpoint, OffsetCheckpointFile, write_atomically
 from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.types import TopicPartition
 from tests.storage.helpers import BASE_TS, all_records, batch, small_config
 
 from .helpers import settings
@@ -50,7 +51,7 @@ def test_checkpoint_files_use_kafkas_text_format(tmp_path: Path) -> None:
 def test_checkpoint_write_is_atomic_and_corruption_is_detected(tmp_path: Path) -> None:
     path = tmp_path / "recovery-point-offset-checkpoint"
     checkpoint = OffsetCheckpointFile(path)
-    checkpoint.write({("a", 0): 5, ("b-c", 12): 7})
+    checkpoint.write({TopicPartition("a", 0): 5, TopicPartition("b-c", 12): 7})
     assert checkpoint.read() == {("a", 0): 5, ("b-c", 12): 7}
     assert not list(tmp_path.glob("*.tmp"))
     write_atomically(path, b"0\n3\na 0 1\n")
@@ -161,7 +162,7 @@ def test_cleaner_runs_for_compacted_topics_after_config_change(tmp_path: Path) -
     assert latest == {b"k%d" % k: b"%d" % (195 + k) for k in range(5)}
     manager.shutdown()
     checkpoint = OffsetCheckpointFile(tmp_path / "cleaner-offset-checkpoint").read()
-    assert checkpoint[("c", 0)] > 0
+    assert checkpoint[TopicPartition("c", 0)] > 0
 
 
 def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:

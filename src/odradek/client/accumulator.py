@@ -194,7 +194,7 @@ class RecordFuture:
 class ProducerBatch:
     __slots__ = ("attempts", "base_sequence", "builder", "created", "deadline", "drained_at",
                  "encoded", "futures_count", "in_retry", "ordinal", "producer_epoch",
-                 "producer_id", "result", "retry_at", "tp", "user_callbacks")
+                 "producer_id", "result", "retry_at", "sealed", "tp", "user_callbacks")
 
     def __init__(self, tp: TopicPartition, now: float, delivery_timeout: float,
                  ordinal: int = 0) -> None:
@@ -214,6 +214,8 @@ class ProducerBatch:
         self.encoded: bytes | None = None
         self.user_callbacks: list[tuple[int, DeliveryCallback, RecordFuture]] | None = None
         self.futures_count = 0
+        #: Closed to appends (a pre-encoded batch from :meth:`RecordAccumulator.append_encoded`).
+        self.sealed = False
 
     @property
     def record_count(self) -> int:
@@ -287,7 +289,7 @@ class RecordAccumulator:
             batch = queue[-1] if queue else None
             created = False
             rolled = False
-            if (batch is None or batch.in_retry or batch.encoded is not None
+            if (batch is None or batch.in_retry or batch.encoded is not None or batch.sealed
                     or (batch.size + key_size + value_size + 32 > self.batch_size
                     and batch.record_count > 0)):
                 rolled = batch is not None
@@ -317,7 +319,7 @@ class RecordAccumulator:
             if queue and not self.closed:
                 batch = queue[-1]
                 builder = batch.builder
-                if (not batch.in_retry and batch.encoded is None
+                if (not batch.in_retry and batch.encoded is None and not batch.sealed
                         and len(builder.buffer) + value_size + _APPEND_SLACK <= self.batch_size):
                     index = builder.count
                     added = builder.append_value(timestamp, value)
@@ -325,6 +327,32 @@ class RecordAccumulator:
                     return (RecordFuture(batch.result, tp, index, timestamp, -1, value_size),
                             len(builder.buffer) + BATCH_HEADER_SIZE >= self.batch_size, False)
         return self.append(tp, timestamp, None, value, None)
+
+    def append_encoded(self, tp: TopicPartition, records: bytes | bytearray | memoryview,
+                       count: int, timestamp: int) -> RecordFuture:
+        """Queue ``count`` records already encoded as one batch's records (offset deltas
+        0..count-1, timestamp deltas from ``timestamp``) as a batch of their own: the bulk
+        path (the Spark sink encodes whole column slices at once). The batch is closed to
+        :meth:`append` and otherwise goes through the same queue, sequencing, retries and
+        expiry as any other; returns the future of its last record (a batch resolves as
+        one)."""
+        with self.lock:
+            if self.closed:
+                raise KafkaClientError("producer is closed")
+            queue = self.batches.get(tp)
+            if queue is None:
+                queue = self.batches[tp] = collections.deque()
+            batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout,
+                                  next(self._ordinals))
+            builder = batch.builder
+            builder.buffer = bytearray(records)
+            builder.count = count
+            builder.base_timestamp = builder.max_timestamp = timestamp
+            batch.sealed = True
+            queue.append(batch)
+            self.incomplete.add(batch)
+            self.used_bytes += len(builder.buffer)
+            return RecordFuture(batch.result, tp, count - 1, timestamp, -1, -1)
 
     def wait_for_space(self, timeout: float) -> bool:
         """Block (threads) until buffered bytes fall below ``buffer.memory``."""

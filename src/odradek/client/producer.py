@@ -397,6 +397,31 @@ class AsyncProducer:
             self._sticky_fast[topic] = (metadata, self.partitioner.sticky_tp[topic])
         return future, full or created
 
+    def append_encoded(self, topic: str, partition: int,
+                       records: bytes | bytearray | memoryview,
+                       count: int, timestamp: int) -> tuple[RecordFuture, bool]:
+        """Buffer ``count`` pre-encoded records (one batch's records, offset deltas from 0,
+        timestamp deltas from ``timestamp``) as their own batch for ``topic``-``partition``
+        (thread-safe; metadata for ``topic`` must be known). The bulk counterpart of
+        :meth:`append`: the batch is sequenced, retried and resolved like any other. Returns
+        the future of its last record and whether the sender needs waking."""
+        all_partitions = self._partitions(topic, self.client.metadata)[0]
+        if not all_partitions:
+            raise BrokerResponseError(ErrorCode.unknown_topic_or_partition,
+                                      f"no metadata for topic {topic!r}")
+        if partition not in all_partitions:
+            raise BrokerResponseError(
+                3, f"partition {partition} of {topic!r} does not exist "
+                f"(it has {len(all_partitions)})")
+        if len(records) + 128 > self.config.max_request_size:
+            raise BrokerResponseError(ErrorCode.message_too_large,
+                                      f"batch of {count} records ({len(records)} bytes) "
+                                      f"exceeds max.request.size "
+                                      f"{self.config.max_request_size}")
+        future = self.accumulator.append_encoded(TopicPartition(topic, partition), records,
+                                                 count, timestamp)
+        return future, True
+
     def _partitions(self, topic: str, metadata: ClusterMetadata
                     ) -> tuple[list[int], list[int]]:
         """All and available partitions of ``topic`` in ``metadata``, computed once per

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .accumulator import DeliveryCallback
+from .accumulator import DeliveryCallback, RecordFuture
 from .admin import AsyncAdminClient
 from .batch_codec import ConsumerRecord
 from .consumer import AsyncConsumer
@@ -125,6 +125,46 @@ class Producer:
         if wake:
             producer.wake_threadsafe()
         return future
+
+    def partitions(self, topic: str) -> tuple[list[int], list[int]]:
+        """All and available partitions of ``topic``, waiting (``max.block.ms``) for a new
+        topic's metadata as :meth:`send` does."""
+        producer = self._async
+        if not producer._partitions(topic, producer.client.metadata)[0]:
+            run(producer._wait_for_topic(topic))
+        return producer._partitions(topic, producer.client.metadata)
+
+    def send_encoded(self, topic: str,
+                     batches: Iterable[tuple[int, bytes | bytearray | memoryview, int]],
+                     timestamp: int) -> list[RecordFuture]:
+        """Buffer whole batches of records already encoded as RecordBatch v2 bodies: each
+        ``(partition, records, count)`` is ``count`` records with offset deltas
+        0..count-1 and timestamp deltas from ``timestamp`` (e.g. from the Spark sink's
+        compiled encoder), queued as one producer batch. Returns the future of each batch's
+        last record; it resolves when the whole batch is acknowledged or has failed.
+        Sequencing, acks, retries and ordering are those of :meth:`send`; the sender is
+        woken once for all of them."""
+        producer = self._async
+        if self._closed:
+            raise ClientClosed("producer is closed")
+        if producer._fatal is not None:
+            raise producer._fatal
+        if not producer._partitions(topic, producer.client.metadata)[0]:
+            run(producer._wait_for_topic(topic))
+        accumulator = producer.accumulator
+        futures: list[RecordFuture] = []
+        try:
+            for partition, records, count in batches:
+                if not accumulator.has_space():
+                    producer.wake_threadsafe()
+                    if not accumulator.wait_for_space(producer.config.max_block_ms / 1000):
+                        raise KafkaClientError("buffer.memory full for max.block.ms")
+                futures.append(producer.append_encoded(topic, partition, records, count,
+                                                       timestamp)[0])
+        finally:
+            if futures:
+                producer.wake_threadsafe()
+        return futures
 
     def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
                       timeout: float | None = None, **kwargs: Any) -> Any:

@@ -7,17 +7,20 @@ records go to a sticky partition), ``headers`` (``array<struct<key string, value
 optional). Other columns are an error, as are wrong types — both found on the driver before
 any task runs.
 
-Tasks produce through odradek's idempotent producer (acks=all unless ``kafka.acks`` says
-otherwise), kept per Python worker like Spark's cached Kafka producers, and flush before they
-finish: a task succeeds only when every record it sent is acknowledged. A delivery failure
-fails the task with the Kafka error's name (``UNKNOWN_TOPIC_OR_PARTITION``,
-``MESSAGE_TOO_LARGE``, ...). Delivery is at-least-once, like Spark's Kafka sink: a retried
-task or micro-batch writes its records again.
+Rows are never handled one by one in Python: each Arrow batch is partitioned (murmur2, as the
+Java client does) and encoded into RecordBatch v2 bodies by compiled passes
+(:mod:`.arrow_produce`), then handed over a producer batch at a time. Tasks produce through
+odradek's idempotent producer (acks=all unless ``kafka.acks`` says otherwise), kept per Python
+worker like Spark's cached Kafka producers, and flush before they finish: a task succeeds only
+when every record it sent is acknowledged. A delivery failure fails the task with the Kafka
+error's name (``UNKNOWN_TOPIC_OR_PARTITION``, ``MESSAGE_TOO_LARGE``, ...). Delivery is
+at-least-once, like Spark's Kafka sink: a retried task or micro-batch writes its records again.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +39,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from ._internals import BATCH_HEADER_SIZE
+from .arrow_produce import encode_rows, topic_rows
 from .options import OptionError, SinkOptions
 
 __all__ = ["BatchWriter", "SinkError", "StreamWriter"]
@@ -101,42 +106,34 @@ def _producer(options: SinkOptions) -> Any:
         return producer
 
 
-def _pylist(batch: pa.RecordBatch, name: str) -> list[Any] | None:
-    index = batch.schema.get_field_index(name)
-    return None if index < 0 else batch.column(index).to_pylist()
-
-
 def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Send every row of ``batches``; returns how many, once all are acknowledged."""
+    """Send every row of ``batches``; returns how many, once all are acknowledged.
+
+    Each Arrow batch is partitioned and encoded by compiled passes (:mod:`.arrow_produce`)
+    and handed to the producer a whole producer batch at a time (``send_encoded``), which
+    sequences, sends and retries it like any other batch."""
     from ._internals import KafkaClientError
 
     producer = _producer(options)
+    config = producer.async_producer.config
     futures = []
     sent = 0
     try:
         for batch in batches:
-            n = batch.num_rows
-            if not n:
+            if not batch.num_rows:
                 continue
-            values = _pylist(batch, "value")
-            assert values is not None
-            keys = _pylist(batch, "key")
-            topics = [options.topic] * n if options.topic else _pylist(batch, "topic")
-            partitions = _pylist(batch, "partition")
-            headers = _pylist(batch, "headers")
-            assert topics is not None
-            send = producer.send
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise SinkError("null topic in the data: set the 'topic' option or fill "
-                                    "the 'topic' column")
-                futures.append(send(
-                    topic, values[i], keys[i] if keys is not None else None,
-                    [(h["key"], h["value"]) for h in headers[i]]
-                    if headers is not None and headers[i] else None,
-                    partitions[i] if partitions is not None else None))
-            sent += n
+            timestamp = time.time_ns() // 1_000_000
+            try:
+                for topic, rows in topic_rows(batch, options.topic):
+                    all_partitions, available = producer.partitions(topic)
+                    futures += producer.send_encoded(topic, (
+                        (encoded.partition, encoded.records, encoded.count)
+                        for encoded in encode_rows(batch, rows, all_partitions, available,
+                                                   config.batch_size, BATCH_HEADER_SIZE)),
+                        timestamp)
+            except ValueError as exc:
+                raise SinkError(str(exc)) from exc
+            sent += batch.num_rows
         producer.flush()
     except KafkaClientError as exc:
         raise SinkError(f"writing to odradek failed: {exc}") from exc
