@@ -5,6 +5,7 @@ import struct
 from dataclasses import replace
 
 from odradek.coordinator.coordinator import GroupCoordinator
+from odradek.coordinator.group_metadata import metadata_value
 from odradek.coordinator.group_state import GroupState
 from odradek.coordinator.offsets_log import InMemoryOffsetsLog
 from odradek.coordinator.shard import CoordinatorShard, OffsetCommitEntry
@@ -130,7 +131,7 @@ def test_reload_from_log_reproduces_groups_and_offsets() -> None:
     reloaded.replay(records, driver.now, loading=True)
     original, loaded = driver.group, reloaded.group(GROUP)
     assert loaded is not None and reloaded.group("s") is None
-    assert loaded.metadata_value() == original.metadata_value()
+    assert metadata_value(loaded) == metadata_value(original)
     assert loaded.offsets == original.offsets
     assert loaded.state is GroupState.STABLE
     assert loaded.heartbeat(driver.now, ids[1], None, generation) is NONE

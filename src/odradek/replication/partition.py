@@ -37,7 +37,7 @@ from odradek.protocol.errors import (
     UnknownLeaderEpoch,
 )
 from odradek.storage import AppendInfo, PartitionLog
-from odradek.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from odradek.storage.log_reader import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
 __all__ = [

@@ -10,8 +10,9 @@ Start with :mod:`odradek.storage.log` (threading model) and :mod:`odradek.storag
 
 from odradek.storage.config import LogConfig
 from odradek.storage.file_region import FileRegion, SegmentFile
-from odradek.storage.log import AppendInfo, PartitionLog, ReadResult
+from odradek.storage.log import AppendInfo, PartitionLog
 from odradek.storage.log_manager import LogManager
+from odradek.storage.log_reader import ReadResult
 from odradek.storage.recovery import open_log
 
 __all__ = [

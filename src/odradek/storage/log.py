@@ -20,21 +20,13 @@ Threading and asyncio (what may run concurrently, what blocks)
   scheduler. The one synchronous fsync on the append path is the tiny
   ``leader-epoch-checkpoint`` rewrite on the first append of a new leader epoch (Kafka does
   the same: followers depend on that history).
-* **Reads** (:meth:`~PartitionLog.read`, :meth:`~PartitionLog.offset_for_timestamp`, offset
-  properties) take no lock. Each starts from an immutable :class:`LogState` (segment tuple,
-  log end offset, readable bytes of the active segment) that appends publish with one
-  reference assignment, so a reader never sees a half-written batch. A read returns a
-  :class:`FileRegion` holding its file descriptor: a segment deleted or cleaned afterwards
-  stays readable through it (see :mod:`odradek.storage.file_region`). The exception is a
-  follower truncation (:meth:`~PartitionLog.truncate_to`), which cuts the file in place as
-  Kafka does; it only removes data above the high watermark, which consumers never read.
-  Reads do small
-  ``pread`` calls on the index tail (page cache); they can block on disk for cold data, so
-  the broker should run fetches for cold offsets in an executor if it cares.
+* **Reads** (offsets, :meth:`~PartitionLog.read`, ListOffsets) take no lock; they are
+  :class:`~odradek.storage.log_reader.LogReader`, which this class extends (see there).
 * **Flush** (:meth:`~PartitionLog.flush`) fsyncs outside the lock and may run on any thread
   (the LogManager's flusher runs it in the background).
 * **Retention, cleaner, file removal** run on LogManager threads and take the log lock only
-  for the moment they swap the segment list.
+  for the moment they swap the segment list (deleting from the front of the log and deferred
+  file removal are :class:`~odradek.storage.log_deletion.SegmentDeletion`).
 
 Crash safety: data is durable once flushed (``recovery_point``); everything after the
 recovery point is re-validated on the next start (:mod:`odradek.storage.recovery`).
@@ -43,16 +35,15 @@ recovery point is re-validated on the next start (:mod:`odradek.storage.recovery
 from __future__ import annotations
 
 import bisect
-import itertools
 import logging
 import random
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from odradek.clock import wall_ms
 from odradek.protocol import records as rec
@@ -65,25 +56,21 @@ from odradek.protocol.errors import (
 from odradek.protocol.legacy_records import convert_legacy_message_set
 from odradek.protocol.records import BatchHeader
 from odradek.storage.config import LogConfig
-from odradek.storage.file_region import FileRegion
 from odradek.storage.leader_epoch import FILE_NAME as LEADER_EPOCH_FILE
 from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.log_deletion import SegmentDeletion
+from odradek.storage.log_reader import LogState
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment
 from odradek.storage.validation import apply_compression_type, validate_leader_batch
 
-__all__ = ["AppendInfo", "LogState", "PartitionLog", "ReadResult", "parse_log_dir_name"]
+__all__ = ["AppendInfo", "PartitionLog", "parse_log_dir_name"]
 
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
-DELETED_SUFFIX = ".deleted"
 _DIR_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
 
 
 def parse_log_dir_name(name: str) -> tuple[str, int]:
@@ -106,25 +93,6 @@ class AppendInfo:
     offset_of_max_timestamp: int = -1
 
 
-@dataclass(frozen=True)
-class ReadResult:
-    region: FileRegion | None  # None when there is nothing to read
-    first_offset: int  # base offset of the first batch in ``region`` (-1 when None)
-    high_watermark: int
-    log_start_offset: int
-    log_end_offset: int
-    next_offset: int = -1  # offset just after ``region`` (where the next read starts)
-
-
-class LogState(NamedTuple):
-    """What readers see, replaced as a whole after each change (never mutated)."""
-
-    segments: tuple[LogSegment, ...]
-    base_offsets: tuple[int, ...]
-    log_end_offset: int
-    active_size: int  # readable bytes of the last segment
-
-
 class FlushObserver(Protocol):
     """Told how long flushes and their fsyncs took (the broker's storage metrics); called
     from whichever thread flushes, so implementations must be thread-safe."""
@@ -134,7 +102,7 @@ class FlushObserver(Protocol):
     def fsynced(self, seconds: float) -> None: ...
 
 
-class PartitionLog:
+class PartitionLog(SegmentDeletion):
     """Append-only log of one partition. Construct through :func:`odradek.storage.recovery.
     open_log` or ``LogManager``; the constructor takes already-loaded segments."""
 
@@ -185,66 +153,6 @@ class PartitionLog:
         so that partitions created together do not all roll at the same moment."""
         jitter = self.config.segment_jitter_ms
         return random.randrange(jitter) if jitter > 0 else 0
-
-    # ------------------------------------------------------------------ offsets
-
-    @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        return self._state.segments
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._state.log_end_offset
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
-    def earliest_offset(self) -> int:
-        """Property: the log start offset (ListOffsets EARLIEST)."""
-        return self._log_start_offset
-
-    @property
-    def latest_offset(self) -> int:
-        """Property: the log end offset (ListOffsets LATEST before isolation capping)."""
-        return self._state.log_end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    def update_high_watermark(self, offset: int) -> int:
-        """Set the high watermark, clamped to [log start, log end]; returns the value set."""
-        offset = min(max(offset, self._log_start_offset), self._state.log_end_offset)
-        self._high_watermark = offset
-        return offset
-
-    def maybe_increment_high_watermark(self, offset: int) -> bool:
-        """Raise the high watermark to ``offset`` (never lower it); True if it moved."""
-        offset = min(offset, self._state.log_end_offset)
-        if offset > self._high_watermark:
-            self._high_watermark = offset
-            return True
-        return False
-
-    def size_bytes(self) -> int:
-        state = self._state
-        return sum(segment.size for segment in state.segments[:-1]) + state.active_size
-
-    @property
-    def active_segment(self) -> LogSegment:
-        return self._state.segments[-1]
-
-    def _publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
-        segments = segments if segments is not None else self._state.segments
-        active = segments[-1]
-        self._state = LogState(
-            segments,
-            tuple(segment.base_offset for segment in segments),
-            active.next_offset,
-            active.size,
-        )
 
     # ------------------------------------------------------------------ appends
 
@@ -481,122 +389,6 @@ class PartitionLog:
             self._unflushed_messages = 0
             self.last_flush_ms = wall_ms()
 
-    # ------------------------------------------------------------------ reads
-
-    def read(
-        self,
-        offset: int,
-        max_bytes: int,
-        *,
-        isolation_high_watermark: bool = True,
-        min_one_batch: bool = True,
-    ) -> ReadResult:
-        """Whole batches from the one holding ``offset``, as a file region for sendfile.
-
-        ``offset`` below the log start or above the log end raises OffsetOutOfRange. Reading
-        at the end bound (high watermark, or log end without isolation) returns no region.
-        With isolation, an offset between the high watermark and the log end also returns no
-        region rather than an error, as Kafka does: a new leader's high watermark may lag a
-        consumer's position for a moment, and an error would make the consumer reset.
-        """
-        state = self._state
-        log_start = self._log_start_offset
-        hw = min(self._high_watermark, state.log_end_offset)
-        end = hw if isolation_high_watermark else state.log_end_offset
-        if offset < log_start or offset > state.log_end_offset:
-            raise OffsetOutOfRange(
-                f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
-                f"{self.dir.name}"
-            )
-
-        def result(region: FileRegion | None, first: int, following: int = -1) -> ReadResult:
-            return ReadResult(region, first, hw, log_start, state.log_end_offset, following)
-
-        if offset >= end:
-            return result(None, -1)
-        bound_segment, bound_position = self._end_position(state, end)
-        index = max(bisect.bisect_right(state.base_offsets, offset) - 1, 0)
-        segments = state.segments
-        for number in range(index, len(segments)):  # no slicing: O(1) per read, not O(n)
-            segment = segments[number]
-            if segment.base_offset > bound_segment:
-                break
-            if segment.base_offset == bound_segment:
-                max_position, end_offset = bound_position, end
-            elif segment is state.segments[-1]:
-                max_position, end_offset = state.active_size, state.log_end_offset
-            else:
-                max_position = segment.size
-                end_offset = state.base_offsets[number + 1]
-            try:
-                found = segment.read(offset, max_bytes, max_position, min_one_batch, end_offset)
-            except (ValueError, OSError):
-                # The segment was deleted or truncated under us; retry on the new state.
-                if self._state is state:
-                    raise
-                return self.read(
-                    offset,
-                    max_bytes,
-                    isolation_high_watermark=isolation_high_watermark,
-                    min_one_batch=min_one_batch,
-                )
-            if found is not None:
-                region, header, following = found
-                return result(region, header.base_offset, following)
-            if not min_one_batch:
-                break
-        return result(None, -1)
-
-    def _end_position(self, state: LogState, end: int) -> tuple[int, int]:
-        """(segment base, byte position) below which all batches end before ``end``."""
-        if end >= state.log_end_offset:
-            return state.base_offsets[-1], state.active_size
-        cached = self._hw_position
-        if cached is not None and cached[0] == end:
-            slot = bisect.bisect_left(state.base_offsets, cached[1])
-            if slot < len(state.base_offsets) and state.base_offsets[slot] == cached[1]:
-                return cached[1], cached[2]
-        index = bisect.bisect_right(state.base_offsets, end) - 1
-        segment = state.segments[max(index, 0)]
-        max_position = state.active_size if segment is state.segments[-1] else segment.size
-        found = segment.translate_offset(end, max_position)
-        position = found[0] if found is not None else max_position
-        self._hw_position = (end, segment.base_offset, position)
-        return segment.base_offset, position
-
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp_ms``.
-
-        Special values as in ListOffsets: -2 earliest -> (log start, -1); -1 latest ->
-        (log end, -1); -3 max timestamp -> the record with the largest timestamp.
-        Uses each segment's time index, then decodes the one batch that holds the answer.
-        """
-        state = self._state
-        if timestamp_ms == EARLIEST_TIMESTAMP:
-            return self._log_start_offset, -1
-        if timestamp_ms == LATEST_TIMESTAMP:
-            return state.log_end_offset, -1
-        if timestamp_ms == MAX_TIMESTAMP:
-            best: tuple[int, int] | None = None
-            for segment in state.segments:
-                if segment.size and (best is None or segment.max_timestamp > best[1]):
-                    best = (segment.offset_of_max_timestamp, segment.max_timestamp)
-            return best
-        start = self._log_start_offset
-        for segment in state.segments:
-            if segment.next_offset <= start and segment is not state.segments[-1]:
-                continue
-            if segment.max_timestamp < timestamp_ms:
-                continue
-            max_position = state.active_size if segment is state.segments[-1] else segment.size
-            found = segment.find_offset_by_timestamp(timestamp_ms, start, max_position)
-            if found is not None:
-                return found
-        return None
-
-    def end_offset_for_leader_epoch(self, epoch: int) -> tuple[int, int]:
-        return self.leader_epoch_cache.end_offset_for(epoch, self._state.log_end_offset)
-
     # ------------------------------------------------------------------ truncation
 
     def truncate_to(self, offset: int) -> None:
@@ -661,94 +453,6 @@ class PartitionLog:
         self.producer_state.clear()
         self.producer_state.delete_all_snapshots()
         self.producer_state.map_end_offset = offset
-
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: advance the log start to ``offset`` (<= high watermark); returns the
-        new log start. Whole segments below it are deleted at once, asynchronously."""
-        with self._lock:
-            if offset > self._high_watermark:
-                raise OffsetOutOfRange(
-                    f"cannot delete records before {offset}: above the high watermark "
-                    f"{self._high_watermark}"
-                )
-            if offset > self._log_start_offset:
-                self._advance_log_start(offset)
-                self.delete_segments_below_log_start()
-            return self._log_start_offset
-
-    def _advance_log_start(self, offset: int) -> None:
-        self._log_start_offset = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
-        self.producer_state.truncate_head(offset)
-
-    def delete_segments_below_log_start(self) -> int:
-        """Delete segments whose every offset is below the log start (never the active one)."""
-        with self._lock:
-            state = self._state
-            count = 0
-            for _segment, following in itertools.pairwise(state.segments):
-                if following.base_offset <= self._log_start_offset:
-                    count += 1
-                else:
-                    break
-            return self.delete_oldest_segments(count, "log start offset")
-
-    def delete_oldest_segments(
-        self, count: int, reason: str, *, decided_on: Sequence[LogSegment] | None = None
-    ) -> int:
-        """Remove the ``count`` oldest segments (capped to keep the active one).
-
-        ``decided_on`` is the segment list the caller looked at without the lock; only the
-        prefix of it that is still the log's prefix is deleted, so a concurrent cleaner swap
-        or truncation can never make retention delete segments it did not judge.
-        """
-        with self._lock:
-            state = self._state
-            count = min(count, len(state.segments) - 1)
-            if decided_on is not None:
-                still = 0
-                for judged, current in zip(decided_on[:count], state.segments, strict=False):
-                    if judged is not current:
-                        break
-                    still += 1
-                count = still
-            if count <= 0:
-                return 0
-            doomed = list(state.segments[:count])
-            self._publish(state.segments[count:])
-            new_start = self._state.base_offsets[0]
-            if new_start > self._log_start_offset:
-                self._advance_log_start(new_start)
-            log.info(
-                "%s: deleting %d segment(s) by %s, log start now %d",
-                self.dir.name,
-                count,
-                reason,
-                self._log_start_offset,
-            )
-            self._schedule_delete(doomed)
-            return count
-
-    def _schedule_delete(self, segments: list[LogSegment]) -> None:
-        """Rename to ``.deleted`` now, unlink after ``file.delete.delay.ms``."""
-        due = wall_ms() + self.config.file_delete_delay_ms
-        for segment in segments:
-            segment.deleted = True
-            try:
-                segment.change_suffix(DELETED_SUFFIX)
-            except OSError as exc:
-                log.warning("could not rename %s for deletion: %s", segment.log_path, exc)
-            self._pending_deletes.append((due, segment))
-
-    def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
-        """Unlink ``.deleted`` files whose delay has passed; returns how many segments."""
-        now = now if now is not None else wall_ms()
-        with self._lock:
-            due = [item for item in self._pending_deletes if force or item[0] <= now]
-            self._pending_deletes = [item for item in self._pending_deletes if item not in due]
-        for _due, segment in due:
-            segment.delete_files()
-        return len(due)
 
     def replace_segments(
         self, new_segments: list[LogSegment], old_segments: list[LogSegment]

@@ -10,9 +10,9 @@ must stay (so the log stays a contiguous suffix):
 * log start offset: a segment all of whose offsets are below the log start (DeleteRecords).
 
 The first two apply only when ``cleanup.policy`` contains ``delete``. Deletion itself is the
-log's :meth:`~odradek.storage.log.PartitionLog.delete_oldest_segments`: files are renamed to
-``.deleted`` at once and unlinked after ``file.delete.delay.ms``, so fetches holding regions of
-them finish undisturbed.
+log's :meth:`~odradek.storage.log_deletion.SegmentDeletion.delete_oldest_segments`: files
+are renamed to ``.deleted`` at once and unlinked after ``file.delete.delay.ms``, so fetches
+holding regions of them finish undisturbed.
 """
 
 from __future__ import annotations

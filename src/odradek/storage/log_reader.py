@@ -1,0 +1,252 @@
+"""What readers of a partition log see: the published :class:`LogState`, offsets, reads.
+
+Split from :mod:`odradek.storage.log` along the seam its threading rules already draw:
+everything here runs without the log lock. Appends and structural changes (roll,
+truncation, retention, cleaner swaps) live in :class:`~odradek.storage.log.PartitionLog`
+and publish a new immutable :class:`LogState` (segment tuple, log end offset, readable
+bytes of the active segment) with one reference assignment; the :class:`LogReader` base it
+extends only ever reads that snapshot, so a reader never sees a half-written batch and
+never waits for a writer.
+
+A read returns a :class:`FileRegion` holding its file descriptor: a segment deleted or
+cleaned afterwards stays readable through it (see :mod:`odradek.storage.file_region`). The
+exception is a follower truncation
+(:meth:`~odradek.storage.log.PartitionLog.truncate_to`), which cuts the file in place as
+Kafka does; it only removes data above the high watermark, which consumers never read.
+Reads do small ``pread`` calls on the index tail (page cache); they can block on disk for
+cold data, so the broker should run fetches for cold offsets in an executor if it cares.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from odradek.protocol.errors import OffsetOutOfRange
+from odradek.storage.file_region import FileRegion
+from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.segment import LogSegment
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "LogReader",
+    "LogState",
+    "ReadResult",
+]
+
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    region: FileRegion | None  # None when there is nothing to read
+    first_offset: int  # base offset of the first batch in ``region`` (-1 when None)
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    next_offset: int = -1  # offset just after ``region`` (where the next read starts)
+
+
+class LogState(NamedTuple):
+    """What readers see, replaced as a whole after each change (never mutated)."""
+
+    segments: tuple[LogSegment, ...]
+    base_offsets: tuple[int, ...]
+    log_end_offset: int
+    active_size: int  # readable bytes of the last segment
+
+
+class LogReader:
+    """The lock-free half of a partition log: offsets, the high watermark and reads over the
+    last published :class:`LogState`. :class:`~odradek.storage.log.PartitionLog` sets every
+    attribute below in its constructor."""
+
+    dir: Path
+    leader_epoch_cache: LeaderEpochFileCache
+    _state: LogState
+    _log_start_offset: int
+    _high_watermark: int
+    _hw_position: tuple[int, int, int] | None  # (hw, segment base, position)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._state.segments
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._state.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def earliest_offset(self) -> int:
+        """Property: the log start offset (ListOffsets EARLIEST)."""
+        return self._log_start_offset
+
+    @property
+    def latest_offset(self) -> int:
+        """Property: the log end offset (ListOffsets LATEST before isolation capping)."""
+        return self._state.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log start, log end]; returns the value set."""
+        offset = min(max(offset, self._log_start_offset), self._state.log_end_offset)
+        self._high_watermark = offset
+        return offset
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Raise the high watermark to ``offset`` (never lower it); True if it moved."""
+        offset = min(offset, self._state.log_end_offset)
+        if offset > self._high_watermark:
+            self._high_watermark = offset
+            return True
+        return False
+
+    def size_bytes(self) -> int:
+        state = self._state
+        return sum(segment.size for segment in state.segments[:-1]) + state.active_size
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._state.segments[-1]
+
+    def _publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
+        """Replace the readers' snapshot (writers call this under the log lock; it lives here,
+        beside the readers, so the snapshot's shape is defined in one place)."""
+        segments = segments if segments is not None else self._state.segments
+        active = segments[-1]
+        self._state = LogState(
+            segments,
+            tuple(segment.base_offset for segment in segments),
+            active.next_offset,
+            active.size,
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        isolation_high_watermark: bool = True,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole batches from the one holding ``offset``, as a file region for sendfile.
+
+        ``offset`` below the log start or above the log end raises OffsetOutOfRange. Reading
+        at the end bound (high watermark, or log end without isolation) returns no region.
+        With isolation, an offset between the high watermark and the log end also returns no
+        region rather than an error, as Kafka does: a new leader's high watermark may lag a
+        consumer's position for a moment, and an error would make the consumer reset.
+        """
+        state = self._state
+        log_start = self._log_start_offset
+        hw = min(self._high_watermark, state.log_end_offset)
+        end = hw if isolation_high_watermark else state.log_end_offset
+        if offset < log_start or offset > state.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
+                f"{self.dir.name}"
+            )
+
+        def result(region: FileRegion | None, first: int, following: int = -1) -> ReadResult:
+            return ReadResult(region, first, hw, log_start, state.log_end_offset, following)
+
+        if offset >= end:
+            return result(None, -1)
+        bound_segment, bound_position = self._end_position(state, end)
+        index = max(bisect.bisect_right(state.base_offsets, offset) - 1, 0)
+        segments = state.segments
+        for number in range(index, len(segments)):  # no slicing: O(1) per read, not O(n)
+            segment = segments[number]
+            if segment.base_offset > bound_segment:
+                break
+            if segment.base_offset == bound_segment:
+                max_position, end_offset = bound_position, end
+            elif segment is state.segments[-1]:
+                max_position, end_offset = state.active_size, state.log_end_offset
+            else:
+                max_position = segment.size
+                end_offset = state.base_offsets[number + 1]
+            try:
+                found = segment.read(offset, max_bytes, max_position, min_one_batch, end_offset)
+            except (ValueError, OSError):
+                # The segment was deleted or truncated under us; retry on the new state.
+                if self._state is state:
+                    raise
+                return self.read(
+                    offset,
+                    max_bytes,
+                    isolation_high_watermark=isolation_high_watermark,
+                    min_one_batch=min_one_batch,
+                )
+            if found is not None:
+                region, header, following = found
+                return result(region, header.base_offset, following)
+            if not min_one_batch:
+                break
+        return result(None, -1)
+
+    def _end_position(self, state: LogState, end: int) -> tuple[int, int]:
+        """(segment base, byte position) below which all batches end before ``end``."""
+        if end >= state.log_end_offset:
+            return state.base_offsets[-1], state.active_size
+        cached = self._hw_position
+        if cached is not None and cached[0] == end:
+            slot = bisect.bisect_left(state.base_offsets, cached[1])
+            if slot < len(state.base_offsets) and state.base_offsets[slot] == cached[1]:
+                return cached[1], cached[2]
+        index = bisect.bisect_right(state.base_offsets, end) - 1
+        segment = state.segments[max(index, 0)]
+        max_position = state.active_size if segment is state.segments[-1] else segment.size
+        found = segment.translate_offset(end, max_position)
+        position = found[0] if found is not None else max_position
+        self._hw_position = (end, segment.base_offset, position)
+        return segment.base_offset, position
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp_ms``.
+
+        Special values as in ListOffsets: -2 earliest -> (log start, -1); -1 latest ->
+        (log end, -1); -3 max timestamp -> the record with the largest timestamp.
+        Uses each segment's time index, then decodes the one batch that holds the answer.
+        """
+        state = self._state
+        if timestamp_ms == EARLIEST_TIMESTAMP:
+            return self._log_start_offset, -1
+        if timestamp_ms == LATEST_TIMESTAMP:
+            return state.log_end_offset, -1
+        if timestamp_ms == MAX_TIMESTAMP:
+            best: tuple[int, int] | None = None
+            for segment in state.segments:
+                if segment.size and (best is None or segment.max_timestamp > best[1]):
+                    best = (segment.offset_of_max_timestamp, segment.max_timestamp)
+            return best
+        start = self._log_start_offset
+        for segment in state.segments:
+            if segment.next_offset <= start and segment is not state.segments[-1]:
+                continue
+            if segment.max_timestamp < timestamp_ms:
+                continue
+            max_position = state.active_size if segment is state.segments[-1] else segment.size
+            found = segment.find_offset_by_timestamp(timestamp_ms, start, max_position)
+            if found is not None:
+                return found
+        return None
+
+    def end_offset_for_leader_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.leader_epoch_cache.end_offset_for(epoch, self._state.log_end_offset)
