@@ -109,13 +109,7 @@ class Producer:
         if isinstance(value, (list, tuple)):
             return [self.send(topic, m, key, headers, partition, timestamp, on_delivery)
                     for m in value]
-        producer = self._async
-        if self._closed:
-            raise ClientClosed("producer is closed")
-        if producer._fatal is not None:
-            raise producer._fatal
-        if not producer._partitions(topic, producer.client.metadata)[0]:
-            run(producer._wait_for_topic(topic))
+        producer = self._ready_for(topic)
         accumulator = producer.accumulator
         if not accumulator.has_space() and not accumulator.wait_for_space(
                 producer.config.max_block_ms / 1000):
@@ -126,12 +120,22 @@ class Producer:
             producer.wake_threadsafe()
         return future
 
+    def _ready_for(self, topic: str) -> AsyncProducer:
+        """The async producer, once it can take records for ``topic``: open, not failed
+        fatally, and with the topic's metadata (waited for up to ``max.block.ms``)."""
+        producer = self._async
+        if self._closed:
+            raise ClientClosed("producer is closed")
+        if producer._fatal is not None:
+            raise producer._fatal
+        if not producer._partitions(topic, producer.client.metadata)[0]:
+            run(producer._wait_for_topic(topic))
+        return producer
+
     def partitions(self, topic: str) -> tuple[list[int], list[int]]:
         """All and available partitions of ``topic``, waiting (``max.block.ms``) for a new
         topic's metadata as :meth:`send` does."""
-        producer = self._async
-        if not producer._partitions(topic, producer.client.metadata)[0]:
-            run(producer._wait_for_topic(topic))
+        producer = self._ready_for(topic)
         return producer._partitions(topic, producer.client.metadata)
 
     def send_encoded(self, topic: str,
@@ -144,13 +148,7 @@ class Producer:
         last record; it resolves when the whole batch is acknowledged or has failed.
         Sequencing, acks, retries and ordering are those of :meth:`send`; the sender is
         woken once for all of them."""
-        producer = self._async
-        if self._closed:
-            raise ClientClosed("producer is closed")
-        if producer._fatal is not None:
-            raise producer._fatal
-        if not producer._partitions(topic, producer.client.metadata)[0]:
-            run(producer._wait_for_topic(topic))
+        producer = self._ready_for(topic)
         accumulator = producer.accumulator
         futures: list[RecordFuture] = []
         try:
