@@ -29,9 +29,10 @@ from typing import Any
 from odradek.protocol.api_versions import ApiKey, is_advertised
 from odradek.protocol.errors import KafkaProtocolViolation, UnsupportedApi
 from odradek.protocol.framing import FrameReader
-from odradek.protocol.messages import decode_request, peek_ids
+from odradek.protocol.messages import RequestHeader, decode_request, peek_ids
 from odradek.protocol.negotiation import unsupported_api_versions_frame
 
+from .authenticator import ConnectionSession
 from .context import BrokerServices, RequestContext
 from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_chunks
 from .outcomes import Marker
@@ -46,6 +47,7 @@ _READ_SIZE = 256 * 1024
 _MAX_PIPELINE = 64
 _CLOSE = object()
 _clock = time.perf_counter
+_RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 
 
 class _Timed:
@@ -70,13 +72,14 @@ class Connection:
         listener: str,
         peer: str,
         max_frame_bytes: int,
+        session: ConnectionSession | None = None,
     ) -> None:
         self._channel = channel
         self._services = services
         self._handlers = handlers
         self.listener = listener
-        self.listener = listener
         self.peer = peer
+        self.session = session if session is not None else ConnectionSession()
         self._frames = FrameReader(max_frame_bytes)
         self._pipeline: asyncio.Queue[Any] = asyncio.Queue(_MAX_PIPELINE)
         self._reader_stopped = asyncio.Event()
@@ -137,7 +140,16 @@ class Connection:
                 await self._pipeline.put(self._handle_frame(frame, received))
 
     def _handle_frame(self, frame: memoryview, received: float) -> _Timed:
+        session = self.session
+        if session.close_reason is not None:
+            raise KafkaProtocolViolation(f"request after {session.close_reason}")
+        if session.expects_raw_token:
+            return self._raw_sasl_token(frame, received)
         api_key, api_version, correlation_id = peek_ids(frame)
+        if not session.allows(api_key):
+            raise KafkaProtocolViolation(
+                f"api key {api_key} before SASL authentication completed "
+                f"(only ApiVersions, SaslHandshake and SaslAuthenticate are answered)")
         timed = _Timed(api_key, received)
         if api_key == ApiKey.API_VERSIONS and not is_advertised(api_key, api_version):
             timed.outcome = [unsupported_api_versions_frame(correlation_id)]
@@ -149,7 +161,8 @@ class Connection:
             )
         request = decode_request(frame)
         handler = self._handlers[api_key]
-        context = RequestContext(self._services, request.header, self.listener, self.peer)
+        context = RequestContext(self._services, request.header, self.listener, self.peer,
+                                 session)
         timed.called = _clock()
         outcome = handler(context, request.body)
         timed.returned = timed.done = _clock()
@@ -157,6 +170,17 @@ class Connection:
             timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
         else:
             timed.outcome = self._respond(timed, correlation_id, outcome)
+        return timed
+
+    def _raw_sasl_token(self, frame: memoryview, received: float) -> _Timed:
+        """After a v0 SaslHandshake the frames are bare SASL tokens, not requests."""
+        from .handlers.sasl import sasl_token_outcome
+
+        timed = _Timed(ApiKey.SASL_AUTHENTICATE, received)
+        context = RequestContext(self._services, _RAW_TOKEN_HEADER, self.listener, self.peer,
+                                 self.session)
+        pending = sasl_token_outcome(context, bytes(frame))
+        timed.outcome = asyncio.ensure_future(self._finish(timed, -1, pending))
         return timed
 
     async def _finish(self, timed: _Timed, correlation_id: int, pending: Awaitable[Any]) -> Any:
@@ -191,11 +215,17 @@ class Connection:
                     self._observe(timed)
                     continue
                 if item is CLOSE_CONNECTION:
-                    log.info("closing connection from %s after a failed acks=0 produce", self.peer)
+                    reason = self.session.close_reason or "a failed acks=0 produce"
+                    log.info("closing connection from %s after %s", self.peer, reason)
                     self.stop_reading()
                     return
                 await self._channel.write_chunks(item)
                 self._observe(timed)
+                if self.session.close_reason is not None:
+                    log.info("closing connection from %s after %s", self.peer,
+                             self.session.close_reason)
+                    self.stop_reading()
+                    return
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s write failed: %s", self.peer, exc)
         except Exception:

@@ -10,6 +10,8 @@ from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
+from .authenticator import ConnectionSession
+
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
@@ -69,7 +71,14 @@ class RequestContext:
     header: RequestHeader
     listener: str
     peer: str
+    session: ConnectionSession = field(default_factory=ConnectionSession)
 
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    @property
+    def principal(self) -> str:
+        """Who sent this request: ``User:<name>`` after SASL, ``User:<subject DN>`` for a
+        client certificate, else ``User:ANONYMOUS`` (what authorizers and quotas key on)."""
+        return self.session.principal

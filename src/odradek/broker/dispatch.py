@@ -66,6 +66,7 @@ def handler_table() -> dict[int, Handler]:
         produce,
         producer_id,
         sasl,
+        user_scram,
     )
 
     return {
@@ -87,6 +88,9 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+            user_scram.handle_describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: user_scram.handle_alter_user_scram_credentials,
         **_group_handlers(),
         **_controller_handlers(),
     }

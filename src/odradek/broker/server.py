@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 from typing import Any
 
 from odradek.config import BrokerConfig
@@ -32,8 +33,11 @@ from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from odradek.replication import ReplicaManager
+from odradek.security.listeners import uses_tls
+from odradek.security.tls import principal_of_certificate, server_context
 from odradek.types import BrokerId
 
+from .authenticator import ConnectionSession, inter_broker_security
 from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
@@ -48,6 +52,7 @@ from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
 from .socket_channel import SocketChannel
+from .tls_channel import TlsChannel
 
 __all__ = ["Broker"]
 
@@ -56,6 +61,7 @@ log = logging.getLogger(__name__)
 _SHUTDOWN_GRACE_S = 5.0
 _VISIBLE_TIMEOUT_S = 30.0
 _LISTEN_BACKLOG = 1024
+_TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Broker:
@@ -71,10 +77,13 @@ class Broker:
         self._listen_sockets: list[tuple[str, socket.socket]] = []
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: dict[asyncio.Task[None], Connection] = {}
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._tls_context: ssl.SSLContext | None = None
         self._services: BrokerServices | None = None
         self._stopped = asyncio.Event()
         self.bound_ports: dict[str, int] = {}
         self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self._inter_broker_security = inter_broker_security(self.sections)
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -137,6 +146,7 @@ class Broker:
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
             metrics=metrics,
+            security=self._inter_broker_security,
         )
         await replica_manager.start()
         self._services = BrokerServices(
@@ -191,7 +201,7 @@ class Broker:
         await self._controlled_shutdown()
         if self._cluster is not None:  # hand the controller role over while still serving
             await self._cluster.resign_controller()
-        for task in self._accept_tasks:
+        for task in (*self._accept_tasks, *self._handshakes):
             task.cancel()
         for _name, sock in self._listen_sockets:
             sock.close()
@@ -234,6 +244,7 @@ class Broker:
             max_retries=settings.max_retries,
             backoff_s=settings.retry_backoff_ms / 1000,
             timeout_s=network.request_timeout_ms / 1000,
+            security=self._inter_broker_security,
         )
         self._cluster.view.remove_listener(self._on_cluster_change)
         fetchers = getattr(self._services.replica_manager, "fetchers", None)
@@ -245,6 +256,9 @@ class Broker:
 
     # Network -----------------------------------------------------------------------------
     def _bind(self) -> None:
+        security = self.sections.security
+        if any(uses_tls(security.protocol_of(lst.name)) for lst in self.sections.network.listeners):
+            self._tls_context = server_context(security.tls_settings())
         for listener in self.sections.network.listeners:
             host = listener.host or "0.0.0.0"
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -269,16 +283,17 @@ class Broker:
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
+        security = self.sections.security
         for listener in self.sections.network.advertised_listeners:
             port = listener.port or self.bound_ports.get(listener.name, listener.port)
-            endpoints.append(Endpoint(listener.name, listener.host, port))
+            endpoints.append(Endpoint(listener.name, listener.host, port,
+                                      security.protocol_of(listener.name)))
         first = endpoints[0]
         return BrokerInfo(self.broker_id, first.host, first.port,
                           self.config["broker.rack"], tuple(endpoints))
 
     async def _accept_loop(self, name: str, server: socket.socket, handlers: Any) -> None:
         loop = asyncio.get_running_loop()
-        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
         while True:
             try:
                 sock, _address = await loop.sock_accept(server)
@@ -288,15 +303,47 @@ class Broker:
                 log.warning("accept on %s failed: %s", name, exc)
                 await asyncio.sleep(0.1)  # e.g. EMFILE: back off instead of spinning
                 continue
-            channel = SocketChannel(sock)
-            connection = Connection(
-                channel, self.services, handlers, listener=name, peer=channel.peer,
-                max_frame_bytes=max_frame,
-            )
-            task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
-            self._connections[task] = connection
-            self.metrics.connections.opened(name)
-            task.add_done_callback(self._connection_done)
+            protocol = self.sections.security.protocol_of(name)
+            if uses_tls(protocol):
+                # The handshake runs in its own task: a slow peer must not stall accepting.
+                handshake = asyncio.create_task(self._serve_tls(name, protocol, sock, handlers),
+                                                name=f"tls handshake {name}")
+                self._handshakes.add(handshake)
+                handshake.add_done_callback(self._handshakes.discard)
+                continue
+            self._serve(name, protocol, SocketChannel(sock), handlers, None)
+
+    async def _serve_tls(self, name: str, protocol: str, sock: socket.socket,
+                         handlers: Any) -> None:
+        assert self._tls_context is not None
+        try:
+            channel = await TlsChannel.accept(sock, self._tls_context, _TLS_HANDSHAKE_TIMEOUT_S)
+        except (OSError, TimeoutError, ssl.SSLError) as exc:
+            log.info("TLS handshake on %s failed: %s", name, exc)
+            return
+        principal = principal_of_certificate(channel.peer_certificate())
+        self._serve(name, protocol, channel, handlers, principal)
+
+    def _serve(self, name: str, protocol: str, channel: Any, handlers: Any,
+               principal: str | None) -> None:
+        """Run one accepted (and, for TLS, handshaken) connection as a task."""
+        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
+        security = self.sections.security
+        session = ConnectionSession.for_listener(
+            protocol, security.sasl_enabled_mechanisms, self._user_config, principal)
+        connection = Connection(
+            channel, self.services, handlers, listener=name, peer=channel.peer,
+            max_frame_bytes=max_frame, session=session,
+        )
+        task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
+        self._connections[task] = connection
+        self.metrics.connections.opened(name)
+        task.add_done_callback(self._connection_done)
+
+    async def _user_config(self, user: str) -> Any:
+        """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
+        read = getattr(self._cluster, "user_config", None)
+        return await read(user) if read is not None else {}
 
     def _connection_done(self, task: asyncio.Task[None]) -> None:
         connection = self._connections.pop(task, None)
@@ -373,9 +420,16 @@ class Broker:
             return self.config.log_config()
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
-        """Where a follower reaches ``broker_id`` (its first advertised endpoint)."""
+        """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener
+        (else its first advertised one)."""
         info = self._cluster.view.brokers.get(broker_id)
-        return (info.host, int(info.port)) if info is not None else None
+        if info is None:
+            return None
+        listener = self.sections.network.inter_broker_listener
+        for endpoint in info.endpoints:
+            if endpoint.listener == listener:
+                return endpoint.host, int(endpoint.port)
+        return info.host, int(info.port)
 
     def reconfigure(self, update: ConfigUpdate) -> None:
         """The effective config changed (dynamic broker configs): the broker and its

@@ -29,6 +29,7 @@ from odradek.protocol.builder import build
 from odradek.protocol.messages import decode_response, encode_request, request_type
 
 from .errors import ConnectionFailed, UnsupportedByBroker, raise_for_code
+from .security import PLAINTEXT, ClientSecurity, open_stream
 from .versions import CLIENT_VERSIONS
 
 __all__ = ["Connection", "NodeAddress"]
@@ -69,10 +70,11 @@ class Connection:
 
     @classmethod
     async def open(cls, address: NodeAddress, client_id: str = "odradek",
-                   timeout: float = 10.0) -> Connection:
+                   timeout: float = 10.0, security: ClientSecurity = PLAINTEXT) -> Connection:
+        """Connect, with TLS and SASL when ``security`` says so, and negotiate versions."""
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(address.host, address.port, limit=1 << 20), timeout)
+                open_stream(address.host, address.port, security, client_id), timeout)
         except (TimeoutError, OSError) as exc:
             raise ConnectionFailed(f"cannot connect to {address}: {exc}") from exc
         conn = cls(address, client_id, reader, writer)

@@ -1,0 +1,176 @@
+"""Who is on the other end of a connection, and the SASL exchange that establishes it.
+
+A :class:`ConnectionSession` belongs to one connection: its listener's security protocol,
+the principal (``User:ANONYMOUS``; ``User:<subject DN>`` for a client certificate on an SSL
+listener; ``User:<name>`` after SASL) — the one place the authorizer and quotas will read —
+and, on SASL listeners, the :class:`SaslAuthenticator`.
+
+Kafka's order of things on a SASL listener: ApiVersions (optional), SaslHandshake naming the
+mechanism, then the mechanism's tokens — inside SaslAuthenticate requests after a v1
+handshake, or as bare size-prefixed frames after a v0 one — and only then other requests.
+The mechanisms themselves are the sans-IO machines of :mod:`odradek.security`; this module
+only sequences them and fetches the stored credential (``lookup``, a coroutine: the broker
+reads ``/config/users/<user>``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+
+from odradek.client.security import ClientSecurity
+from odradek.config_sections import BrokerSections
+from odradek.protocol.api_versions import ApiKey
+from odradek.security.jaas import parse_jaas
+from odradek.security.listeners import uses_sasl, uses_tls
+from odradek.security.plain import parse_plain, verify_plain
+from odradek.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
+from odradek.security.tls import client_context
+
+__all__ = [
+    "ANONYMOUS",
+    "AuthenticationFailed",
+    "ConnectionSession",
+    "CredentialLookup",
+    "SaslAuthenticator",
+    "SaslState",
+    "inter_broker_security",
+]
+
+ANONYMOUS = "User:ANONYMOUS"
+PRE_AUTH_APIS = frozenset({int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE),
+                           int(ApiKey.SASL_AUTHENTICATE)})
+_MAX_TOKEN = 64 * 1024
+
+CredentialLookup = Callable[[str], Awaitable[Mapping[str, str]]]
+"""user name -> its ``/config/users`` config (``{"SCRAM-SHA-256": "salt=..,..."}``)."""
+
+
+class AuthenticationFailed(Exception):
+    """Wrong credentials or a broken exchange: SASL_AUTHENTICATION_FAILED, then close."""
+
+
+class SaslState(enum.Enum):
+    HANDSHAKE = "handshake"
+    AUTHENTICATE = "authenticate"
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class SaslAuthenticator:
+    def __init__(self, enabled: tuple[str, ...], lookup: CredentialLookup) -> None:
+        self.enabled = enabled
+        self._lookup = lookup
+        self.state = SaslState.HANDSHAKE
+        self.mechanism: str | None = None
+        self.raw_tokens = False  # after a v0 handshake: tokens come as bare frames
+        self.user: str | None = None
+        self._scram: ScramServer | None = None
+
+    def handshake(self, mechanism: str, version: int) -> bool:
+        """True when ``mechanism`` is enabled; then the exchange may start."""
+        if self.state is not SaslState.HANDSHAKE or mechanism not in self.enabled:
+            self.state = SaslState.FAILED
+            return False
+        self.mechanism = mechanism
+        self.raw_tokens = version == 0
+        self.state = SaslState.AUTHENTICATE
+        if mechanism != "PLAIN":
+            self._scram = ScramServer(ScramMechanism.named(mechanism))
+        return True
+
+    async def step(self, token: bytes) -> bytes:
+        """The next server token; raises :class:`AuthenticationFailed`. ``state`` becomes
+        COMPLETE (``user`` set) when the exchange succeeded."""
+        if self.state is not SaslState.AUTHENTICATE:
+            self.state = SaslState.FAILED
+            raise AuthenticationFailed("unexpected SASL token")
+        try:
+            if len(token) > _MAX_TOKEN:
+                raise ScramError("SASL token too large")
+            if self._scram is None:
+                return await self._plain(token)
+            return await self._scram_step(self._scram, token)
+        except ScramError as exc:
+            self.state = SaslState.FAILED
+            raise AuthenticationFailed(str(exc)) from None
+
+    async def _plain(self, token: bytes) -> bytes:
+        _authzid, user, password = parse_plain(token)
+        config = await self._lookup(user)
+        for mechanism in ScramMechanism:
+            stored = config.get(mechanism.mechanism_name)
+            if stored is not None:
+                verify_plain(mechanism, _credential(stored), password)
+                return self._complete(user)
+        raise ScramError("invalid credentials")
+
+    async def _scram_step(self, server: ScramServer, token: bytes) -> bytes:
+        if server.username is None:
+            user = ScramServer.user_of(token)
+            stored = (await self._lookup(user)).get(server.mechanism.mechanism_name)
+            return server.first(token, _credential(stored) if stored else None)
+        final = server.final(token)
+        assert server.username is not None
+        self._complete(server.username)
+        return final
+
+    def _complete(self, user: str) -> bytes:
+        self.user = user
+        self.state = SaslState.COMPLETE
+        return b""
+
+
+def _credential(stored: str) -> ScramCredential:
+    try:
+        return ScramCredential.from_kafka_string(stored)
+    except ValueError:
+        raise ScramError("stored credential is unreadable") from None
+
+
+def inter_broker_security(sections: BrokerSections) -> ClientSecurity:
+    """How this broker connects to the others: the inter-broker listener's protocol, the
+    trust store (and own certificate) of ``ssl.*``, the credentials of ``sasl.jaas.config``."""
+    security = sections.security
+    protocol = security.protocol_of(sections.network.inter_broker_listener)
+    context = client_context(security.tls_settings()) if uses_tls(protocol) else None
+    user = password = None
+    if uses_sasl(protocol) and security.sasl_jaas_config:
+        user, password = parse_jaas(security.sasl_jaas_config)
+    return ClientSecurity(protocol, context, security.sasl_mechanism_inter_broker_protocol,
+                          user, password)
+
+
+class ConnectionSession:
+    """The peer of one connection, as far as authentication goes."""
+
+    def __init__(self, protocol: str = "PLAINTEXT", *, principal: str = ANONYMOUS,
+                 sasl: SaslAuthenticator | None = None) -> None:
+        self.protocol = protocol
+        self.principal = principal
+        self.sasl = sasl
+        self.close_reason: str | None = None  # set: close once this response is written
+
+    @classmethod
+    def for_listener(cls, protocol: str, enabled: tuple[str, ...], lookup: CredentialLookup,
+                     principal: str | None = None) -> ConnectionSession:
+        sasl = SaslAuthenticator(enabled, lookup) if uses_sasl(protocol) else None
+        return cls(protocol, principal=principal or ANONYMOUS, sasl=sasl)
+
+    @property
+    def authenticated(self) -> bool:
+        return self.sasl is None or self.sasl.state is SaslState.COMPLETE
+
+    @property
+    def expects_raw_token(self) -> bool:
+        sasl = self.sasl
+        return sasl is not None and sasl.raw_tokens and sasl.state is SaslState.AUTHENTICATE
+
+    def allows(self, api_key: int) -> bool:
+        """Whether a request may be answered now (before SASL completes: only the three)."""
+        return self.authenticated or api_key in PRE_AUTH_APIS
+
+    def completed(self) -> None:
+        """The SASL exchange succeeded: from now on the peer is ``User:<name>``."""
+        assert self.sasl is not None and self.sasl.user is not None
+        self.principal = f"User:{self.sasl.user}"
