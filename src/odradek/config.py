@@ -433,7 +433,10 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("listeners must name at least one address")
         from odradek.security.listeners import validate_security
 
-        validate_security(self)
+        try:
+            validate_security(self)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         for policy in self["log.cleanup.policy"]:

@@ -5,12 +5,16 @@ SASL_PLAINTEXT, SASL_SSL, and a mutual-TLS-capable SSL listener) on a real ZooKe
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import struct
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -379,3 +383,80 @@ def test_tls_garbage_instead_of_a_handshake(secure_broker: InProcessBroker,
     _assert_still_serving(secure_broker, certs)
 
 
+
+
+# -- odradek's own client and CLI ---------------------------------------------------------
+
+
+def odradek(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "odradek", *args], input=input,
+                          capture_output=True, text=True, timeout=90)
+
+
+@pytest.mark.parametrize(("listener", "mechanism", "user"), [
+    ("SSL", None, None), ("SASL_PLAINTEXT", "PLAIN", "alice"),
+    ("SASL_SSL", "SCRAM-SHA-512", "bob"),
+])
+def test_odradek_client_round_trip(secure_broker: InProcessBroker, certs: CertSet,
+                                   topic_name: str, listener: str, mechanism: str | None,
+                                   user: str | None) -> None:
+    from odradek.client import Consumer, Producer
+
+    create_topic(secure_broker, topic_name)
+    settings = kafka_python_settings(secure_broker, certs, listener, mechanism, user,
+                                     USERS[user][1] if user else None)
+    bootstrap_servers = settings.pop("bootstrap_servers")
+    producer = Producer(bootstrap_servers, **settings)
+    try:
+        for i in range(50):
+            producer.send(topic_name, b"o%03d" % i)
+        producer.flush(30)
+    finally:
+        producer.close()
+    consumer = Consumer(bootstrap_servers=bootstrap_servers, auto_offset_reset="earliest",
+                        group_id=f"g-{uuid.uuid4().hex[:6]}",
+                        **settings)
+    values: list[bytes | None] = []
+    try:
+        consumer.subscribe([topic_name])
+        deadline = time.monotonic() + 30
+        while len(values) < 50 and time.monotonic() < deadline:
+            values.extend(record.value for record in consumer.poll(timeout_ms=500))
+    finally:
+        consumer.close()
+    assert values == [b"o%03d" % i for i in range(50)]
+
+
+def test_cli_users_and_command_config(secure_broker: InProcessBroker, certs: CertSet,
+                                      tmp_path: Path) -> None:
+    plain = ["--bootstrap-server", bootstrap(secure_broker, "PLAINTEXT")]
+    done = odradek("users", *plain, "add", "carol", "--password", "carol-pw",
+                   "--mechanism", "SCRAM-SHA-512")
+    assert done.returncode == 0, done.stderr
+    properties = tmp_path / "client.properties"
+    properties.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        f"ssl.truststore.location={certs.ca}\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="carol" password="carol-pw";\n')
+    secured = ["--bootstrap-server", bootstrap(secure_broker, "SASL_SSL"),
+               "--command-config", str(properties)]
+    listed = odradek("users", *secured, "--output", "json", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert {"user": "carol", "mechanism": "SCRAM-SHA-512", "iterations": 4096} in \
+        json.loads(listed.stdout)
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    done = odradek("topics", *secured, "create", "--topic", topic, "--partitions", "1",
+                   "--replication-factor", "1")
+    assert done.returncode == 0, done.stderr
+    done = odradek("produce", *secured, topic, input="x\ny\n")
+    assert done.returncode == 0, done.stderr
+    done = odradek("consume", *secured, topic, "--from-beginning", "--max-messages", "2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["x", "y"]
+    done = odradek("users", *plain, "delete", "carol")
+    assert done.returncode == 0, done.stderr
+    refused = odradek("topics", *secured, "list")
+    assert refused.returncode == 1
+    assert "Authentication failed" in refused.stderr
+    assert "carol" not in odradek("users", *plain, "list").stdout

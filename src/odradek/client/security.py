@@ -3,7 +3,8 @@
 :class:`ClientSecurity` holds kafka-python's settings (``security_protocol``,
 ``ssl_cafile``, ``sasl_mechanism``, ``sasl_plain_username``/``password``), or Kafka's client
 properties (``--command-config``: ``security.protocol``, ``sasl.mechanism``,
-``sasl.jaas.config`` or ``sasl.username``/``sasl.password``, ``ssl.truststore.location``).
+``sasl.jaas.config`` or ``sasl.username``/``sasl.password``, ``ssl.truststore.location``;
+:func:`settings_from_properties`).
 :func:`open_stream` connects and authenticates (SaslHandshake v1 + SaslAuthenticate v1 with
 the sans-IO machines of :mod:`odradek.security`); the caller then speaks Kafka as usual.
 Brokers use the same path to reach each other on the inter-broker listener.
@@ -30,7 +31,7 @@ from odradek.security.tls import TlsSettings, client_context
 
 from .errors import AuthenticationError, ConnectionFailed
 
-__all__ = ["PLAINTEXT", "ClientSecurity", "open_stream"]
+__all__ = ["PLAINTEXT", "ClientSecurity", "open_stream", "settings_from_properties"]
 
 _SIZE = struct.Struct(">i")
 _SASL_VERSION = 1
@@ -64,27 +65,45 @@ class ClientSecurity:
         protocol = security_protocol.upper()
         if uses_tls(protocol) and ssl_context is None:
             ssl_context = client_context(TlsSettings({
-                "ssl.truststore.location": ssl_cafile, "ssl.keystore.location": ssl_certfile,
+                "ssl.truststore.location": ssl_cafile,
+                "ssl.keystore.location": None if ssl_keyfile else ssl_certfile,
                 "ssl.endpoint.identification.algorithm": "https" if ssl_check_hostname else "",
             }))
-            if ssl_keyfile and ssl_certfile:
+            if ssl_keyfile and ssl_certfile:  # a key in its own file (kafka-python's way)
                 ssl_context.load_cert_chain(ssl_certfile, ssl_keyfile)
         return cls(protocol, ssl_context, sasl_mechanism.upper(), sasl_plain_username,
                    sasl_plain_password)
 
-    @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> ClientSecurity:
-        """From Kafka client properties (a ``--command-config`` file)."""
-        protocol = properties.get("security.protocol", "PLAINTEXT").strip().upper()
-        username, password = properties.get("sasl.username"), properties.get("sasl.password")
-        jaas = properties.get("sasl.jaas.config")
-        if jaas:
-            username, password = parse_jaas(jaas)
-        context = None
-        if uses_tls(protocol):
-            context = client_context(TlsSettings(properties))
-        return cls(protocol, context, properties.get("sasl.mechanism", "PLAIN").strip().upper(),
-                   username, password)
+
+
+_PROPERTIES = {"security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.username",
+               "sasl.password", "ssl.truststore.location", "ssl.keystore.location",
+               "ssl.key.location", "ssl.endpoint.identification.algorithm",
+               "ssl.truststore.type", "ssl.keystore.type"}
+
+
+def settings_from_properties(properties: Mapping[str, str]) -> dict[str, Any]:
+    """Kafka client properties (a ``--command-config`` file) as the keyword arguments of
+    odradek's clients (kafka-python's names). Unknown keys are an error, not ignored."""
+    unknown = sorted(set(properties) - _PROPERTIES)
+    if unknown:
+        raise ValueError(f"unsupported client properties: {', '.join(unknown)} (supported: "
+                         f"{', '.join(sorted(_PROPERTIES))})")
+    settings: dict[str, Any] = {
+        "security_protocol": properties.get("security.protocol", "PLAINTEXT").strip().upper(),
+        "sasl_mechanism": properties.get("sasl.mechanism", "PLAIN").strip().upper(),
+        "ssl_cafile": properties.get("ssl.truststore.location"),
+        "ssl_certfile": properties.get("ssl.keystore.location"),
+        "ssl_keyfile": properties.get("ssl.key.location"),
+        "ssl_check_hostname": properties.get("ssl.endpoint.identification.algorithm",
+                                             "https").lower() == "https",
+        "sasl_plain_username": properties.get("sasl.username"),
+        "sasl_plain_password": properties.get("sasl.password"),
+    }
+    jaas = properties.get("sasl.jaas.config")
+    if jaas:
+        settings["sasl_plain_username"], settings["sasl_plain_password"] = parse_jaas(jaas)
+    return settings
 
 
 PLAINTEXT = ClientSecurity()
