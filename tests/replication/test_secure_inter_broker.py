@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from odradek.client.sync import AdminClient
-from odradek.local_cluster import free_port
+from odradek.local_cluster import BrokerProcess, free_port
 from tests.harness.certs import make_certs
 from tests.harness.fixtures import BrokerFactory
 from tests.harness.zk import zk_client
@@ -23,7 +23,7 @@ JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
 def test_replication_over_a_sasl_ssl_inter_broker_listener(
         broker_factory: BrokerFactory, zk_connect: str, tmp_path: Path) -> None:
     certs = make_certs(tmp_path / "certs")
-    brokers = []
+    brokers: list[BrokerProcess] = []
     for broker_id in range(3):
         if broker_id == 1:  # the brokers' own user, once one broker answers admin requests
             admin = AdminClient(f"127.0.0.1:{brokers[0].port}")
