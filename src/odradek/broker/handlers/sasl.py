@@ -32,7 +32,10 @@ def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     session = ctx.session
     sasl = session.sasl
     if sasl is None or sasl.state is not SaslState.HANDSHAKE:
-        session.close_reason = "an unexpected SaslHandshake"
+        # Like Kafka: harmless on a non-SASL listener or once authenticated; a handshake
+        # in the middle of an exchange ends the connection.
+        if not session.authenticated:
+            session.close_reason = "an unexpected SaslHandshake"
         return build(module.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
                      mechanisms=())
     mechanism = str(request.mechanism)
@@ -48,7 +51,8 @@ def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.SASL_AUTHENTICATE, ctx.api_version)
     sasl = ctx.session.sasl
     if sasl is None or sasl.state is not SaslState.AUTHENTICATE or sasl.raw_tokens:
-        ctx.session.close_reason = "an unexpected SaslAuthenticate"
+        if not ctx.session.authenticated:
+            ctx.session.close_reason = "an unexpected SaslAuthenticate"
         return build(module.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
                      error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
                      session_lifetime_ms=0)
