@@ -194,6 +194,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "The broker's own credentials on a SASL inter-broker listener, in JAAS form: "
               "org.apache.kafka.common.security.scram.ScramLoginModule required "
               "username=\"admin\" password=\"...\";", sensitive=True),
+    ConfigDef("sasl.server.max.receive.size", INT, 524288,
+              "Largest request accepted on a SASL listener before the client authenticated.",
+              at_least=1),
     ConfigDef("connection.failed.authentication.delay.ms", INT, 100,
               "Delay before answering a failed authentication (slows password guessing).",
               at_least=0),

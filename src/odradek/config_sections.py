@@ -200,6 +200,7 @@ class SecurityConfig(Section):
     sasl_mechanism_inter_broker_protocol: str = setting("sasl.mechanism.inter.broker.protocol")
     sasl_jaas_config: str | None = setting("sasl.jaas.config")
     failed_authentication_delay_ms: int = setting("connection.failed.authentication.delay.ms")
+    sasl_server_max_receive_size: int = setting("sasl.server.max.receive.size")
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""

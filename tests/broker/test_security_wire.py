@@ -315,7 +315,9 @@ def test_garbage_scram_tokens_fail_authentication(
 
 
 def test_truncated_and_oversized_frames_close_the_connection(
-        secure_broker: InProcessBroker, certs: CertSet) -> None:
+        secure_broker: InProcessBroker, certs: CertSet,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="odradek.broker")
     with _connect(secure_broker) as sock:  # a SaslAuthenticate whose token overruns the frame
         sock.sendall(_handshake_v1(b"PLAIN"))
         _read_response(sock)
@@ -328,6 +330,10 @@ def test_truncated_and_oversized_frames_close_the_connection(
     with _connect(secure_broker) as sock:  # a size prefix far beyond any request
         sock.sendall(struct.pack(">i", 2**31 - 1) + b"\x00" * 10)
         assert _closed(sock)
+    with _connect(secure_broker) as sock:  # fine once logged in, too big before
+        sock.sendall(struct.pack(">i", 600_000) + b"\x00" * 10)
+        assert _closed(sock)
+    assert "frame size 600000 outside 0..524288 (sasl.server.max.receive.size)" in caplog.text
     with _connect(secure_broker) as sock:  # v0 handshake, then a bare PLAIN token with junk
         sock.sendall(_frame(17, 0, 1, struct.pack(">h", 5) + b"PLAIN"))
         _read_response(sock)

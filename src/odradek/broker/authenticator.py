@@ -15,11 +15,12 @@ reads ``/config/users/<user>``).
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 
 from odradek.client.security import ClientSecurity
-from odradek.config_sections import BrokerSections
+from odradek.config_sections import BrokerSections, SecurityConfig
 from odradek.protocol.api_versions import ApiKey
 from odradek.security.jaas import parse_jaas
 from odradek.security.listeners import uses_sasl, uses_tls
@@ -41,6 +42,7 @@ ANONYMOUS = "User:ANONYMOUS"
 PRE_AUTH_APIS = frozenset({int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE),
                            int(ApiKey.SASL_AUTHENTICATE)})
 _MAX_TOKEN = 64 * 1024
+DEFAULT_MAX_RECEIVE_SIZE = 524288  # Kafka's sasl.server.max.receive.size
 
 CredentialLookup = Callable[[str], Awaitable[Mapping[str, str]]]
 """user name -> its ``/config/users`` config (``{"SCRAM-SHA-256": "salt=..,..."}``)."""
@@ -101,7 +103,9 @@ class SaslAuthenticator:
         for mechanism in ScramMechanism:
             stored = config.get(mechanism.mechanism_name)
             if stored is not None:
-                verify_plain(mechanism, _credential(stored), password)
+                # PBKDF2 (thousands of HMACs) off the event loop; hashlib releases the GIL.
+                await asyncio.to_thread(verify_plain, mechanism, _credential(stored),
+                                        password)
                 return self._complete(user)
         raise ScramError("invalid credentials")
 
@@ -145,17 +149,22 @@ class ConnectionSession:
     """The peer of one connection, as far as authentication goes."""
 
     def __init__(self, protocol: str = "PLAINTEXT", *, principal: str = ANONYMOUS,
-                 sasl: SaslAuthenticator | None = None) -> None:
+                 sasl: SaslAuthenticator | None = None,
+                 max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE) -> None:
         self.protocol = protocol
         self.principal = principal
         self.sasl = sasl
+        self.max_receive_size = max_receive_size  # largest frame before authentication
         self.close_reason: str | None = None  # set: close once this response is written
 
     @classmethod
-    def for_listener(cls, protocol: str, enabled: tuple[str, ...], lookup: CredentialLookup,
+    def for_listener(cls, protocol: str, security: SecurityConfig, lookup: CredentialLookup,
                      principal: str | None = None) -> ConnectionSession:
-        sasl = SaslAuthenticator(enabled, lookup) if uses_sasl(protocol) else None
-        return cls(protocol, principal=principal or ANONYMOUS, sasl=sasl)
+        sasl = None
+        if uses_sasl(protocol):
+            sasl = SaslAuthenticator(security.sasl_enabled_mechanisms, lookup)
+        return cls(protocol, principal=principal or ANONYMOUS, sasl=sasl,
+                   max_receive_size=security.sasl_server_max_receive_size)
 
     @property
     def authenticated(self) -> bool:

@@ -81,6 +81,11 @@ class Connection:
         self.peer = peer
         self.session = session if session is not None else ConnectionSession()
         self._frames = FrameReader(max_frame_bytes)
+        self._max_frame_bytes = max_frame_bytes
+        self._pre_auth_limit = not self.session.authenticated
+        if self._pre_auth_limit:  # Kafka's sasl.server.max.receive.size, until logged in
+            self._frames.limit(min(max_frame_bytes, self.session.max_receive_size),
+                               "sasl.server.max.receive.size")
         self._pipeline: asyncio.Queue[Any] = asyncio.Queue(_MAX_PIPELINE)
         self._reader_stopped = asyncio.Event()
         self._receiving = False
@@ -133,6 +138,9 @@ class Connection:
             if count == 0:
                 return
             received = _clock()
+            if self._pre_auth_limit and self.session.authenticated:
+                self._pre_auth_limit = False
+                self._frames.limit(self._max_frame_bytes, "socket.request.max.bytes")
             self._frames.receive_data(view[:count])
             while (frame := self._frames.next_frame()) is not None:
                 if self._reader_stopped.is_set():

@@ -329,8 +329,8 @@ class Broker:
         """Run one accepted (and, for TLS, handshaken) connection as a task."""
         max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
         security = self.sections.security
-        session = ConnectionSession.for_listener(
-            protocol, security.sasl_enabled_mechanisms, self._user_config, principal)
+        session = ConnectionSession.for_listener(protocol, security, self._user_config,
+                                                 principal)
         connection = Connection(
             channel, self.services, handlers, listener=name, peer=channel.peer,
             max_frame_bytes=max_frame, session=session,
