@@ -194,6 +194,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "The broker's own credentials on a SASL inter-broker listener, in JAAS form: "
               "org.apache.kafka.common.security.scram.ScramLoginModule required "
               "username=\"admin\" password=\"...\";", sensitive=True),
+    ConfigDef("connections.max.reauth.ms", LONG, 0,
+              "Lifetime of a SASL session: clients must re-authenticate (KIP-368) within it, "
+              "or their connection is closed at their next request. 0: sessions never expire.",
+              at_least=0),
     ConfigDef("sasl.server.max.receive.size", INT, 524288,
               "Largest request accepted on a SASL listener before the client authenticated.",
               at_least=1),

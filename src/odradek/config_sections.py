@@ -201,6 +201,7 @@ class SecurityConfig(Section):
     sasl_jaas_config: str | None = setting("sasl.jaas.config")
     failed_authentication_delay_ms: int = setting("connection.failed.authentication.delay.ms")
     sasl_server_max_receive_size: int = setting("sasl.server.max.receive.size")
+    connections_max_reauth_ms: int = setting("connections.max.reauth.ms")
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""

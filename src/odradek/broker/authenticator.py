@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from odradek.client.security import ClientSecurity
@@ -70,8 +71,14 @@ class SaslAuthenticator:
         self._scram: ScramServer | None = None
 
     def handshake(self, mechanism: str, version: int) -> bool:
-        """True when ``mechanism`` is enabled; then the exchange may start."""
-        if self.state is not SaslState.HANDSHAKE or mechanism not in self.enabled:
+        """True when ``mechanism`` is enabled; then the exchange may start. After a
+        completed exchange this starts a re-authentication (KIP-368): same mechanism, and
+        only with SaslAuthenticate requests (v1 handshake)."""
+        if self.state is SaslState.COMPLETE:
+            allowed = mechanism == self.mechanism and version >= 1
+        else:
+            allowed = self.state is SaslState.HANDSHAKE and mechanism in self.enabled
+        if not allowed:
             self.state = SaslState.FAILED
             return False
         self.mechanism = mechanism
@@ -150,11 +157,14 @@ class ConnectionSession:
 
     def __init__(self, protocol: str = "PLAINTEXT", *, principal: str = ANONYMOUS,
                  sasl: SaslAuthenticator | None = None,
-                 max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE) -> None:
+                 max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE, reauth_ms: int = 0) -> None:
         self.protocol = protocol
         self.principal = principal
         self.sasl = sasl
         self.max_receive_size = max_receive_size  # largest frame before authentication
+        self.reauth_ms = reauth_ms  # connections.max.reauth.ms; 0: sessions never expire
+        self.expires_at: float | None = None  # monotonic deadline of this SASL session
+        self.reauthenticating = False
         self.close_reason: str | None = None  # set: close once this response is written
 
     @classmethod
@@ -164,11 +174,21 @@ class ConnectionSession:
         if uses_sasl(protocol):
             sasl = SaslAuthenticator(security.sasl_enabled_mechanisms, lookup)
         return cls(protocol, principal=principal or ANONYMOUS, sasl=sasl,
-                   max_receive_size=security.sasl_server_max_receive_size)
+                   max_receive_size=security.sasl_server_max_receive_size,
+                   reauth_ms=security.connections_max_reauth_ms)
 
     @property
     def authenticated(self) -> bool:
-        return self.sasl is None or self.sasl.state is SaslState.COMPLETE
+        """Logged in (a re-authentication in progress keeps the session until it expires:
+        requests may still be in flight while the client re-authenticates)."""
+        sasl = self.sasl
+        return sasl is None or sasl.state is SaslState.COMPLETE or (
+            self.reauthenticating and sasl.state is SaslState.AUTHENTICATE
+            and not self.expired())
+
+    def expired(self) -> bool:
+        """The SASL session outlived connections.max.reauth.ms without re-authenticating."""
+        return self.expires_at is not None and time.monotonic() >= self.expires_at
 
     @property
     def expects_raw_token(self) -> bool:
@@ -179,7 +199,17 @@ class ConnectionSession:
         """Whether a request may be answered now (before SASL completes: only the three)."""
         return self.authenticated or api_key in PRE_AUTH_APIS
 
-    def completed(self) -> None:
-        """The SASL exchange succeeded: from now on the peer is ``User:<name>``."""
+    def completed(self) -> int:
+        """The SASL exchange succeeded: from now on the peer is ``User:<name>``. Returns the
+        session lifetime in ms (0: unlimited). A re-authentication must name the same user."""
         assert self.sasl is not None and self.sasl.user is not None
-        self.principal = f"User:{self.sasl.user}"
+        principal = f"User:{self.sasl.user}"
+        if self.reauthenticating and principal != self.principal:
+            self.sasl.state = SaslState.FAILED
+            raise AuthenticationFailed(f"re-authentication as {principal} on a connection of "
+                                       f"{self.principal}")
+        self.principal = principal
+        self.reauthenticating = False
+        if self.reauth_ms > 0:
+            self.expires_at = time.monotonic() + self.reauth_ms / 1000
+        return self.reauth_ms

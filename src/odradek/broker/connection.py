@@ -47,6 +47,7 @@ _READ_SIZE = 256 * 1024
 _MAX_PIPELINE = 64
 _CLOSE = object()
 _clock = time.perf_counter
+_REAUTH = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 _RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 
 
@@ -154,6 +155,9 @@ class Connection:
         if session.expects_raw_token:
             return self._raw_sasl_token(frame, received)
         api_key, api_version, correlation_id = peek_ids(frame)
+        if session.expires_at is not None and session.expired() and api_key not in _REAUTH:
+            raise KafkaProtocolViolation(
+                "SASL session expired (connections.max.reauth.ms) without re-authentication")
         if not session.allows(api_key):
             raise KafkaProtocolViolation(
                 f"api key {api_key} before SASL authentication completed "

@@ -96,7 +96,8 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str,
     request = ControlledShutdownRequest(
         broker_id=BrokerId(i32(broker_id)), broker_epoch=i64(broker_epoch)
     )
-    reader, writer = await open_stream(host, port, security, f"broker-{broker_id}")
+    stream = await open_stream(host, port, security, f"broker-{broker_id}")
+    reader, writer = stream.reader, stream.writer
     try:
         writer.write(encode_request(request, correlation_id=1, client_id=f"broker-{broker_id}"))
         await writer.drain()

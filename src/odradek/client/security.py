@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import build
+from odradek.protocol.builder import build, millis
 from odradek.protocol.messages import decode_response, encode_request, request_type
 from odradek.security.jaas import parse_jaas
 from odradek.security.listeners import PROTOCOLS, SASL_MECHANISMS, uses_sasl, uses_tls
@@ -31,7 +31,7 @@ from odradek.security.tls import TlsSettings, client_context
 
 from .errors import AuthenticationError, ConnectionFailed
 
-__all__ = ["PLAINTEXT", "ClientSecurity", "open_stream", "settings_from_properties"]
+__all__ = ["PLAINTEXT", "ClientSecurity", "Stream", "open_stream", "settings_from_properties"]
 
 _SIZE = struct.Struct(">i")
 _SASL_VERSION = 1
@@ -109,27 +109,35 @@ def settings_from_properties(properties: Mapping[str, str]) -> dict[str, Any]:
 PLAINTEXT = ClientSecurity()
 
 
+@dataclass(frozen=True, slots=True)
+class Stream:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    session_lifetime_ms: int = 0  # the broker's connections.max.reauth.ms; 0: unlimited
+
+
 async def open_stream(host: str, port: int, security: ClientSecurity = PLAINTEXT,
-                      client_id: str = "odradek"
-                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connected (TLS) and authenticated (SASL) stream to ``host:port``."""
+                      client_id: str = "odradek") -> Stream:
+    """A connected (TLS) and authenticated (SASL) stream to ``host:port``. A SASL session
+    with a lifetime must not be used beyond it (odradek does not re-authenticate, it
+    reconnects: :class:`~odradek.client.connection.Connection` retires such connections)."""
     tls: Any = security.ssl_context if uses_tls(security.protocol) else None
     reader, writer = await asyncio.open_connection(
         host, port, limit=1 << 20, ssl=tls, server_hostname=host if tls else None)
     if not uses_sasl(security.protocol):
-        return reader, writer
+        return Stream(reader, writer)
     try:
-        await _authenticate(reader, writer, security, client_id)
+        lifetime_ms = await _authenticate(reader, writer, security, client_id)
     except BaseException:
         writer.close()
         with contextlib.suppress(Exception):
             await writer.wait_closed()
         raise
-    return reader, writer
+    return Stream(reader, writer, lifetime_ms)
 
 
 async def _authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        security: ClientSecurity, client_id: str) -> None:
+                        security: ClientSecurity, client_id: str) -> int:
     mechanism = security.sasl_mechanism
     handshake = await _call(reader, writer, ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism},
                             client_id, 0)
@@ -138,25 +146,27 @@ async def _authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWrit
                                   f"(it offers {', '.join(handshake.mechanisms)})")
     assert security.username is not None and security.password is not None
     if mechanism == "PLAIN":
-        await _token(reader, writer, plain_token(security.username, security.password),
-                     client_id, 1)
-        return
+        _reply, lifetime_ms = await _token(
+            reader, writer, plain_token(security.username, security.password), client_id, 1)
+        return lifetime_ms
     scram = ScramClient(ScramMechanism.named(mechanism), security.username, security.password)
     try:
-        server_first = await _token(reader, writer, scram.first(), client_id, 1)
-        server_final = await _token(reader, writer, scram.final(server_first), client_id, 2)
+        server_first, _ = await _token(reader, writer, scram.first(), client_id, 1)
+        server_final, lifetime_ms = await _token(reader, writer, scram.final(server_first),
+                                                 client_id, 2)
         scram.verify(server_final)
     except ScramError as exc:
         raise AuthenticationError(f"SCRAM authentication failed: {exc}") from None
+    return lifetime_ms
 
 
 async def _token(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: bytes,
-                 client_id: str, correlation_id: int) -> bytes:
+                 client_id: str, correlation_id: int) -> tuple[bytes, int]:
     response = await _call(reader, writer, ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token},
                            client_id, correlation_id)
     if response.error_code != 0:
         raise AuthenticationError(response.error_message or "SASL authentication failed")
-    return bytes(response.auth_bytes)
+    return bytes(response.auth_bytes), millis(response.session_lifetime)
 
 
 async def _call(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api_key: ApiKey,

@@ -3,8 +3,10 @@
 
 A failed exchange is answered like Kafka: SASL_AUTHENTICATION_FAILED after
 ``connection.failed.authentication.delay.ms`` (slows password guessing; one try per
-connection), then the connection is closed. Reauthentication (KIP-368) is not offered:
-``session_lifetime_ms`` is 0.
+connection), then the connection is closed. With ``connections.max.reauth.ms`` the
+session lifetime is sent in SaslAuthenticate (v1+) and the client re-authenticates on the
+same connection (KIP-368: SaslHandshake + SaslAuthenticate again, same mechanism and user);
+a connection whose session expired is closed at its next other request.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.SASL_HANDSHAKE, ctx.api_version)
     session = ctx.session
     sasl = session.sasl
-    if sasl is None or sasl.state is not SaslState.HANDSHAKE:
+    reauth = sasl is not None and sasl.state is SaslState.COMPLETE and session.reauth_ms > 0
+    if sasl is None or (sasl.state is not SaslState.HANDSHAKE and not reauth):
         # Like Kafka: harmless on a non-SASL listener or once authenticated; a handshake
         # in the middle of an exchange ends the connection.
         if not session.authenticated:
@@ -40,9 +43,11 @@ def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
                      mechanisms=())
     mechanism = str(request.mechanism)
     if not sasl.handshake(mechanism, ctx.api_version):
-        session.close_reason = f"SASL mechanism {mechanism[:40]!r} is not enabled"
+        session.close_reason = (f"a re-authentication with {mechanism[:40]!r}" if reauth else
+                                f"SASL mechanism {mechanism[:40]!r} is not enabled")
         return build(module.SaslHandshakeResponse,
                      error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=sasl.enabled)
+    session.reauthenticating = reauth
     return build(module.SaslHandshakeResponse, error_code=ErrorCode.none,
                  mechanisms=sasl.enabled)
 
@@ -55,31 +60,36 @@ def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
             ctx.session.close_reason = "an unexpected SaslAuthenticate"
         return build(module.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
                      error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
-                     session_lifetime_ms=0)
+                     session_lifetime=0)
     return _authenticate(ctx, module, bytes(request.auth_bytes))
 
 
 async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> Any:
     try:
-        reply = await _step(ctx, token)
+        reply, lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
         mechanism = ctx.session.sasl.mechanism if ctx.session.sasl else "?"
         return build(module.SaslAuthenticateResponse,
                      error_code=ErrorCode.sasl_authentication_failed,
                      error_message=f"Authentication failed: invalid credentials with SASL "
                                    f"mechanism {mechanism}",
-                     auth_bytes=b"", session_lifetime_ms=0)
+                     auth_bytes=b"", session_lifetime=0)
     return build(module.SaslAuthenticateResponse, error_code=ErrorCode.none,
-                 error_message=None, auth_bytes=reply, session_lifetime_ms=0)
+                 error_message=None, auth_bytes=reply, session_lifetime=lifetime_ms)
 
 
-async def _step(ctx: RequestContext, token: bytes) -> bytes:
-    """One token through the authenticator; a failure is logged, delayed, and marks the
-    connection for closing after the answer."""
+async def _step(ctx: RequestContext, token: bytes) -> tuple[bytes, int]:
+    """One token through the authenticator: the reply and, once complete, the session
+    lifetime (ms, 0: unlimited). A failure is logged, delayed, and marks the connection for
+    closing after the answer."""
     session = ctx.session
     assert session.sasl is not None
+    reauthenticating = session.reauthenticating
+    lifetime_ms = 0
     try:
         reply = await session.sasl.step(token)
+        if session.sasl.state is SaslState.COMPLETE:
+            lifetime_ms = session.completed()
     except AuthenticationFailed as exc:
         log.info("failed authentication with %s (%s): %s", ctx.peer, session.sasl.mechanism,
                  exc)
@@ -88,9 +98,9 @@ async def _step(ctx: RequestContext, token: bytes) -> bytes:
                             / 1000)
         raise
     if session.sasl.state is SaslState.COMPLETE:
-        session.completed()
-        log.debug("%s authenticated as %s", ctx.peer, session.principal)
-    return reply
+        log.debug("%s %s as %s", ctx.peer,
+                  "re-authenticated" if reauthenticating else "authenticated", session.principal)
+    return reply, lifetime_ms
 
 
 def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Any:
@@ -101,7 +111,7 @@ def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Any:
 
 async def _raw(ctx: RequestContext, token: bytes) -> Any:
     try:
-        reply = await _step(ctx, token)
+        reply, _lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
         return CLOSE_CONNECTION
     return [len(reply).to_bytes(4, "big") + reply]
