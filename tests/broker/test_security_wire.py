@@ -359,7 +359,7 @@ def test_v0_handshake_with_bare_plain_tokens(secure_broker: InProcessBroker) -> 
 
 def _principals(broker: InProcessBroker) -> set[str]:
     assert broker.broker is not None
-    connections = broker.broker._connections
+    connections = broker.broker.listeners.connections
     principals: set[str] = broker.call(lambda: {c.session.principal for c in connections.values()})
     return principals
 

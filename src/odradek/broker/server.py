@@ -22,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
-import ssl
 from typing import Any
 
 from odradek.config import BrokerConfig
@@ -31,16 +29,13 @@ from odradek.config_sections import BrokerSections
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
-from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from odradek.replication import ReplicaManager
-from odradek.security.listeners import uses_tls
-from odradek.security.tls import principal_of_certificate, server_context
 from odradek.types import BrokerId
 
-from .authenticator import ConnectionSession, inter_broker_security
-from .connection import Connection
+from .authenticator import inter_broker_security
 from .context import BrokerServices
 from .dispatch import handler_table
+from .listeners import Listeners
 from .metrics_sources import (
     ClusterController,
     CoordinatorGroups,
@@ -51,8 +46,6 @@ from .metrics_sources import (
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
-from .socket_channel import SocketChannel
-from .tls_channel import TlsChannel
 
 __all__ = ["Broker"]
 
@@ -60,8 +53,6 @@ log = logging.getLogger(__name__)
 
 _SHUTDOWN_GRACE_S = 5.0
 _VISIBLE_TIMEOUT_S = 30.0
-_LISTEN_BACKLOG = 1024
-_TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class Broker:
@@ -74,18 +65,18 @@ class Broker:
         self.sections: BrokerSections = self._dynamic.sections
         self._cluster = cluster
         self._log_manager = log_manager
-        self._listen_sockets: list[tuple[str, socket.socket]] = []
-        self._accept_tasks: list[asyncio.Task[None]] = []
-        self._connections: dict[asyncio.Task[None], Connection] = {}
-        self._handshakes: set[asyncio.Task[None]] = set()
-        self._tls_context: ssl.SSLContext | None = None
         self._services: BrokerServices | None = None
         self._stopped = asyncio.Event()
-        self.bound_ports: dict[str, int] = {}
         self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
 
     # Lifecycle ---------------------------------------------------------------------------
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        """Listener name -> the port it is bound to (known once started)."""
+        return self.listeners.bound_ports
+
     @property
     def bound_port(self) -> int:
         """Port of the first listener (what tests connect to)."""
@@ -169,14 +160,10 @@ class Broker:
         self._dynamic.follow(cluster.view.snapshot)
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
-        self._bind()
+        self.listeners.bind()
         await cluster.register_broker(self._broker_info())
         await self._wait_until_visible()
-        handlers = handler_table()
-        for name, sock in self._listen_sockets:
-            self._accept_tasks.append(
-                asyncio.create_task(self._accept_loop(name, sock, handlers), name=f"accept {name}")
-            )
+        self.listeners.start(self.services, handler_table())
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
 
@@ -201,24 +188,14 @@ class Broker:
         await self._controlled_shutdown()
         if self._cluster is not None:  # hand the controller role over while still serving
             await self._cluster.resign_controller()
-        for task in (*self._accept_tasks, *self._handshakes):
-            task.cancel()
-        for _name, sock in self._listen_sockets:
-            sock.close()
-        for connection in self._connections.values():
-            connection.stop_reading()
+        self.listeners.stop_accepting()
         if self._services is not None:
             self._services.replica_manager.complete_delayed_now()
             if self._services.group_coordinator is not None:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
                 await self._services.group_coordinator.close()
-        if self._connections:
-            _done, pending = await asyncio.wait(
-                list(self._connections), timeout=_SHUTDOWN_GRACE_S
-            )
-            for task in pending:
-                task.cancel()
+        await self.listeners.close_connections(_SHUTDOWN_GRACE_S)
         if self._services is not None:
             self._services.producer_ids.close()
             self._cluster.view.remove_listener(self._on_cluster_change)
@@ -255,30 +232,6 @@ class Broker:
         await self._stopped.wait()
 
     # Network -----------------------------------------------------------------------------
-    def _bind(self) -> None:
-        security = self.sections.security
-        if any(uses_tls(security.protocol_of(lst.name)) for lst in self.sections.network.listeners):
-            self._tls_context = server_context(security.tls_settings())
-        for listener in self.sections.network.listeners:
-            host = listener.host or "0.0.0.0"
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._set_buffer_sizes(sock)
-            sock.bind((host, listener.port))
-            sock.listen(_LISTEN_BACKLOG)
-            sock.setblocking(False)
-            self._listen_sockets.append((listener.name, sock))
-            self.bound_ports[listener.name] = sock.getsockname()[1]
-
-    def _set_buffer_sizes(self, sock: socket.socket) -> None:
-        network = self.sections.network
-        send, receive = network.socket_send_buffer_bytes, network.socket_receive_buffer_bytes
-        if send > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
-        if receive > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive)
-
     def _broker_info(self) -> Any:
         from odradek.cluster import BrokerInfo, Endpoint
 
@@ -292,65 +245,10 @@ class Broker:
         return BrokerInfo(self.broker_id, first.host, first.port,
                           self.config["broker.rack"], tuple(endpoints))
 
-    async def _accept_loop(self, name: str, server: socket.socket, handlers: Any) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                sock, _address = await loop.sock_accept(server)
-            except OSError as exc:
-                if self._stopped.is_set():
-                    return
-                log.warning("accept on %s failed: %s", name, exc)
-                await asyncio.sleep(0.1)  # e.g. EMFILE: back off instead of spinning
-                continue
-            protocol = self.sections.security.protocol_of(name)
-            if uses_tls(protocol):
-                # The handshake runs in its own task: a slow peer must not stall accepting.
-                handshake = asyncio.create_task(self._serve_tls(name, protocol, sock, handlers),
-                                                name=f"tls handshake {name}")
-                self._handshakes.add(handshake)
-                handshake.add_done_callback(self._handshakes.discard)
-                continue
-            self._serve(name, protocol, SocketChannel(sock), handlers, None)
-
-    async def _serve_tls(self, name: str, protocol: str, sock: socket.socket,
-                         handlers: Any) -> None:
-        assert self._tls_context is not None
-        try:
-            channel = await TlsChannel.accept(sock, self._tls_context, _TLS_HANDSHAKE_TIMEOUT_S)
-        except (OSError, TimeoutError, ssl.SSLError) as exc:
-            log.info("TLS handshake on %s failed: %s", name, exc)
-            return
-        principal = principal_of_certificate(channel.peer_certificate())
-        self._serve(name, protocol, channel, handlers, principal)
-
-    def _serve(self, name: str, protocol: str, channel: Any, handlers: Any,
-               principal: str | None) -> None:
-        """Run one accepted (and, for TLS, handshaken) connection as a task."""
-        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
-        security = self.sections.security
-        session = ConnectionSession.for_listener(protocol, security, self._user_config,
-                                                 principal)
-        connection = Connection(
-            channel, self.services, handlers, listener=name, peer=channel.peer,
-            max_frame_bytes=max_frame, session=session,
-        )
-        task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
-        self._connections[task] = connection
-        self.metrics.connections.opened(name)
-        task.add_done_callback(self._connection_done)
-
     async def _user_config(self, user: str) -> Any:
         """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
         read = getattr(self._cluster, "user_config", None)
         return await read(user) if read is not None else {}
-
-    def _connection_done(self, task: asyncio.Task[None]) -> None:
-        connection = self._connections.pop(task, None)
-        if connection is not None:
-            self.metrics.connections.closed(connection.listener)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("connection task failed", exc_info=task.exception())
 
     # Metrics -----------------------------------------------------------------------------
     def _observe_cluster(self, cluster: Any) -> None:
