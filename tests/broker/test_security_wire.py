@@ -204,6 +204,7 @@ def test_wrong_password_fails_cleanly_and_the_broker_serves_others(
     assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
     producer.purge()
     assert "failed authentication" in caplog.text
+    assert _authentications(secure_broker, listener, "failure") > 0
     with pytest.raises(KafkaPythonError):
         KafkaProducer(**kafka_python_settings(secure_broker, certs, listener, mechanism,
                                               "alice", "wrong"), max_block_ms=5000)
@@ -211,6 +212,13 @@ def test_wrong_password_fails_cleanly_and_the_broker_serves_others(
     librdkafka_round_trip(librdkafka_settings(secure_broker, certs, "SASL_SSL",
                                               "SCRAM-SHA-256", "alice", USERS["alice"][1]),
                           topic_name, count=10)
+
+
+def _authentications(broker: InProcessBroker, listener: str, result: str) -> float:
+    assert broker.broker is not None
+    family = broker.broker.metrics.connections._authentications
+    value: float = broker.call(lambda: family.labels(listener, result).value)
+    return value
 
 
 def test_unknown_user_fails_like_a_wrong_password(

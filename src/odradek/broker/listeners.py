@@ -127,7 +127,11 @@ class Listeners:
         assert self._tls_context is not None
         try:
             channel = await TlsChannel.accept(sock, self._tls_context, _TLS_HANDSHAKE_TIMEOUT_S)
-        except (OSError, TimeoutError, ssl.SSLError) as exc:
+        except TimeoutError:
+            # Also what the controller's liveness probes look like (they connect and wait).
+            log.debug("TLS handshake on %s timed out", name)
+            return
+        except (OSError, ssl.SSLError) as exc:
             log.info("TLS handshake on %s failed: %s", name, exc)
             return
         principal = principal_of_certificate(channel.peer_certificate())

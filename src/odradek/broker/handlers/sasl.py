@@ -91,6 +91,7 @@ async def _step(ctx: RequestContext, token: bytes) -> tuple[bytes, int]:
         if session.sasl.state is SaslState.COMPLETE:
             lifetime_ms = session.completed()
     except AuthenticationFailed as exc:
+        _count(ctx, success=False)
         log.info("failed authentication with %s (%s): %s", ctx.peer, session.sasl.mechanism,
                  exc)
         session.close_reason = "failed SASL authentication"
@@ -98,9 +99,16 @@ async def _step(ctx: RequestContext, token: bytes) -> tuple[bytes, int]:
                             / 1000)
         raise
     if session.sasl.state is SaslState.COMPLETE:
+        _count(ctx, success=True)
         log.debug("%s %s as %s", ctx.peer,
                   "re-authenticated" if reauthenticating else "authenticated", session.principal)
     return reply, lifetime_ms
+
+
+def _count(ctx: RequestContext, *, success: bool) -> None:
+    metrics = ctx.services.metrics
+    if metrics is not None:
+        metrics.connections.authenticated(ctx.listener, success)
 
 
 def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Any:
