@@ -207,7 +207,7 @@ def test_wrong_password_fails_cleanly_and_the_broker_serves_others(
     assert _authentications(secure_broker, listener, "failure") > 0
     with pytest.raises(KafkaPythonError):
         KafkaProducer(**kafka_python_settings(secure_broker, certs, listener, mechanism,
-                                              "alice", "wrong"), max_block_ms=5000)
+                                              "alice", "wrong"), bootstrap_timeout_ms=5000)
     create_topic(secure_broker, topic_name)
     librdkafka_round_trip(librdkafka_settings(secure_broker, certs, "SASL_SSL",
                                               "SCRAM-SHA-256", "alice", USERS["alice"][1]),
