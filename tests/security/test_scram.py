@@ -148,3 +148,10 @@ def test_garbage_plain_never_crashes(token: bytes) -> None:
         parse_plain(token)
     except ScramError:
         return
+
+
+def test_authorization_id_must_be_the_user() -> None:
+    credential = ScramCredential.from_password(SHA256, "pw")
+    ScramServer(SHA256).first(b"n,a=alice,n=alice,r=abc", credential)
+    with pytest.raises(ScramError, match="authorization id"):
+        ScramServer(SHA256).first(b"n,a=admin,n=alice,r=abc", credential)

@@ -20,14 +20,11 @@ import enum
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
-from odradek.client.security import ClientSecurity
-from odradek.config_sections import BrokerSections, SecurityConfig
+from odradek.config_sections import SecurityConfig
 from odradek.protocol.api_versions import ApiKey
-from odradek.security.jaas import parse_jaas
-from odradek.security.listeners import uses_sasl, uses_tls
+from odradek.security.listeners import uses_sasl
 from odradek.security.plain import parse_plain, verify_plain
 from odradek.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
-from odradek.security.tls import client_context
 
 __all__ = [
     "ANONYMOUS",
@@ -36,7 +33,6 @@ __all__ = [
     "CredentialLookup",
     "SaslAuthenticator",
     "SaslState",
-    "inter_broker_security",
 ]
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -137,19 +133,6 @@ def _credential(stored: str) -> ScramCredential:
         return ScramCredential.from_kafka_string(stored)
     except ValueError:
         raise ScramError("stored credential is unreadable") from None
-
-
-def inter_broker_security(sections: BrokerSections) -> ClientSecurity:
-    """How this broker connects to the others: the inter-broker listener's protocol, the
-    trust store (and own certificate) of ``ssl.*``, the credentials of ``sasl.jaas.config``."""
-    security = sections.security
-    protocol = security.protocol_of(sections.network.inter_broker_listener)
-    context = client_context(security.tls_settings()) if uses_tls(protocol) else None
-    user = password = None
-    if uses_sasl(protocol) and security.sasl_jaas_config:
-        user, password = parse_jaas(security.sasl_jaas_config)
-    return ClientSecurity(protocol, context, security.sasl_mechanism_inter_broker_protocol,
-                          user, password)
 
 
 class ConnectionSession:

@@ -32,9 +32,9 @@ from odradek.metrics import BrokerMetrics
 from odradek.replication import ReplicaManager
 from odradek.types import BrokerId
 
-from .authenticator import inter_broker_security
 from .context import BrokerServices
 from .dispatch import handler_table
+from .inter_broker import inter_broker_security
 from .listeners import Listeners
 from .metrics_sources import (
     ClusterController,

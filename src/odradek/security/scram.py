@@ -183,13 +183,16 @@ class ScramServer:
             raise ScramError("unexpected SCRAM message")
         self._state = "failed"
         text = _decode(client_first)
-        _gs2, bare = _split_gs2(text)
+        gs2, bare = _split_gs2(text)
         attributes = parse_attributes(bare)
         if len(attributes) < 2 or attributes[0][0] != "n" or attributes[1][0] != "r":
             raise ScramError("client-first message must start with n= and r=")
         if any(key == "m" for key, _ in attributes[2:]):  # other extensions are ignored
             raise ScramError("mandatory SCRAM extension not supported")
         self.username = _saslname(attributes[0][1])
+        authzid = gs2.split(",")[1]
+        if authzid and _saslname(authzid[2:]) != self.username:
+            raise ScramError("authorization id differs from the user name")
         client_nonce = attributes[1][1]
         if not client_nonce or not client_nonce.isprintable() or "," in client_nonce:
             raise ScramError("invalid client nonce")
