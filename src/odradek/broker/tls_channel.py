@@ -37,6 +37,7 @@ class TlsChannel:
         self._outgoing = ssl.MemoryBIO()
         self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
         self._closed = False
+        self._eof = False  # the peer closed TLS (close_notify)
         self._write_lock = asyncio.Lock()
         try:
             host, port = sock.getpeername()[:2]
@@ -89,18 +90,35 @@ class TlsChannel:
                 await self._loop.sock_sendall(self._sock, data)
 
     async def recv_into(self, buffer: bytearray | memoryview) -> int:
+        view = memoryview(buffer)
         while True:
-            try:
-                return int(self._tls.read(len(buffer), buffer))
-            except ssl.SSLWantReadError:
-                pass
-            except ssl.SSLZeroReturnError:
-                return 0
-            except ssl.SSLError as exc:
-                raise ConnectionResetError(f"TLS error: {exc}") from exc
+            count = self._decrypt_into(view)
+            if count or self._eof:
+                return count
             await self._flush()  # e.g. TLS 1.3 session tickets or a key update
             if not await self._fill():
                 return 0
+
+    def _decrypt_into(self, view: memoryview) -> int:
+        """Everything already decryptable, as much as fits. One ``read`` yields at most one
+        TLS record (16 KiB): filling the buffer from all of them spares the connection a
+        round of frame parsing per record."""
+        total = 0
+        while total < len(view):
+            try:
+                count = int(self._tls.read(len(view) - total, view[total:]))
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                self._eof = True
+                break
+            except ssl.SSLError as exc:
+                raise ConnectionResetError(f"TLS error: {exc}") from exc
+            if count == 0:
+                self._eof = True
+                break
+            total += count
+        return total
 
     async def write_chunks(self, chunks: Sequence[bytes | FileRegionLike]) -> None:
         for chunk in chunks:
