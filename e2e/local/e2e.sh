@@ -35,5 +35,5 @@ timed "e2e-local: suite" env ODRADEK_E2E_BACKEND=local DOCKER_HOST="$DOCKER_HOST
 # columns, finalizers): skipped in `make test`, where no cluster is given.
 timed "e2e-local: api-server" env KUBECONFIG="$KUBECONFIG_ADMIN" PATH="$BIN:$PATH" \
   nsenter --net="$NETNS_PATH" -- "$PYTHON" -m pytest "$REPO/tests/operator/test_api_server.py" \
-  -p no:cacheprovider -q || status=$?
+  -p no:cacheprovider || status=$?
 exit $status
