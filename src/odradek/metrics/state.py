@@ -86,8 +86,8 @@ class StateCollector:
         yield broker_info
         yield from self._log_dirs()
         lag = self.sources.lag
-        if lag is not None:
-            self._refresh_lag(lag)
+        if lag is not None and not self._refresh_lag(lag):
+            return  # the loop is stuck: one timeout per scrape is enough
         snapshot = self._on_loop(self._snapshot)
         if snapshot is not None:
             lag_snapshot, data = None, snapshot.lag
@@ -95,14 +95,19 @@ class StateCollector:
                 lag_snapshot = _guard("lag", lambda: lag.compute(data, self._on_loop))
             yield from self._families(snapshot, lag_snapshot)
 
-    def _refresh_lag(self, lag: LagCollector) -> None:
-        """Let remote end offsets be refreshed, and wait for them here, off the loop."""
-        pending = self._on_loop(lambda: _guard("lag refresh", lag.refresh))
+    def _refresh_lag(self, lag: LagCollector) -> bool:
+        """Let remote end offsets be refreshed, and wait for them here, off the loop;
+        False if the loop did not answer."""
+        answered = self._on_loop(lambda: (_guard("lag refresh", lag.refresh),))
+        if answered is None:
+            return False
+        pending = answered[0]
         if pending is not None and not self._in_loop_thread():  # (there, it would deadlock)
             try:
                 pending.result(self._timeout)
             except concurrent.futures.TimeoutError:
                 log.warning("metrics: end offsets not refreshed within %.1fs", self._timeout)
+        return True
 
     def _in_loop_thread(self) -> bool:
         try:
