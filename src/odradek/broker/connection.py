@@ -202,9 +202,13 @@ class Connection:
 
     def _respond(self, timed: _Timed, correlation_id: int, outcome: Any) -> Any:
         requests = self._requests
-        if requests is not None and not isinstance(outcome, list | Marker):
+        if requests is not None and not isinstance(outcome, Marker):
             api_key = timed.api_key
-            count_errors(outcome, lambda code: requests.error(api_key, code))
+            if isinstance(outcome, list):  # pre-encoded: the encoder listed its error codes
+                for code in getattr(outcome, "error_codes", ()):
+                    requests.error(api_key, code)
+            else:
+                count_errors(outcome, lambda code: requests.error(api_key, code))
         return to_chunks(correlation_id, outcome)
 
     def _observe(self, timed: _Timed) -> None:

@@ -13,7 +13,7 @@ import asyncio
 from typing import Any
 
 from odradek.protocol.builder import millis
-from odradek.protocol.fetch_response import Chunk, encode_fetch_response
+from odradek.protocol.fetch_response import EncodedResponse, encode_fetch_response
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
 from ..context import RequestContext
@@ -48,5 +48,5 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
 
 async def _respond_when_read(
     version: int, correlation_id: int, pending: asyncio.Future[FetchRead]
-) -> list[Chunk]:
+) -> EncodedResponse:
     return encode_fetch_response(version, correlation_id, (await pending).topics)
