@@ -72,3 +72,32 @@ def test_certificate_principal_is_the_rfc2253_subject() -> None:
     assert principal_of_certificate(certificate) == "User:CN=client,O=Acme\\, Inc,C=DE"
     assert principal_of_certificate({}) is None
     assert principal_of_certificate(None) is None
+
+
+def test_command_config_properties() -> None:
+    from odradek.client.security import settings_from_properties
+
+    settings = settings_from_properties({
+        "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                            'required username="alice" password="pw";',
+        "ssl.truststore.location": "/ca.pem"})
+    assert settings["security_protocol"] == "SASL_SSL"
+    assert (settings["sasl_plain_username"], settings["sasl_plain_password"]) == ("alice", "pw")
+    assert settings["ssl_cafile"] == "/ca.pem"
+    plain = settings_from_properties({"security.protocol": "SASL_PLAINTEXT",
+                                      "sasl.username": "bob", "sasl.password": "x"})
+    assert plain["sasl_plain_username"] == "bob"
+    with pytest.raises(ValueError, match="unsupported client properties: acks"):
+        settings_from_properties({"acks": "all"})
+    with pytest.raises(ValueError, match="only PEM"):
+        settings_from_properties({"ssl.truststore.type": "JKS"})
+
+
+def test_client_security_needs_credentials_for_sasl() -> None:
+    from odradek.client.security import ClientSecurity
+
+    with pytest.raises(ValueError, match="user name and password"):
+        ClientSecurity.create("SASL_PLAINTEXT")
+    with pytest.raises(ValueError, match="security protocol"):
+        ClientSecurity.create("TLS")

@@ -41,7 +41,8 @@ _TLS_HANDSHAKE_TIMEOUT_S = 10.0
 class Listeners:
     """``bind()`` (ports known, nothing accepted yet), ``start()``, then ``stop_accepting()``
     and ``close_connections()`` at shutdown. ``sections`` is read at each accept, so a new
-    configuration applies to connections accepted afterwards."""
+    configuration (SASL mechanisms, limits) applies to connections accepted afterwards;
+    sockets, protocols and the TLS context are those of ``bind()``."""
 
     def __init__(self, sections: Callable[[], BrokerSections], metrics: Any,
                  user_config: CredentialLookup) -> None:
@@ -55,6 +56,9 @@ class Listeners:
         self._stopping = False
         self.connections: dict[asyncio.Task[None], Connection] = {}
         self.bound_ports: dict[str, int] = {}
+        # Fixed at bind time, like the sockets and the TLS context: a changed
+        # listener.security.protocol.map applies at the next start.
+        self._protocols: dict[str, str] = {}
 
     def bind(self) -> None:
         sections = self._sections()
@@ -76,6 +80,7 @@ class Listeners:
             sock.setblocking(False)
             self._sockets.append((listener.name, sock))
             self.bound_ports[listener.name] = sock.getsockname()[1]
+            self._protocols[listener.name] = security.protocol_of(listener.name)
 
     def start(self, services: BrokerServices, handlers: Any) -> None:
         for name, sock in self._sockets:
@@ -112,7 +117,7 @@ class Listeners:
                 log.warning("accept on %s failed: %s", name, exc)
                 await asyncio.sleep(0.1)  # e.g. EMFILE: back off instead of spinning
                 continue
-            protocol = self._sections().security.protocol_of(name)
+            protocol = self._protocols[name]
             if uses_tls(protocol):
                 handshake = asyncio.create_task(
                     self._serve_tls(name, protocol, sock, services, handlers),

@@ -89,6 +89,9 @@ def settings_from_properties(properties: Mapping[str, str]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unsupported client properties: {', '.join(unknown)} (supported: "
                          f"{', '.join(sorted(_PROPERTIES))})")
+    for kind in ("ssl.truststore.type", "ssl.keystore.type"):
+        if properties.get(kind, "PEM").strip().upper() != "PEM":
+            raise ValueError(f"{kind}: only PEM files are supported")
     settings: dict[str, Any] = {
         "security_protocol": properties.get("security.protocol", "PLAINTEXT").strip().upper(),
         "sasl_mechanism": properties.get("sasl.mechanism", "PLAIN").strip().upper(),
