@@ -67,3 +67,14 @@ def test_replication_over_a_sasl_ssl_inter_broker_listener(
     assert sender.flush(60) == 0
     assert errors == []
     assert sorted(read_all(bootstrap, "secured")) == [b"s%03d" % i for i in range(300)]
+    # Leaving: the controlled shutdown is asked of the controller over the same listener.
+    leaving = next(b for b in brokers if b.broker_id != _controller(zk_connect))
+    leaving.stop()
+    log = leaving.log_path.read_text(errors="replace")
+    assert f"controlled shutdown of broker {leaving.broker_id} succeeded" in log, log[-3000:]
+    assert "failed authentication" not in log
+
+
+def _controller(zk_connect: str) -> int:
+    with zk_client(zk_connect) as zk:
+        return int(json.loads(zk.get("/controller")[0])["brokerid"])
