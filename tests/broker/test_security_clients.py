@@ -196,6 +196,9 @@ def test_cli_users_and_command_config(secure_broker: InProcessBroker, certs: Cer
     done = odradek("consume", *secured, topic, "--from-beginning", "--max-messages", "2")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["x", "y"]
+    done = odradek("perf", *secured, "--output", "json", "produce", "--topic", topic,
+                   "--num-records", "500", "--record-size", "100")
+    assert done.returncode == 0, done.stderr
     done = odradek("users", *plain, "delete", "carol")
     assert done.returncode == 0, done.stderr
     refused = odradek("topics", *secured, "list")
