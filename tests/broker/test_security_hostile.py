@@ -106,3 +106,45 @@ def test_tls_garbage_instead_of_a_handshake(secure_broker: InProcessBroker,
 
 
 
+
+
+def test_broker_survives_random_sasl_exchanges(
+        secure_broker: InProcessBroker, certs: CertSet,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A valid handshake (v0 or v1, each mechanism), then random or mutated tokens, bare or
+    in SaslAuthenticate frames: never a broker error, and the broker keeps serving."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from .test_fuzz import _mutate, send_and_drain
+
+    assert secure_broker.broker is not None
+    port = secure_broker.broker.bound_ports["SASL_PLAINTEXT"]
+    mechanisms = st.sampled_from([b"PLAIN", b"SCRAM-SHA-256", b"SCRAM-SHA-512"])
+    tokens = st.one_of(
+        st.binary(max_size=300),
+        st.sampled_from([b"n,,n=alice,r=abc", b"\0alice\0alice-secret", b"c=biws,r=x,p=AA=="])
+        .flatmap(lambda seed: st.tuples(
+            st.just(seed), st.lists(st.tuples(st.integers(0, 40), st.integers(0, 255)),
+                                    max_size=4), st.integers(0, 40)))
+        .map(lambda t: _mutate(*t)))
+    exchanges = st.tuples(st.booleans(), mechanisms, st.lists(tokens, min_size=1, max_size=3))
+
+    def payload(v0: bool, mechanism: bytes, steps: list[bytes]) -> bytes:
+        if v0:
+            start = frame(17, 0, 1, struct.pack(">h", len(mechanism)) + mechanism)
+            return start + b"".join(struct.pack(">i", len(t)) + t for t in steps)
+        return handshake_v1(mechanism) + b"".join(authenticate_v1(t) for t in steps)
+
+    @settings(max_examples=150, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(exchange=exchanges)
+    def fuzz(exchange: tuple[bool, bytes, list[bytes]]) -> None:
+        send_and_drain(port, payload(*exchange))
+
+    with caplog.at_level(logging.WARNING):
+        fuzz()
+    assert_still_serving(secure_broker, certs)
+    errors = [r.getMessage() for r in caplog.records
+              if r.levelno >= logging.ERROR and r.name.startswith("odradek")]
+    assert not errors, f"bad SASL input was treated as a broker failure: {errors[:3]}"
