@@ -137,7 +137,7 @@ def validate_value(key: str, value: float) -> str:
     if kind is int:
         if abs(value - round(value)) > 1e-6:
             raise InvalidRequest(f"Configuration {key} must be a Long value")
-        return str(int(round(value)))
+        return str(round(value))
     return str(float(value))
 
 

@@ -8,9 +8,10 @@ is the sum of the samples divided by the time since the oldest sample began, but
 less than ``samples - 1`` full windows: a client that starts sending is not measured over
 a few milliseconds (which would throttle its very first request).
 
-When the rate exceeds a quota, :meth:`SampledRate.throttle_ms` is how long the client must stay silent
-for the windowed rate to fall back to the quota, ``(rate - quota) / quota * window``,
-capped (Kafka caps it at one sample window) so a burst never stalls a client for long.
+When the rate exceeds a quota, :meth:`SampledRate.throttle_ms` is how long the client must
+stay silent for the windowed rate to fall back to the quota,
+``(rate - quota) / quota * window``, capped (Kafka caps it at one sample window) so a
+burst never stalls a client for long.
 
 Sans-IO: the caller passes the time (milliseconds of a monotonic clock). Recording is O(1);
 measuring is O(samples) with ``samples`` a small constant (``quota.window.num``).
@@ -87,7 +88,7 @@ class SampledRate:
             return 0
         if bound <= 0:
             return int(max_ms)
-        return int(round(min((value - bound) / bound * window, max_ms)))
+        return round(min((value - bound) / bound * window, max_ms))
 
     def idle_since(self) -> float:
         """When the newest sample began (for expiring rates nobody records into)."""
