@@ -18,6 +18,8 @@ Sans-IO: time comes from the injected clock (monotonic milliseconds).
 from __future__ import annotations
 
 import enum
+import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +34,9 @@ from .entities import (
 )
 from .rate import SampledRate
 
-__all__ = ["QuotaManager", "QuotaState", "QuotaType"]
+__all__ = ["QuotaManager", "QuotaState", "QuotaType", "parse_stored"]
+
+log = logging.getLogger(__name__)
 
 _EXPIRE_MS = 3_600_000.0  # Kafka's inactive sensor expiry (one hour)
 _SWEEP_EVERY = 1024  # new cache entries between expiry sweeps
@@ -57,6 +61,32 @@ class QuotaState:
     quota: float | None
     throttle_seconds_total: float
     throttled_total: int
+
+
+def parse_stored(
+    stored: Mapping[QuotaEntity, Mapping[str, str]],
+) -> dict[QuotaEntity, dict[str, float]]:
+    """The quota values of stored entity configs (ZooKeeper strings); a value that is not a
+    non-negative number (written past validation) is skipped with a log line, as Kafka
+    skips bad dynamic configs, so a bad znode cannot stop a broker."""
+    parsed: dict[QuotaEntity, dict[str, float]] = {}
+    for entity, config in stored.items():
+        values: dict[str, float] = {}
+        for kind in QuotaType:
+            raw = config.get(kind.value)
+            if raw is None:
+                continue
+            try:
+                value = float(raw)
+            except ValueError:
+                value = math.nan
+            if math.isfinite(value) and value >= 0:
+                values[kind.value] = value
+            else:
+                log.error("ignoring quota %s=%r of %s", kind.value, raw, entity.zk_path)
+        if values:
+            parsed[entity] = values
+    return parsed
 
 
 class _Sensor:
@@ -86,6 +116,7 @@ class QuotaManager:
         self._clock = clock_ms
         self._quotas: dict[QuotaType, dict[QuotaEntity, float]] = {t: {} for t in QuotaType}
         self._enabled: dict[QuotaType, bool] = dict.fromkeys(QuotaType, False)
+        self.active = False  # any quota configured at all (the request path's one test)
         self._sensors: dict[tuple[QuotaType, Tags], _Sensor] = {}
         self._by_client: dict[tuple[QuotaType, str, str], _Sensor] = {}
         self._added = 0
@@ -100,6 +131,7 @@ class QuotaManager:
                 for entity, values in configs.items() if kind.value in values
             }
             self._enabled[kind] = bool(self._quotas[kind])
+        self.active = any(self._enabled.values())
         self._by_client.clear()
         # Existing sensors keep their rates; their bounds follow the new configuration.
         for (kind, tags), sensor in self._sensors.items():
