@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.alter_client_quotas.v1 import request as altering
@@ -11,10 +12,10 @@ from kio.static.primitive import f64, i8
 
 from .wire import WireClient
 
-Entity = dict[str, str | None]  # entity type -> name (None: the default entity)
+Entity = Mapping[str, str | None]  # entity type -> name (None: the default entity)
 
 
-def alter_quotas(port: int, entity: Entity, ops: dict[str, float | None],
+def alter_quotas(port: int, entity: Entity, ops: Mapping[str, float | None],
                  validate_only: bool = False) -> tuple[str, str | None]:
     """Set (value) or remove (None) quota keys of one entity: (error name, message)."""
     body = altering.AlterClientQuotasRequest(validate_only=validate_only, entries=(
@@ -28,8 +29,11 @@ def alter_quotas(port: int, entity: Entity, ops: dict[str, float | None],
     return ErrorCode(result.error_code).name, result.error_message
 
 
+Described = list[tuple[dict[str, str | None], dict[str, float]]]
+
+
 def describe_quotas(port: int, components: list[tuple[str, int, str | None]],
-                    strict: bool = False) -> tuple[str, list[tuple[Entity, dict[str, float]]]]:
+                    strict: bool = False) -> tuple[str, Described]:
     """(error name, [(entity, {key: value})]) for filter components (type, match, name)."""
     body = describing.DescribeClientQuotasRequest(strict=strict, components=tuple(
         describing.ComponentData(entity_type=kind, match_type=i8(match), match=name)
