@@ -117,7 +117,7 @@ def test_producer_held_at_its_client_id_quota_while_another_is_not(
     assert fast.throttle_max_ms == 0 and fast.errors == [] and len(fast.acked) == 30_000
     fast_rate = len(fast.acked) * len(PAYLOAD) / (max(fast.acked) - begin)
     assert fast_rate > 1.5 * MIB, f"unthrottled producer at only {fast_rate / MIB:.2f} MiB/s"
-    states = {(s.kind, s.client_id): s for s in broker.broker.quotas.states()}  # type: ignore[union-attr]
+    states = {(s.kind, s.client_id): s for s in broker.broker.quotas.quota_states()}  # type: ignore[union-attr]
     assert states[(QuotaType.PRODUCE, "slow")].throttled_total > 0
     assert states[(QuotaType.PRODUCE, "fast")].throttled_total == 0
 
@@ -189,7 +189,7 @@ def test_consumer_held_at_its_byte_rate_quota(broker: InProcessBroker) -> None:
     rate = count * len(PAYLOAD) / 13
     print(f"consumer quota 1 MiB/s: consumer at {rate / MIB:.3f} MiB/s")
     assert 0.8 * MIB <= rate <= 1.15 * MIB, f"consumer at {rate / MIB:.3f} MiB/s"
-    states = {(s.kind, s.client_id): s for s in broker.broker.quotas.states()}  # type: ignore[union-attr]
+    states = {(s.kind, s.client_id): s for s in broker.broker.quotas.quota_states()}  # type: ignore[union-attr]
     assert states[(QuotaType.FETCH, "reader")].throttled_total > 0
 
 
@@ -213,7 +213,7 @@ def test_request_percentage_throttles_a_chatty_client(broker: InProcessBroker) -
     assert producer.flush(30) == 0
     assert delivered.count(None) == sent  # throttled, never refused
     quotas = broker.broker.quotas  # type: ignore[union-attr]
-    (state,) = [s for s in quotas.states()
+    (state,) = [s for s in quotas.quota_states()
                 if s.kind is QuotaType.REQUEST and s.client_id == "chatty"]
     assert state.throttled_total > 0 and state.throttle_seconds_total > 0
     assert state.quota == 1.0

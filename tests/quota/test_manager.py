@@ -27,7 +27,7 @@ def clock() -> Clock:
 def test_without_quotas_nothing_is_recorded(clock: Clock) -> None:
     manager = QuotaManager(11, 1, clock)
     assert manager.record(PRODUCE, "ANONYMOUS", "app", 1e12) == 0
-    assert manager.states() == []
+    assert manager.quota_states() == []
 
 
 def test_a_client_id_quota_throttles_that_client_only(clock: Clock) -> None:
@@ -37,7 +37,7 @@ def test_a_client_id_quota_throttles_that_client_only(clock: Clock) -> None:
     assert manager.record(PRODUCE, "ANONYMOUS", "slow", 10_000.0) == 1000  # capped: 1 window
     assert manager.record(PRODUCE, "ANONYMOUS", "fast", 1e9) == 0
     assert manager.record(FETCH, "ANONYMOUS", "slow", 1e9) == 0  # only the produce quota
-    rows = {(s.kind, s.user, s.client_id): s for s in manager.states()}
+    rows = {(s.kind, s.user, s.client_id): s for s in manager.quota_states()}
     assert rows[(PRODUCE, "", "slow")].quota == 1000.0
     assert rows[(PRODUCE, "", "slow")].rate == pytest.approx(2000.0)
     assert rows[(PRODUCE, "", "fast")].quota is None
@@ -54,7 +54,7 @@ def test_user_quota_is_shared_by_its_client_ids_and_default_is_per_client(clock:
     assert manager.record(PRODUCE, "bob", "a", 100.0) == 0  # clients/<default>: per client
     assert manager.record(PRODUCE, "bob", "b", 100.0) == 0
     assert manager.record(PRODUCE, "carol", "b", 100.0) > 0  # ("", "b") shared by users
-    tags = {(s.user, s.client_id) for s in manager.states()}
+    tags = {(s.user, s.client_id) for s in manager.quota_states()}
     assert tags == {("alice", ""), ("", "a"), ("", "b")}
 
 
@@ -92,7 +92,7 @@ def test_fetch_unrecord_and_window_cap(clock: Clock) -> None:
     assert manager.record(FETCH, "u", "c", 0.0) == 0
     manager.throttled(FETCH, "u", "c", 250)
     manager.throttled(FETCH, "u", "c", 750)
-    (state,) = manager.states()
+    (state,) = manager.quota_states()
     assert (state.throttle_seconds_total, state.throttled_total) == (1.0, 2)
 
 
@@ -101,7 +101,7 @@ def test_idle_sensors_expire_after_an_hour(clock: Clock) -> None:
     manager.configure({QuotaEntity(None, DEFAULT): {"producer_byte_rate": 1e6}})
     for i in range(100):
         manager.record(PRODUCE, "u", f"c{i}", 1.0)
-    assert len(manager.states()) == 100
+    assert len(manager.quota_states()) == 100
     clock.now = 3_600_001.0 + 1000
     manager.record(PRODUCE, "u", "c0", 1.0)
-    assert [s.client_id for s in manager.states()] == ["c0"]
+    assert [s.client_id for s in manager.quota_states()] == ["c0"]

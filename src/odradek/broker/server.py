@@ -341,6 +341,7 @@ class Broker:
         coordinator = services.group_coordinator
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
+            quotas=self.quotas,
             groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
             logs=LocalLogOffsets(services.replica_manager) if coordinator is not None else None,
             log_dirs=[str(d) for d in self.sections.log.log_dirs],

@@ -212,8 +212,9 @@ class QuotaManager:
             gone = {id(self._sensors.pop(key)) for key in idle}
             self._by_client = {k: s for k, s in self._by_client.items() if id(s) not in gone}
 
-    def states(self) -> list[QuotaState]:
-        """Every live sensor (for the metrics, at scrape time)."""
+    def quota_states(self) -> list[QuotaState]:
+        """Every live sensor (the metrics' :class:`~odradek.metrics.sources.QuotaSource`,
+        read at scrape time)."""
         now = self._clock()
         self._expire(now)
         return [
