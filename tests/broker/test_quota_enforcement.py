@@ -24,6 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from odradek.local_cluster import ZooKeeperProcess
 from odradek.quota import QuotaType
 
+from .conftest import BrokerStarter
 from .inprocess import InProcessBroker, broker_config
 from .quota_wire import alter_quotas
 
@@ -217,3 +218,36 @@ def test_request_percentage_throttles_a_chatty_client(broker: InProcessBroker) -
                 if s.kind is QuotaType.REQUEST and s.client_id == "chatty"]
     assert state.throttled_total > 0 and state.throttle_seconds_total > 0
     assert state.quota == 1.0
+
+
+def test_replica_fetches_are_never_throttled(start_broker: BrokerStarter) -> None:
+    """A consumer quota of 1 byte/s for every client id: followers still replicate at full
+    speed (acks=all completes, the ISR stays whole) while a consumer is throttled."""
+    first = start_broker(0, quota_window_num="2")
+    second = start_broker(1, quota_window_num="2")
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    topic = f"q-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
+    assert alter_quotas(first.port, {"client-id": None}, {"consumer_byte_rate": 1.0})[0] == "none"
+    time.sleep(1)  # every broker applies it from ZooKeeper (the other one too)
+    run = Run(first, topic, "writer", acks="all")
+    begin = time.monotonic()
+    run.produce(30, max_messages=5_000)
+    took = time.monotonic() - begin
+    assert (len(run.acked), run.errors) == (5_000, []) and run.throttle_max_ms == 0
+    assert took < 20, f"acks=all took {took:.1f}s: replication was held back"
+    metadata = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+    assert sorted(metadata.isrs) == [0, 1]
+    consumer = Consumer({"bootstrap.servers": first.bootstrap, "group.id": "unused",
+                         "client.id": "reader", "statistics.interval.ms": 500})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = sum(len(consumer.consume(500, 0.5)) for _ in range(6))
+    finally:
+        consumer.close()
+    assert got < 5_000  # 1 byte/s: it gets a window's worth at most, then waits
+    states = [s for broker in (first, second)
+              for s in broker.broker.quotas.quota_states()  # type: ignore[union-attr]
+              if s.kind is QuotaType.FETCH]
+    assert {s.client_id for s in states} == {"reader"}  # no sensor for the follower
+    assert sum(s.throttled_total for s in states) > 0

@@ -101,10 +101,8 @@ class DemoBroker:
             m.replication.isr_expanded()
         for kind, client, amount in ((QuotaType.PRODUCE, "ingest", 60_000),
                                      (QuotaType.FETCH, "ingest", 90_000)):
-            throttle = self.quotas.record(kind, "ANONYMOUS", client, rng.randint(0, amount))
-            self.quotas.throttled(kind, "ANONYMOUS", client, max(throttle, 1))
+            self.quotas.record(kind, "ANONYMOUS", client, rng.randint(0, amount))
         self.quotas.record(QuotaType.REQUEST, "etl", "spark", rng.uniform(0, 5))
-        self.quotas.throttled(QuotaType.REQUEST, "etl", "spark", 1)
         m.storage.flushed(rng.expovariate(1 / 0.0003))
         m.storage.fsynced(rng.expovariate(1 / 0.003))
         m.zookeeper.request("getData", rng.expovariate(1 / 0.001))

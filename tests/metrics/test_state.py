@@ -135,8 +135,7 @@ def test_quota_sensors_are_exported_per_quota_entity() -> None:
                       QuotaEntity("alice"): {"request_percentage": 10.0}})
     metrics = BrokerMetrics(process_metrics=False)
     metrics.attach(quotas=quotas)
-    throttle = quotas.record(QuotaType.PRODUCE, "bob", "app", 3000.0)
-    quotas.throttled(QuotaType.PRODUCE, "bob", "app", throttle)
+    assert quotas.record(QuotaType.PRODUCE, "bob", "app", 3000.0) == 1000  # capped
     quotas.record(QuotaType.REQUEST, "alice", "x", 5.0)  # 50 ms of a thread
     now[0] = 500.0
     app, alice = {"user": "", "client_id": "app"}, {"user": "alice", "client_id": ""}

@@ -35,6 +35,7 @@ EXEMPT_APIS = frozenset(
     {int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE), int(ApiKey.CONTROLLED_SHUTDOWN)}
 )
 _PRODUCE, _FETCH = int(ApiKey.PRODUCE), int(ApiKey.FETCH)
+_PRODUCE_QUOTA, _REQUEST_QUOTA = QuotaType.PRODUCE, QuotaType.REQUEST
 _clock = time.perf_counter
 
 
@@ -72,14 +73,13 @@ def after_request(
         return 0
     user, client_id = quota_user(principal), header.client_id or ""
     throttle_ms = 0
-    if api_key == _PRODUCE and quotas.enabled(QuotaType.PRODUCE):
-        throttle_ms = quotas.record(QuotaType.PRODUCE, user, client_id, size)
-        quotas.throttled(QuotaType.PRODUCE, user, client_id, throttle_ms)
-    if quotas.enabled(QuotaType.REQUEST):
-        request_ms = quotas.record(QuotaType.REQUEST, user, client_id, handler_seconds * 100)
-        quotas.throttled(QuotaType.REQUEST, user, client_id, request_ms)
-        throttle_ms = max(throttle_ms, request_ms)
-    throttle.mute(throttle_ms)
+    if api_key == _PRODUCE:
+        throttle_ms = quotas.record(_PRODUCE_QUOTA, user, client_id, size)
+    request_ms = quotas.record(_REQUEST_QUOTA, user, client_id, handler_seconds * 100)
+    if request_ms > throttle_ms:
+        throttle_ms = request_ms
+    if throttle_ms:
+        throttle.mute(throttle_ms)
     return throttle_ms
 
 

@@ -49,6 +49,10 @@ class QuotaType(enum.Enum):
     FETCH = CONSUMER_BYTE_RATE
     REQUEST = REQUEST_PERCENTAGE
 
+    # Members are singletons: identity hashing, not Enum's hash of the name (in Python), as
+    # these key the request path's dicts.
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True, slots=True)
 class QuotaState:
@@ -169,28 +173,28 @@ class QuotaManager:
 
     def record(self, kind: QuotaType, user: str, client_id: str, value: float) -> int:
         """Add ``value`` (bytes; for REQUEST, percent-seconds of a thread) to the client's
-        sensor; the throttle time in ms, 0 within quota or without a quota of ``kind``."""
+        sensor; the throttle time in ms (counted for the metrics), 0 within quota or
+        without a quota of ``kind``."""
         if not self._enabled[kind]:
             return 0
-        sensor = self._sensor(kind, user, client_id)
+        sensor = self._by_client.get((kind, user, client_id))
+        if sensor is None:
+            sensor = self._sensor(kind, user, client_id)
         now = self._clock()
         sensor.rate.record(value, now)
         bound = sensor.bound
         if bound is None:
             return 0
-        return sensor.rate.throttle_ms(bound, now, self.max_throttle_ms)
+        throttle_ms = sensor.rate.throttle_ms(bound, now, self.max_throttle_ms)
+        if throttle_ms > 0:
+            sensor.throttle_ms_total += throttle_ms
+            sensor.throttled += 1
+        return throttle_ms
 
     def unrecord(self, kind: QuotaType, user: str, client_id: str, value: float) -> None:
         """Take back a recorded value (a throttled Fetch is answered empty, as in Kafka)."""
         if self._enabled[kind]:
             self._sensor(kind, user, client_id).rate.record(-value, self._clock())
-
-    def throttled(self, kind: QuotaType, user: str, client_id: str, throttle_ms: int) -> None:
-        """Count a throttle applied to the client (the metrics' throttle time)."""
-        if self._enabled[kind] and throttle_ms > 0:
-            sensor = self._sensor(kind, user, client_id)
-            sensor.throttle_ms_total += throttle_ms
-            sensor.throttled += 1
 
     def max_bytes_in_window(self, kind: QuotaType, user: str, client_id: str) -> int | None:
         """The most one response may carry (Kafka caps a Fetch at the quota times the

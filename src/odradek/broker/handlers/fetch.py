@@ -81,7 +81,6 @@ def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) 
         throttle_ms = quotas.record(_FETCH, user, client_id, read.total_bytes)
         if throttle_ms > 0:
             quotas.unrecord(_FETCH, user, client_id, read.total_bytes)
-            quotas.throttled(_FETCH, user, client_id, throttle_ms)
             if ctx.throttle is not None:
                 ctx.throttle.mute(throttle_ms)
             return encode_fetch_response(version, correlation_id, (),
