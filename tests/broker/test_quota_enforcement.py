@@ -123,6 +123,7 @@ def test_producer_held_at_its_client_id_quota_while_another_is_not(
     assert states[(QuotaType.PRODUCE, "fast")].throttled_total == 0
 
 
+@pytest.mark.slow  # 25 s; the default suite checks live changes with kafka-configs (interop)
 def test_quota_changes_apply_to_a_running_producer_and_removal_lifts_them(
     broker: InProcessBroker,
 ) -> None:

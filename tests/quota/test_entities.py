@@ -102,7 +102,8 @@ def test_zk_paths() -> None:
         assert QuotaEntity.from_zk_path(bad) is None
 
 
-@pytest.mark.parametrize("components", [{}, {"ip": "1.2.3.4"}, {"user": "u", "group": "g"}])
+@pytest.mark.parametrize("components", [{}, {"ip": "1.2.3.4"}, {"user": "u", "group": "g"},
+                                        {"client-id": ""}])
 def test_unsupported_entities_are_invalid_requests(components: dict[str, str | None]) -> None:
     with pytest.raises(InvalidRequest):
         QuotaEntity.from_protocol(components)

@@ -11,7 +11,9 @@ What is recorded, one value per request (:func:`after_request`): a Produce reque
 against ``producer_byte_rate``, and the time its handler ran (in percent of one thread)
 against ``request_percentage``. Fetch is the handler's (:mod:`.handlers.fetch`): the size
 of the response against ``consumer_byte_rate``; a throttled Fetch is answered empty and its
-bytes taken back, as Kafka does. Replica fetches (``replica_id >= 0``), SASL and
+bytes taken back, as Kafka does. (A Fetch over its *request* quota mutes the connection
+too, but its response, encoded before the handler time is known, reports only the byte-rate
+throttle.) Replica fetches (``replica_id >= 0``), SASL and
 ControlledShutdown are exempt: quotas must never stall replication or authentication.
 Without any quota configured this costs one attribute test per request.
 

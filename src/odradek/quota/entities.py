@@ -113,6 +113,8 @@ class QuotaEntity:
         if not components or set(components) - {USER, CLIENT_ID}:
             raise InvalidRequest(f"Invalid quota entity types {sorted(components)}: "
                                  f"expected {USER!r} and/or {CLIENT_ID!r}")
+        if any(name == "" for name in components.values()):
+            raise InvalidRequest("A quota entity name may not be empty (null: the default)")
         names = {kind: DEFAULT if name is None else sanitize(name)
                  for kind, name in components.items()}
         return cls(user=names.get(USER), client_id=names.get(CLIENT_ID))
