@@ -31,4 +31,9 @@ trap teardown EXIT
 status=0
 timed "e2e-local: suite" env ODRADEK_E2E_BACKEND=local DOCKER_HOST="$DOCKER_HOST" \
   nsenter --net="$NETNS_PATH" -- "$PYTHON" -m pytest "$REPO/e2e" -p no:cacheprovider "$@" || status=$?
+# The CRD contract against the real API server (CEL rules, status subresource, printer
+# columns, finalizers): skipped in `make test`, where no cluster is given.
+timed "e2e-local: api-server" env KUBECONFIG="$KUBECONFIG_ADMIN" PATH="$BIN:$PATH" \
+  nsenter --net="$NETNS_PATH" -- "$PYTHON" -m pytest "$REPO/tests/operator/test_api_server.py" \
+  -p no:cacheprovider || status=$?
 exit $status

@@ -300,6 +300,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Record timestamps a coordinator reads per scrape to compute lag in seconds; "
               "positions beyond it reuse their last reading. Bounds what a scrape costs.",
               at_least=0),
+    ConfigDef("metrics.consumer.lag.end.offsets.timeout.ms", INT, 1000,
+              "How long a coordinator waits for another broker's ListOffsets answer when it "
+              "asks for the end offsets of partitions it does not host (consumer lag); a "
+              "scrape waits at most this long for them.", at_least=1),
+    ConfigDef("metrics.consumer.lag.end.offsets.refresh.ms", INT, 5000,
+              "Least time between two rounds of ListOffsets to the leaders of partitions a "
+              "coordinator does not host; scrapes in between use the last answers.",
+              at_least=0),
+    ConfigDef("metrics.consumer.lag.end.offsets.max.age.ms", INT, 60000,
+              "End offsets from other brokers older than this (their leader stopped "
+              "answering) are not used: those partitions have no lag series until it "
+              "answers again.", at_least=1),
 )
 
 # Topic configs whose broker default is computed from several broker keys (the most specific

@@ -204,6 +204,9 @@ class MetricsConfig(Section):
     consumer_lag_series_max: int = setting("metrics.consumer.lag.series.max")
     consumer_groups_max: int = setting("metrics.consumer.groups.max")
     consumer_lag_timestamp_reads_max: int = setting("metrics.consumer.lag.timestamp.reads.max")
+    lag_end_offsets_timeout_ms: int = setting("metrics.consumer.lag.end.offsets.timeout.ms")
+    lag_end_offsets_refresh_ms: int = setting("metrics.consumer.lag.end.offsets.refresh.ms")
+    lag_end_offsets_max_age_ms: int = setting("metrics.consumer.lag.end.offsets.max.age.ms")
 
     @classmethod
     def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
@@ -221,7 +224,10 @@ class MetricsConfig(Section):
             port=self.port, host=self.host, topic_labels=self.topic_labels_enable,
             max_topics=self.topic_labels_max, max_lag_series=self.consumer_lag_series_max,
             max_groups=self.consumer_groups_max,
-            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max)
+            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max,
+            end_offsets_timeout_ms=self.lag_end_offsets_timeout_ms,
+            end_offsets_refresh_ms=self.lag_end_offsets_refresh_ms,
+            end_offsets_max_age_ms=self.lag_end_offsets_max_age_ms)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,14 +27,14 @@ def _records(n: int) -> bytes:
 
 def test_encoded_batches_keep_their_place_and_sequence() -> None:
     producer = AsyncProducer("127.0.0.1:1")
-    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
     acc = producer.accumulator
     acc.append(TP, TS, None, b"A", None)
     bulk = acc.append_encoded(TP, _records(3), 3, TS)
     acc.append(TP, TS, None, b"B", None)  # never appended into the sealed batch
     assert [b.record_count for b in acc.batches[TP]] == [1, 3, 1]
     now = time.monotonic()
-    drained = [producer._drain_for_node([TP], now)[0] for _ in range(3)]
+    drained = [producer.sender.drain_for_node([TP], now)[0] for _ in range(3)]
     assert [b.base_sequence for b in drained] == [0, 1, 4]
 
     encoded = drained[1].encoded
@@ -50,18 +50,18 @@ def test_encoded_batches_keep_their_place_and_sequence() -> None:
 
 def test_encoded_batch_is_resequenced_after_a_producer_id_reset() -> None:
     producer = AsyncProducer("127.0.0.1:1")
-    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
     acc = producer.accumulator
     acc.append_encoded(TP, _records(5), 5, TS)
     acc.append_encoded(TP, _records(2), 2, TS)
     now = time.monotonic()
-    (a,) = producer._drain_for_node([TP], now)
-    (b,) = producer._drain_for_node([TP], now)
-    producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
-    producer._reset_producer_id()
-    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
-    producer._producer_id = 8
-    drained = [producer._drain_for_node([TP], now + 1)[0] for _ in range(2)]
+    (a,) = producer.sender.drain_for_node([TP], now)
+    (b,) = producer.sender.drain_for_node([TP], now)
+    producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
+    producer.sender.reset_producer_id()
+    producer.sender.retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
+    producer.sender.producer_id = 8
+    drained = [producer.sender.drain_for_node([TP], now + 1)[0] for _ in range(2)]
     assert drained == [a, b]
     assert [(x.base_sequence, x.producer_id) for x in drained] == [(0, 8), (5, 8)]
     assert a.encoded is not None and a.encoded[BATCH_HEADER_SIZE:] == _records(5)
@@ -70,9 +70,9 @@ def test_encoded_batch_is_resequenced_after_a_producer_id_reset() -> None:
 def test_encoded_batch_failure_reaches_its_future() -> None:
     producer = AsyncProducer("127.0.0.1:1")
     future = producer.accumulator.append_encoded(TP, _records(2), 2, TS)
-    (batch,) = producer._drain_for_node([TP], time.monotonic())
+    (batch,) = producer.sender.drain_for_node([TP], time.monotonic())
     error = BrokerResponseError(ErrorCode.message_too_large, "produce to t-0")
-    producer._retry_or_fail(batch, error)
+    producer.sender.retry_or_fail(batch, error)
     assert future.exception(0) is error
     assert not producer.accumulator.has_incomplete
     assert producer.accumulator.used_bytes == 0

@@ -27,22 +27,23 @@ TP = TopicPartition("t", 0)
 
 def test_retries_across_a_producer_id_reset_are_resequenced_in_append_order() -> None:
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)  # one record per batch
-    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
     producer.accumulator.append(TP, 0, None, b"A", None)
     producer.accumulator.append(TP, 0, None, b"B", None)
     now = time.monotonic()
-    (a,) = producer._drain_for_node([TP], now)
-    (b,) = producer._drain_for_node([TP], now)
+    (a,) = producer.sender.drain_for_node([TP], now)
+    (b,) = producer.sender.drain_for_node([TP], now)
     assert (a.base_sequence, b.base_sequence) == (0, 1)
 
     # A's request fails retriably; then B's answer is UNKNOWN_PRODUCER_ID.
-    producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
-    producer._reset_producer_id()
-    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "produce to t-0"))
+    producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
+    producer.sender.reset_producer_id()
+    producer.sender.retry_or_fail(
+        b, BrokerResponseError(ErrorCode.unknown_producer_id, "produce to t-0"))
 
-    producer._producer_id = 8  # InitProducerId answered with a new id
-    (first,) = producer._drain_for_node([TP], now + 1)
-    (second,) = producer._drain_for_node([TP], now + 1)
+    producer.sender.producer_id = 8  # InitProducerId answered with a new id
+    (first,) = producer.sender.drain_for_node([TP], now + 1)
+    (second,) = producer.sender.drain_for_node([TP], now + 1)
     order = "A, B" if first is a else "B, A"
     assert first is a and second is b, (
         f"re-sequenced in the order {order}: B (appended after A) got sequence "
@@ -53,22 +54,22 @@ def test_a_partition_waits_for_its_batch_in_flight_under_the_old_producer_id() -
     """A is still in flight under the old id when B fails with UNKNOWN_PRODUCER_ID: B must
     not be numbered under the new id (and written) before A is back and numbered first."""
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)
-    producer._producer_id, producer._producer_epoch = 7, 0
+    producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
     producer.accumulator.append(TP, 0, None, b"A", None)
     producer.accumulator.append(TP, 0, None, b"B", None)
     producer.accumulator.append(TP, 0, None, b"C", None)
     now = time.monotonic()
-    (a,) = producer._drain_for_node([TP], now)
-    (b,) = producer._drain_for_node([TP], now)
+    (a,) = producer.sender.drain_for_node([TP], now)
+    (b,) = producer.sender.drain_for_node([TP], now)
     (c,) = producer.accumulator.batches[TP]
-    producer._reset_producer_id()
-    producer._retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
-    producer._producer_id = 8
+    producer.sender.reset_producer_id()
+    producer.sender.retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
+    producer.sender.producer_id = 8
 
-    assert producer._drain_for_node([TP], now + 1) == [], "A is still in flight under 7"
+    assert producer.sender.drain_for_node([TP], now + 1) == [], "A is still in flight under 7"
     assert producer.accumulator.ready(now + 1, 8)[0] == []
-    producer._retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
-    drained = [producer._drain_for_node([TP], now + 1)[0] for _ in range(3)]
+    producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
+    drained = [producer.sender.drain_for_node([TP], now + 1)[0] for _ in range(3)]
     assert drained == [a, b, c]
     assert [batch.base_sequence for batch in drained] == [0, 1, 2]
     assert all(batch.producer_id == 8 for batch in drained)

@@ -16,7 +16,7 @@ TP = TopicPartition("t", 0)
 
 def _producer_with_batches(*sequences: int) -> tuple[AsyncProducer, list]:
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)
-    producer._producer_id = 7
+    producer.sender.producer_id = 7
     batches = []
     for sequence in sequences:
         producer.accumulator.append(TP, 0, None, b"v", None)
@@ -28,14 +28,14 @@ def _producer_with_batches(*sequences: int) -> tuple[AsyncProducer, list]:
 
 def test_out_of_order_on_the_earliest_pending_batch_is_an_unfillable_gap() -> None:
     producer, (first, second) = _producer_with_batches(0, 1)
-    assert producer._is_unfillable_gap(first)
-    assert not producer._is_unfillable_gap(second), "an earlier batch may still fill the gap"
+    assert producer.sender.is_unfillable_gap(first)
+    assert not producer.sender.is_unfillable_gap(second), "an earlier batch may still fill the gap"
 
 
 def test_unfillable_gap_resets_the_producer_id_and_resequences() -> None:
     producer, (first, _second) = _producer_with_batches(0, 1)
     first.encoded = b"old"
-    producer._reset_producer_id()
-    assert producer._producer_id == -1
+    producer.sender.reset_producer_id()
+    assert producer.sender.producer_id == -1
     assert first.encoded is None and first.base_sequence == -1
-    assert not producer._is_unfillable_gap(first), "a re-sequenced batch is no gap"
+    assert not producer.sender.is_unfillable_gap(first), "a re-sequenced batch is no gap"

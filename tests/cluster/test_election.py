@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from odradek.cluster.election import LeaderAndIsr, initial_leader_and_isr, next_leader_and_isr
+from odradek.cluster.election import (
+    LeaderAndIsr,
+    initial_leader_and_isr,
+    is_unclean,
+    next_leader_and_isr,
+)
 from odradek.cluster.model import NO_LEADER, PartitionState
 
 
@@ -42,6 +47,17 @@ def test_without_live_isr_partition_goes_offline_keeping_last_leader_in_isr() ->
 def test_unclean_election_takes_any_live_replica() -> None:
     current = state(1, (1,), (1, 2, 3))
     assert next_leader_and_isr(current, {3}, unclean=True) == LeaderAndIsr(3, 5, (3,))
+
+
+def test_an_election_is_unclean_only_when_the_new_leader_was_outside_the_isr() -> None:
+    current = state(1, (1, 2), (1, 2, 3))
+    assert not is_unclean(current, LeaderAndIsr(2, 5, (2,)))  # clean failover
+    assert not is_unclean(current, LeaderAndIsr(1, 5, (1,)))  # ISR shrink, same leader
+    assert not is_unclean(current, LeaderAndIsr(NO_LEADER, 5, (1,)))  # offline
+    assert is_unclean(current, LeaderAndIsr(3, 5, (3,)))
+    offline = state(NO_LEADER, (1,), (1, 2))
+    assert is_unclean(offline, LeaderAndIsr(2, 5, (2,)))
+    assert not is_unclean(offline, LeaderAndIsr(1, 5, (1,)))  # the last ISR member returns
 
 
 @given(

@@ -43,8 +43,18 @@ class FakeLog:
 
 @dataclass
 class FakeLogs:
+    """Every log is local (a ``RemoteOffsetsSource`` with nothing to refresh: the broker's
+    remote path is tested against real brokers in ``tests/broker/test_remote_offsets.py``)."""
+
     logs: dict[TopicPartition, FakeLog] = field(default_factory=dict)
     timestamp_reads: int = 0
+    remote_age: float = 0.0
+
+    def refresh(self, partitions: Collection[TopicPartition]) -> None:
+        return None
+
+    def end_offsets_age(self) -> float:
+        return self.remote_age
 
     def offsets(
         self, partitions: Collection[TopicPartition]

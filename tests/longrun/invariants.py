@@ -15,9 +15,17 @@ The invariants, each a ``kind`` of :class:`Violation`:
 - ``lost``: an acknowledged record is not in the final log.
 - ``misplaced``: it is there, but not at the topic/partition/offset its ack reported.
 - ``duplicate``: one ``(producer, seq)`` is in the log more than once (every producer is
-  idempotent and never re-sends a sequence number by itself).
+  idempotent: the broker must drop a retried batch of the same producer id and epoch).
+  Excused, and counted as ``duplicate.resent_after_epoch_bump``: a later copy written by the
+  same producer id under a *higher* epoch. The broker deduplicates within an epoch only, by
+  protocol; librdkafka bumps the epoch of an idempotent producer when any partition answers
+  OUT_OF_ORDER_SEQUENCE_NUMBER behind a failed request, and then re-sends, under the new
+  epoch, a record of another partition whose first send got an error after it was written
+  (e.g. NOT_ENOUGH_REPLICAS_AFTER_APPEND). Apache Kafka duplicates it the same way
+  (confluentinc/librdkafka#4953). Writers come from the segment files (``writers``); without
+  them nothing is excused.
 - ``producer-order``: within a partition, one producer's records are not in the order it
-  sent them (idempotence keeps per-partition order).
+  sent them (idempotence keeps per-partition order); an excused re-send is not judged.
 - ``foreign``: a record in the log that no producer of the run wrote (a corrupt value).
 - ``log-gap``: the read-back of a partition is not every offset from 0 to its end offset.
 - ``phantom-read``: a consumer saw a record that is not at that offset in the final log
@@ -42,8 +50,9 @@ The invariants, each a ``kind`` of :class:`Violation`:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import NamedTuple
@@ -51,6 +60,7 @@ from typing import NamedTuple
 __all__ = [
     "INVARIANTS",
     "Ack",
+    "BatchWriter",
     "Commit",
     "Consumed",
     "Evidence",
@@ -65,6 +75,17 @@ TopicPartition = tuple[str, int]
 RecordId = tuple[str, int]  # (producer, seq)
 #: One batch of a replica's segment files: base offset, last offset, stored CRC, CRC valid.
 ReplicaBatch = tuple[int, int, int, bool]
+
+
+
+class BatchWriter(NamedTuple):
+    """Who wrote one batch of the final log: its offsets, producer id and producer epoch."""
+
+    base: int
+    last: int
+    producer_id: int
+    producer_epoch: int
+
 
 #: Every kind :func:`check` can report, in the module docstring's order: what a run's
 #: report lists as checked.
@@ -150,6 +171,7 @@ class Evidence:
     load_window: tuple[float, float] | None = None
     unrecovered: list[str] = field(default_factory=list)
     replicas: dict[TopicPartition, dict[int, list[ReplicaBatch]]] = field(default_factory=dict)
+    writers: dict[TopicPartition, list[BatchWriter]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -166,6 +188,7 @@ class Violation:
 class Verdict:
     violations: list[Violation]
     stats: dict[str, float]
+    excused: list[str] = field(default_factory=list)  # examples of what was not judged
 
     @property
     def ok(self) -> bool:
@@ -179,6 +202,7 @@ class Verdict:
                                    f"{len(self.violations)} kinds violated"),
                  f"  checked: {', '.join(INVARIANTS)}"]
         lines += [f"  VIOLATED {v}" for v in self.violations]
+        lines += [f"  excused {note}" for note in self.excused]
         lines += [f"  {key} = {value:g}" for key, value in sorted(self.stats.items())]
         return "\n".join(lines)
 
@@ -204,7 +228,8 @@ def check(evidence: Evidence, *, max_ack_gap_s: float = 120.0) -> Verdict:
     """Every invariant of the module docstring, over ``evidence``."""
     findings = _Findings()
     stats: dict[str, float] = {}
-    placement = _check_log(evidence, findings, stats)
+    excused: list[str] = []
+    placement = _check_log(evidence, findings, stats, excused)
     _check_acks(evidence, placement, findings, stats)
     log_at = {(r.topic, r.partition, r.offset): (r.producer, r.seq) for r in evidence.log}
     _check_consumers(evidence, log_at, findings, stats)
@@ -214,17 +239,18 @@ def check(evidence: Evidence, *, max_ack_gap_s: float = 120.0) -> Verdict:
     _check_liveness(evidence, max_ack_gap_s, findings, stats)
     for note in evidence.unrecovered:
         findings.add("unrecovered", note)
-    return Verdict(findings.violations(), stats)
+    return Verdict(findings.violations(), stats, excused)
 
 
-def _check_log(evidence: Evidence, findings: _Findings, stats: dict[str, float]
-               ) -> dict[RecordId, list[tuple[str, int, int]]]:
+def _check_log(evidence: Evidence, findings: _Findings, stats: dict[str, float],
+               excused: list[str]) -> dict[RecordId, list[tuple[str, int, int]]]:
     """Gaps, foreign records, duplicates and per-producer order in the final log; returns
     where each (producer, seq) was found."""
     by_partition: dict[TopicPartition, list[LogRecord]] = defaultdict(list)
     for record in evidence.log:
         by_partition[(record.topic, record.partition)].append(record)
     placement: dict[RecordId, list[tuple[str, int, int]]] = defaultdict(list)
+    resent: set[tuple[str, int, int]] = set()  # copies excused as epoch-bump re-sends
     for tp in sorted(set(by_partition) | set(evidence.end_offsets)):
         records = sorted(by_partition.get(tp, []), key=lambda r: r.offset)
         offsets = [r.offset for r in records]
@@ -235,25 +261,62 @@ def _check_log(evidence: Evidence, findings: _Findings, stats: dict[str, float]
             extra = len(offsets) - len(set(offsets)) + len(set(offsets) - set(expected))
             findings.add("log-gap", f"{_tp(tp)}: read {len(offsets)} records, end offset "
                          f"{end}, missing offsets {_ranges(missing)}, {extra} unexpected")
+        writer_at = _writer_lookup(evidence.writers.get(tp, []))
+        first_copy: dict[RecordId, int] = {}
         last_seq: dict[str, tuple[int, int]] = {}
         for record in records:
             if not record.producer:
                 findings.add("foreign", f"{_tp(tp)}@{record.offset}")
                 continue
-            placement[(record.producer, record.seq)].append((*tp, record.offset))
+            rid = (record.producer, record.seq)
+            placement[rid].append((*tp, record.offset))
+            if rid in first_copy:
+                first, again = writer_at(first_copy[rid]), writer_at(record.offset)
+                if _resent_after_epoch_bump(first, again):
+                    if len(excused) < EXAMPLES:
+                        excused.append(
+                            f"duplicate: {record.producer}:{record.seq} at {_tp(tp)}@"
+                            f"{first_copy[rid]} (producer {first}) re-sent at "
+                            f"@{record.offset} (producer {again})")
+                    resent.add((*tp, record.offset))
+                    continue
+            first_copy.setdefault(rid, record.offset)
             previous = last_seq.get(record.producer)
             if previous is not None and record.seq <= previous[0]:
                 findings.add("producer-order", f"{_tp(tp)}: {record.producer} seq "
                              f"{record.seq}@{record.offset} after seq {previous[0]}"
                              f"@{previous[1]}")
             last_seq[record.producer] = (record.seq, record.offset)
-    for (producer, seq), places in placement.items():
+    for (producer, seq), found in placement.items():
+        places = [place for place in found if place not in resent]
         if len(places) > 1:
             findings.add("duplicate", f"{producer}:{seq} at " +
                          ", ".join(f"{t}-{p}@{o}" for t, p, o in places))
     stats["log.records"] = len(evidence.log)
     stats["log.partitions"] = len(by_partition)
+    stats["duplicate.resent_after_epoch_bump"] = len(resent)
     return placement
+
+
+def _writer_lookup(writers: Sequence[BatchWriter]
+                   ) -> Callable[[int], tuple[int, int] | None]:
+    """offset -> (producer id, producer epoch) of the batch holding it, or None."""
+    bases = [w.base for w in writers]
+
+    def writer_at(offset: int) -> tuple[int, int] | None:
+        index = bisect_right(bases, offset) - 1
+        if index >= 0 and writers[index].last >= offset:
+            return writers[index].producer_id, writers[index].producer_epoch
+        return None
+
+    return writer_at
+
+
+def _resent_after_epoch_bump(first: tuple[int, int] | None,
+                             again: tuple[int, int] | None) -> bool:
+    """The later copy was written by the same producer id under a higher epoch."""
+    return (first is not None and again is not None and first[0] >= 0
+            and again[0] == first[0] and again[1] > first[1])
 
 
 def _check_acks(evidence: Evidence, placement: Mapping[RecordId, list[tuple[str, int, int]]],

@@ -65,6 +65,9 @@ def produce_confluent(spec: dict[str, Any]) -> None:
         "retry.backoff.ms": 100,
         "socket.timeout.ms": 10000,
         "topic.metadata.refresh.interval.ms": 5000,
+        # Idempotence state changes, epoch bumps and the errors behind them go to the
+        # worker's log (a dozen lines per incarnation): why a record was re-sent.
+        "debug": "eos",
     })
 
     def report(err: KafkaError | None, msg: Message) -> None:

@@ -7,9 +7,14 @@ the same batches: same offsets and the same CRC-32C (which covers everything but
 offset and leader epoch). Each batch's CRC is also recomputed, to catch on-disk corruption
 that recovery after a kill -9 let through.
 
+The same pass reads who wrote each batch (producer id and epoch): the checker needs it to
+tell a broker that failed to deduplicate from a client that re-sent a record under a new
+producer epoch (see ``duplicate`` in :mod:`tests.longrun.invariants`).
+
 Written against Kafka's documented RecordBatch v2 layout (the first 21 bytes: base offset,
-length, leader epoch, magic, CRC; then attributes and the last offset delta), not odradek's
-own parser: this is the check of that code, not a user of it.
+length, leader epoch, magic, CRC; then attributes, the last offset delta, two timestamps,
+producer id and epoch), not odradek's own parser: this is the check of that code, not a user
+of it.
 """
 
 from __future__ import annotations
@@ -19,20 +24,23 @@ from pathlib import Path
 
 import crc32c
 
-from tests.longrun.invariants import ReplicaBatch
+from tests.longrun.invariants import BatchWriter, ReplicaBatch
 
 __all__ = ["read_replica"]
 
 _PREFIX = struct.Struct(">qiibI")  # base offset, length, leader epoch, magic, crc
 _LAST_DELTA = struct.Struct(">i")  # at byte 23, after the 2-byte attributes
+_WRITER = struct.Struct(">qh")  # producer id and epoch, at byte 43 after the two timestamps
 _CRC_START = 21
 
 
-def read_replica(log_dir: Path, topic: str, partition: int) -> list[ReplicaBatch]:
-    """The batches of ``topic-partition`` in ``log_dir``, in offset order (empty when this
-    broker holds no replica). Stops at a torn tail, as recovery would."""
+def read_replica(log_dir: Path, topic: str, partition: int
+                 ) -> tuple[list[ReplicaBatch], list[BatchWriter]]:
+    """The batches of ``topic-partition`` in ``log_dir`` and their writers, in offset order
+    (empty when this broker holds no replica). Stops at a torn tail, as recovery would."""
     directory = log_dir / f"{topic}-{partition}"
     batches: list[ReplicaBatch] = []
+    writers: list[BatchWriter] = []
     for segment in sorted(directory.glob("*.log")):
         data = segment.read_bytes()
         position = 0
@@ -44,5 +52,7 @@ def read_replica(log_dir: Path, topic: str, partition: int) -> list[ReplicaBatch
             (last_delta,) = _LAST_DELTA.unpack_from(data, position + 23)
             valid = crc32c.crc32c(data[position + _CRC_START:end]) == crc
             batches.append((base, base + last_delta, crc, valid))
+            writers.append(BatchWriter(base, base + last_delta,
+                                       *_WRITER.unpack_from(data, position + 43)))
             position = end
-    return batches
+    return batches, writers

@@ -26,7 +26,7 @@ from tests.longrun.cluster_state import StateFile
 from tests.longrun.deployment import Deployment
 from tests.longrun.evidence import load_evidence
 from tests.longrun.faults import Faults
-from tests.longrun.invariants import ReplicaBatch, Verdict, Violation, check
+from tests.longrun.invariants import BatchWriter, ReplicaBatch, Verdict, Violation, check
 from tests.longrun.replicas import read_replica
 from tests.longrun.workload import Slot, WorkerPool
 
@@ -79,6 +79,7 @@ class LongRun:
         self.pool = WorkerPool(deployment, directory, random.Random(seed + 2))
         self.fault_errors: list[str] = []
         self.replicas: dict[tuple[str, int], dict[int, list[ReplicaBatch]]] = {}
+        self.writers: dict[tuple[str, int], list[BatchWriter]] = {}
 
     def execute(self, schedule: FaultSchedule) -> Outcome:
         size = len(self.deployment.brokers)
@@ -164,6 +165,7 @@ class LongRun:
         evidence, counts = load_evidence(self.directory, load_window)
         evidence.unrecovered = list(self.faults.unrecovered)
         evidence.replicas = self.replicas
+        evidence.writers = self.writers
         verdict = check(evidence, max_ack_gap_s=self.plan.max_ack_gap_s)
         totals = self.pool.totals()
         recoveries = self.faults.recovery_times
@@ -199,16 +201,22 @@ class LongRun:
 
     def _read_replicas(self) -> dict[tuple[str, int], dict[int, list[ReplicaBatch]]]:
         """Each data partition's batches on each of its replicas (segment files on disk;
-        the load is over, so nothing appends to them any more)."""
+        the load is over, so nothing appends to them any more), and the writers of the
+        leader's batches in ``self.writers``."""
         state = self.state.read()
         assert state is not None
         topics = set(self.plan.topic_names)
         out: dict[tuple[str, int], dict[int, list[ReplicaBatch]]] = {}
-        for topic, partition, _leader, _isr, replicas in state.partitions:
-            if topic in topics:
-                out[(topic, partition)] = {
-                    broker: read_replica(Path(self.deployment.brokers[broker].overrides[
-                        "log.dirs"]), topic, partition) for broker in replicas}
+        for topic, partition, leader, _isr, replicas in state.partitions:
+            if topic not in topics:
+                continue
+            out[(topic, partition)] = {}
+            for broker in replicas:
+                batches, writers = read_replica(Path(self.deployment.brokers[broker].overrides[
+                    "log.dirs"]), topic, partition)
+                out[(topic, partition)][broker] = batches
+                if broker == leader or (topic, partition) not in self.writers:
+                    self.writers[(topic, partition)] = writers
         return out
 
     def _report_progress(self, started: float) -> None:

@@ -12,6 +12,7 @@ from tests.longrun import invariants
 from tests.longrun.invariants import (
     INVARIANTS,
     Ack,
+    BatchWriter,
     Commit,
     Consumed,
     Evidence,
@@ -82,6 +83,39 @@ def test_a_record_written_twice_is_a_duplicate() -> None:
     evidence = clean_history()
     rewrite_log(evidence, 1, [("p1", 1), ("p2", 2), ("p2", 3), ("p2", 3)])
     assert "duplicate" in kinds(evidence)
+
+
+def resent_history(first_epoch: int, again_pid: int, again_epoch: int) -> Evidence:
+    """p2's seq 3 written at offset 2 by producer id 7 at ``first_epoch`` (its ack lost),
+    then again at offset 3 by ``again_pid`` at ``again_epoch``, which is the copy acked."""
+    evidence = clean_history()
+    rewrite_log(evidence, 1, [("p1", 1), ("p2", 2), ("p2", 3), ("p2", 3)])
+    evidence.acks = [a._replace(offset=3) if (a.producer, a.seq) == ("p2", 3) else a
+                     for a in evidence.acks]
+    evidence.writers[(T, 1)] = [
+        BatchWriter(0, 0, 5, 0), BatchWriter(1, 1, 7, first_epoch),
+        BatchWriter(2, 2, 7, first_epoch), BatchWriter(3, 3, again_pid, again_epoch)]
+    return evidence
+
+
+def test_a_record_the_client_resent_under_a_bumped_epoch_is_excused_and_counted() -> None:
+    verdict = check(resent_history(first_epoch=0, again_pid=7, again_epoch=1))
+    assert verdict.ok, verdict.summary()
+    assert verdict.stats["duplicate.resent_after_epoch_bump"] == 1
+    assert verdict.excused and "p2:3" in verdict.excused[0]
+    assert "excused duplicate" in verdict.summary()
+
+
+@pytest.mark.parametrize(("first_epoch", "again_pid", "again_epoch"), [
+    (1, 7, 1),  # same producer id and epoch: the broker should have dropped the retry
+    (1, 7, 0),  # an older epoch: never a legitimate re-send
+    (0, 8, 1),  # another producer id: a new session, not an epoch bump
+])
+def test_a_copy_the_broker_should_have_deduplicated_is_still_a_duplicate(
+        first_epoch: int, again_pid: int, again_epoch: int) -> None:
+    verdict = check(resent_history(first_epoch, again_pid, again_epoch))
+    assert {"duplicate", "producer-order"} <= verdict.kinds(), verdict.summary()
+    assert verdict.stats["duplicate.resent_after_epoch_bump"] == 0
 
 
 def test_a_producers_records_out_of_order_in_a_partition_are_reordered() -> None:

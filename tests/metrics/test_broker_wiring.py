@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -109,6 +109,39 @@ def test_requests_errors_and_traffic_are_recorded_once_per_batch(
         admin.delete_topics([f"{topic_name}-missing"])[f"{topic_name}-missing"].result(30)
     wait_until_true(lambda: metrics.sample("odradek_request_errors_total", wanted) == 1,
                     10, "the error counted")
+
+
+def test_error_codes_of_pre_encoded_responses_are_counted(start_broker: BrokerStarter,
+                                                        topic_name: str) -> None:
+    """Fetch and OffsetCommit responses are encoded by their handlers, not by kio: their
+    error codes are counted all the same."""
+    broker = start_broker(auto_create_topics_enable="false")
+    metrics = _metrics(broker)
+    _create(broker.bootstrap, topic_name, partitions=1)
+    _produce(broker.bootstrap, topic_name, 10)
+    commit_error = {"api": "OffsetCommit", "error": "UNKNOWN_TOPIC_OR_PARTITION"}
+    fetch_error = {"api": "Fetch", "error": "OFFSET_OUT_OF_RANGE"}
+    assert metrics.sample("odradek_request_errors_total", commit_error) is None
+    assert metrics.sample("odradek_request_errors_total", fetch_error) is None
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g-errors",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    with pytest.raises(KafkaException, match="UNKNOWN_TOPIC_OR_PART"):  # no partition 3
+        consumer.commit(offsets=[TopicPartition(topic_name, 0, 5),
+                                 TopicPartition(topic_name, 3, 5)], asynchronous=False)
+    wait_until_true(lambda: metrics.sample("odradek_request_errors_total", commit_error) == 1,
+                    10, "the OffsetCommit error counted once (the other partition succeeded)")
+    consumer.assign([TopicPartition(topic_name, 0, 1000)])  # past the end: reset to earliest
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 10 and time.monotonic() < deadline:
+        got += sum(1 for m in consumer.consume(10, 1.0) if m.error() is None)
+    consumer.close()
+    assert got == 10
+    wait_until_true(lambda: (metrics.sample("odradek_request_errors_total", fetch_error)
+                             or 0) >= 1, 10, "the Fetch error counted")
+    assert metrics.sample("odradek_request_errors_total",
+                          {"api": "OffsetCommit", "error": "NONE"}) is None
 
 
 def test_consumer_lag_comes_from_the_coordinator(start_broker: BrokerStarter,

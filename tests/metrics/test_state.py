@@ -13,6 +13,8 @@ from odradek.metrics import BrokerMetrics
 from odradek.metrics.sources import ControllerState
 from tests.harness.metrics_fakes import (
     FakeController,
+    FakeCoordinator,
+    FakeLogs,
     FakePurgatory,
     FakeReplicaManager,
     follower,
@@ -108,15 +110,24 @@ def test_sources_are_read_on_the_event_loop_thread() -> None:
 def test_a_stuck_loop_still_gets_recorded_metrics(caplog: pytest.LogCaptureFixture) -> None:
     async def main() -> None:
         metrics = BrokerMetrics(process_metrics=False)
-        metrics.state._timeout = 0.2
-        metrics.attach(partitions=FakeReplicaManager([leader("t", 0, isr=3)]))
+        metrics.state._timeout = 0.3
+        metrics.attach(partitions=FakeReplicaManager([leader("t", 0, isr=3)]),
+                       groups=FakeCoordinator(), logs=FakeLogs())
         metrics.start()
         metrics.traffic.produced("t", 10, 1)
         result: list[bytes] = []
-        thread = threading.Thread(target=lambda: result.append(metrics.exposition()))
+        took: list[float] = []
+
+        def scrape() -> None:
+            started = time.monotonic()
+            result.append(metrics.exposition())
+            took.append(time.monotonic() - started)
+
+        thread = threading.Thread(target=scrape)
         thread.start()
-        time.sleep(0.5)  # block the loop: the scrape must give up on state, not hang
+        time.sleep(1.0)  # block the loop: the scrape must give up on state, not hang
         thread.join()
+        assert took[0] < 0.55, "one timeout (0.3 s), not one per hop onto the loop"
         await metrics.stop()
         text = result[0].decode()
         assert "odradek_broker_bytes_in_total 10.0" in text

@@ -1,6 +1,6 @@
 """Against a REAL Kubernetes API server (KUBECONFIG): CRDs accepted, CEL rules, status
 subresource, printer columns, finalizers. Skipped with one line when no cluster is given;
-``make e2e-local`` runs them on the local control plane (e2e/local).
+``make e2e-local`` runs them on the local control plane after the e2e suite (e2e/local/e2e.sh).
 """
 
 from __future__ import annotations

@@ -142,6 +142,15 @@ def test_scale_down_waits_for_running_reassignments_and_for_kafka():
     assert decide_replicas(2, 3, None).phase == "WaitingForKafka"
 
 
+def test_scale_down_mid_move_is_draining_not_blocked():
+    # The reassignment is listed as done, but metadata still shows old + new replicas.
+    s = state(p("t", 0, [0, 1, 3], [0, 1, 3]), p("t", 1, [1, 2, 3, 0], [1, 2, 3, 0]),
+              p("t", 2, [2, 0, 1], [2, 0, 1]), brokers=range(4), default=1)
+    decision = decide_replicas(3, 4, s)
+    assert decision.phase == "Draining" and decision.statefulset_replicas == 4
+    assert "1 partition" in decision.message
+
+
 def test_scale_up_is_immediate():
     assert decide_replicas(5, 3, None).statefulset_replicas == 5
 

@@ -120,3 +120,13 @@ def test_records_size_prefix(version: int, prefix: bytes) -> None:
     )
     before = chunks[chunks.index(region) - 1]
     assert isinstance(before, bytes) and before.endswith(prefix)  # 1001 as varint = e9 07
+
+
+def test_the_encoded_frame_lists_its_error_codes() -> None:
+    """What the broker counts in odradek_request_errors_total without parsing its bytes."""
+    topics = [FetchTopicResult("t", [FetchPartitionResult(0), FetchPartitionResult(1, 1),
+                                     FetchPartitionResult(2, 6)]),
+              FetchTopicResult("u", [FetchPartitionResult(0, 1)])]
+    assert encode_fetch_response(12, 1, topics).error_codes == [1, 6, 1]
+    assert encode_fetch_response(12, 1, [], error_code=71).error_codes == [71]
+    assert encode_fetch_response(12, 1, topics[:0]).error_codes == []

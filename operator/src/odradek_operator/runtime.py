@@ -20,7 +20,7 @@ from pythonjsonlogger.json import JsonFormatter
 from .kube.api import KubeApi
 from .metrics import serve_metrics
 
-__all__ = ["kube", "set_credentials"]
+__all__ = ["RetryIsNotAnError", "kube", "quiet_requeues", "set_credentials"]
 
 _credentials: kopf.ConnectionInfo | None = None
 _api: KubeApi | None = None
@@ -56,6 +56,25 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     return info
 
 
+class RetryIsNotAnError(logging.Filter):
+    """kopf logs every ``TemporaryError`` at ERROR ("... failed temporarily: ...") and posts
+    it as an Error event. Ours are requeues of work in progress (a rolling restart waiting
+    for the next broker) or waits our handlers already logged at their own level, so the
+    line drops to INFO (a Normal event). Timeouts and exhausted retries keep ERROR."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and " failed temporarily: " in record.getMessage():
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_requeues() -> None:
+    """Install :class:`RetryIsNotAnError` on kopf's per-object logger (once)."""
+    kopf_objects = logging.getLogger("kopf.objects")
+    if not any(isinstance(f, RetryIsNotAnError) for f in kopf_objects.filters):
+        kopf_objects.addFilter(RetryIsNotAnError())
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Progress and the last-handled spec live in annotations: the CRDs' status schemas stay
@@ -66,6 +85,7 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.finalizer = "odradek.dev/finalizer"
     settings.watching.server_timeout = 300
     settings.batching.error_delays = [1, 2, 5, 10, 30, 60, 120, 300]
+    quiet_requeues()
     if os.environ.get("ODRADEK_OPERATOR_LOG_FORMAT", "json") == "json":
         formatter = JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
                                   rename_fields={"levelname": "level", "asctime": "time"})

@@ -204,9 +204,13 @@ class Connection:
         requests = self._requests
         if timed.throttle_ms:
             outcome = with_throttle(outcome, timed.throttle_ms)
-        if requests is not None and not isinstance(outcome, list | Marker):
+        if requests is not None and not isinstance(outcome, Marker):
             api_key = timed.api_key
-            count_errors(outcome, lambda code: requests.error(api_key, code))
+            if isinstance(outcome, list):  # pre-encoded: the encoder listed its error codes
+                for code in getattr(outcome, "error_codes", ()):
+                    requests.error(api_key, code)
+            else:
+                count_errors(outcome, lambda code: requests.error(api_key, code))
         return to_chunks(correlation_id, outcome)
 
     def _observe(self, timed: _Timed) -> None:

@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-Outcome = Any  # a kio response body | list[Chunk] (pre-encoded frame) | one of the markers
+Outcome = Any  # a kio response body | EncodedResponse (pre-encoded frame) | one of the markers
 Handler = Callable[[RequestContext, Any], Outcome | Awaitable[Outcome]]
 
 

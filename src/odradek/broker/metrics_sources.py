@@ -4,7 +4,8 @@
 through small protocols (:mod:`odradek.metrics.sources`, :mod:`odradek.metrics.lag`) so that
 it knows nothing of the broker's classes. These adapters implement them over the replica
 manager, the cluster and the group coordinator. Every method runs on the broker's event
-loop, once per scrape, and only copies numbers: nothing here is on the request path.
+loop, once per scrape, and only copies numbers: nothing here is on the request path (the
+offsets of partitions hosted elsewhere come from :mod:`.remote_offsets`' cache).
 """
 
 from __future__ import annotations
@@ -18,14 +19,18 @@ from odradek.metrics.lag import GroupOffsets, LogOffsets
 from odradek.metrics.sources import ControllerState, PartitionState
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
     from odradek.replication import ReplicaManager
 
+    from .remote_offsets import RemoteLogOffsets
+
 __all__ = [
+    "BrokerLogOffsets",
     "ClusterController",
     "CoordinatorGroups",
-    "LocalLogOffsets",
     "ReplicaPartitions",
     "StorageObserver",
 ]
@@ -111,29 +116,52 @@ class CoordinatorGroups:
                 committed={(tp[0], tp[1]): offset.offset for tp, offset in group.offsets.items()})
 
 
-class LocalLogOffsets:
-    """:class:`~odradek.metrics.lag.LogOffsetsSource` over the replicas this broker hosts.
+class BrokerLogOffsets:
+    """:class:`~odradek.metrics.lag.LogOffsetsSource` (and ``RemoteOffsetsSource``): the
+    replicas this broker hosts first, then the leaders' answers cached by ``remote``.
 
     A partition this broker leads gives its high watermark; one it follows gives the high
     watermark the leader last sent (at most one fetch behind, so lag is understated by at
-    most that much, never made negative). A partition not hosted here has no lag row this
-    time (its committed offset is still reported): see docs/observability.md.
+    most that much, never made negative). A partition not hosted here gives what its leader
+    answered to ListOffsets (:class:`~.remote_offsets.RemoteLogOffsets`), while that answer
+    is recent enough; otherwise it has no lag row this time (its committed offset is still
+    reported): see docs/observability.md.
     """
 
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager,
+                 remote: RemoteLogOffsets | None = None) -> None:
         self._replicas = replica_manager
+        self._remote = remote
+        self._age = 0.0
+
+    def refresh(self, partitions: Collection[tuple[str, int]]
+                ) -> concurrent.futures.Future[None] | None:
+        if self._remote is None:
+            return None
+        hosted = self._replicas.partitions()
+        return self._remote.refresh([key for key in partitions if key not in hosted])
 
     def offsets(self, partitions: Collection[tuple[str, int]]
                 ) -> Mapping[tuple[str, int], LogOffsets]:
         hosted = self._replicas.partitions()
         found = {}
+        elsewhere = []
         for key in partitions:
             partition = hosted.get(key)  # type: ignore[call-overload]  # (topic, partition)
             if partition is not None:
                 partition_log = partition.log
                 found[key] = LogOffsets(partition_log.log_start_offset,
                                         partition_log.high_watermark)
+            else:
+                elsewhere.append(key)
+        self._age = 0.0
+        if elsewhere and self._remote is not None:
+            remote, self._age = self._remote.offsets(elsewhere)
+            found.update(remote)
         return found
+
+    def end_offsets_age(self) -> float:
+        return self._age
 
     def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
         """The base timestamp of the batch holding ``offset``: the header's 8 bytes, not the

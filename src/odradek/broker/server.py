@@ -39,15 +39,16 @@ from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
 from .metrics_sources import (
+    BrokerLogOffsets,
     ClusterController,
     CoordinatorGroups,
-    LocalLogOffsets,
     ReplicaPartitions,
     StorageObserver,
 )
 from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
+from .remote_offsets import RemoteLogOffsets
 from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
@@ -73,6 +74,7 @@ class Broker:
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._services: BrokerServices | None = None
+        self._remote_offsets: RemoteLogOffsets | None = None
         self._stopped = asyncio.Event()
         self.bound_ports: dict[str, int] = {}
         self.metrics = BrokerMetrics(self.sections.metrics.options())
@@ -220,6 +222,8 @@ class Broker:
             await self._services.replica_manager.shutdown()
         if self._log_manager is not None:
             self._log_manager.shutdown()
+        if self._remote_offsets is not None:
+            await self._remote_offsets.close()
         if self._cluster is not None:
             await self._cluster.stop()
         await self.metrics.stop()
@@ -339,13 +343,27 @@ class Broker:
         if hasattr(getattr(self._cluster, "controller", None), "pending_events"):
             controller = ClusterController(self._cluster)
         coordinator = services.group_coordinator
+        logs = None
+        if coordinator is not None:
+            options = self.metrics.options
+            self._remote_offsets = RemoteLogOffsets(
+                self.broker_id, self._leader_of, self._broker_address,
+                timeout=options.end_offsets_timeout_ms / 1000,
+                interval=options.end_offsets_refresh_ms / 1000,
+                max_age=options.end_offsets_max_age_ms / 1000)
+            logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
             quotas=self.quotas,
             groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
-            logs=LocalLogOffsets(services.replica_manager) if coordinator is not None else None,
-            log_dirs=[str(d) for d in self.sections.log.log_dirs],
+            logs=logs, log_dirs=[str(d) for d in self.sections.log.log_dirs],
         )
+
+    def _leader_of(self, key: tuple[str, int]) -> int | None:
+        """A partition's leader in the cluster view (consumer lag of partitions led elsewhere)."""
+        topic = self._cluster.view.topics.get(key[0])
+        state = topic.partitions.get(key[1]) if topic is not None else None
+        return int(state.leader) if state is not None else None
 
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:

@@ -99,7 +99,7 @@ class Producer:
             # The common record: no conversions, no partitioner call, no thread hop.
             producer = self._async
             accumulator = producer.accumulator
-            if (producer._fatal is None
+            if (producer.sender.fatal is None
                     and accumulator.used_bytes < accumulator.buffer_memory):
                 appended = producer.append_value(topic, value)
                 if appended is not None:
@@ -126,8 +126,8 @@ class Producer:
         producer = self._async
         if self._closed:
             raise ClientClosed("producer is closed")
-        if producer._fatal is not None:
-            raise producer._fatal
+        if producer.sender.fatal is not None:
+            raise producer.sender.fatal
         if not producer._partitions(topic, producer.client.metadata)[0]:
             run(producer._wait_for_topic(topic))
         return producer

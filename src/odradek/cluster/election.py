@@ -44,6 +44,13 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
 
 
+def is_unclean(current: PartitionState, decided: LeaderAndIsr) -> bool:
+    """Did ``decided`` hand leadership to a replica outside the ISR (Kafka's unclean
+    election: records acknowledged by the old ISR may be lost)?"""
+    return (decided.leader != NO_LEADER and decided.leader != current.leader
+            and decided.leader not in current.isr)
+
+
 def initial_leader_and_isr(replicas: Sequence[int], live: Set[int]) -> LeaderAndIsr | None:
     live_replicas = tuple(r for r in replicas if r in live)
     if not live_replicas:

@@ -33,15 +33,20 @@ refused series are counted in ``odradek_metrics_series_dropped_total``. Rows are
 sorted (group, topic, partition) order so the set kept is stable from scrape to scrape.
 
 The collector is written against two small protocols, :class:`GroupSource` (the
-coordinator) and :class:`LogOffsetsSource` (the logs), both called on the event loop.
+coordinator) and :class:`LogOffsetsSource` (the logs), both called on the event loop. A log
+source that also caches the offsets of partitions hosted on other brokers
+(:class:`RemoteOffsetsSource`) is asked to refresh them before each snapshot
+(:meth:`LagCollector.refresh`); the age of the oldest such offset used is exported.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from .catalog_types import Feed, Kind, MetricSpec
 from .exposition import GaugeRows
@@ -53,13 +58,16 @@ __all__ = [
     "GroupOffsets",
     "GroupSource",
     "LagCollector",
+    "LagInput",
     "LagRow",
     "LogOffsets",
     "LogOffsetsSource",
+    "RemoteOffsetsSource",
     "clamped_lag",
 ]
 
 TopicPartition = tuple[str, int]
+_T = TypeVar("_T")
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 ROW = ("group", "topic", "partition")
 G, SCRAPED = Kind.GAUGE, Feed.SCRAPED
@@ -86,7 +94,12 @@ STATE = MetricSpec(
     "odradek_consumer_group_state", G,
     "1 for the group's current state, 0 for the others (Empty = no live members).",
     ("group", "state"), SCRAPED, "GroupSource.groups")
-LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE)
+END_OFFSETS_AGE = MetricSpec(
+    "odradek_consumer_lag_end_offsets_age_seconds", G,
+    "Age of the oldest log end offset read from another broker (ListOffsets to the leader) "
+    "that this scrape's lag used; 0 when all are local or fresh.", (), SCRAPED,
+    "RemoteOffsetsSource.end_offsets_age")
+LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE, END_OFFSETS_AGE)
 
 
 class GroupOffsets(NamedTuple):
@@ -130,6 +143,22 @@ class LogOffsetsSource(Protocol):
         ...
 
 
+@runtime_checkable
+class RemoteOffsetsSource(Protocol):
+    """A :class:`LogOffsetsSource` that also serves partitions hosted elsewhere, from a cache
+    it refreshes by asking their leaders."""
+
+    def refresh(self, partitions: Collection[TopicPartition]
+                ) -> concurrent.futures.Future[None] | None:
+        """On the loop: start refreshing (if due); the future completes when the refresh in
+        flight is done (bounded by its timeout), None when none is in flight."""
+        ...
+
+    def end_offsets_age(self) -> float:
+        """Age (s) of the oldest remote offset the last :meth:`offsets` answer used."""
+        ...
+
+
 class LagRow(NamedTuple):
     group: str
     topic: str
@@ -151,11 +180,30 @@ def clamped_lag(committed: int, offsets: LogOffsets) -> tuple[int, int]:
 class LagSnapshot:
     groups: tuple[GroupOffsets, ...]
     rows: tuple[LagRow, ...]
+    end_offsets_age: float | None = None
+
+
+class LagInput(NamedTuple):
+    """What :meth:`LagCollector.read` copies on the loop: the groups and the offsets of
+    every partition they committed (sorting, capping and clamping happen off the loop)."""
+
+    groups: list[GroupOffsets]
+    offsets: Mapping[TopicPartition, LogOffsets]
+    end_offsets_age: float | None
+
+
+OnLoop = Callable[[Callable[[], _T]], _T | None]
+"""Runs a function on the broker's loop and returns its result (None if the loop is stuck)."""
 
 
 class LagCollector:
-    """Computes the lag rows on the event loop (:meth:`snapshot`) and turns them into
-    metric families off the loop (:meth:`families`)."""
+    """Consumer lag in three steps, so the broker's loop only copies numbers:
+
+    1. :meth:`refresh` (on the loop): a remote-offsets source starts asking leaders;
+    2. :meth:`read` (on the loop): groups and log offsets, copied;
+    3. :meth:`compute` (scrape thread): sort, cap, clamp; the few record timestamps it
+       needs are read in one more hop onto the loop. :meth:`families` renders the result.
+    """
 
     def __init__(self, groups: GroupSource, logs: LogOffsetsSource, limit: SeriesLimit, *,
                  timestamp_reads: int, clock: Callable[[], float] = time.time) -> None:
@@ -164,24 +212,49 @@ class LagCollector:
         self._limit = limit
         self._timestamp_reads = timestamp_reads
         self._clock = clock
-        # (group, topic, partition) -> (position, timestamp ms) of the last reading
+        # (group, topic, partition) -> (position, timestamp ms) of the last reading; used
+        # only under _lock (two scrapes may compute at once, from two server threads)
         self._timestamps: dict[tuple[str, str, int], tuple[int, int]] = {}
+        self._lock = threading.Lock()
 
-    def snapshot(self) -> LagSnapshot:
-        groups = sorted(self._groups.groups(), key=lambda g: g.group)
+    def refresh(self) -> concurrent.futures.Future[None] | None:
+        """On the loop, before :meth:`read`: let a remote-offsets source refresh the
+        partitions the groups committed (the scrape thread then waits for the future)."""
+        logs = self._logs
+        if not isinstance(logs, RemoteOffsetsSource):
+            return None
+        return logs.refresh({tp for group in self._groups.groups() for tp in group.committed})
+
+    def read(self) -> LagInput:
+        """On the loop: copies only (a set of the committed partitions, their offsets)."""
+        groups = list(self._groups.groups())
+        logs = self._logs
+        offsets = logs.offsets({tp for group in groups for tp in group.committed})
+        age = logs.end_offsets_age() if isinstance(logs, RemoteOffsetsSource) else None
+        return LagInput(groups, offsets, age)
+
+    def compute(self, data: LagInput, on_loop: OnLoop[dict[int, int | None]]) -> LagSnapshot:
+        """Off the loop: the rows admitted by the caps, in (group, topic, partition) order."""
+        with self._lock:
+            return self._compute(data, on_loop)
+
+    def _compute(self, data: LagInput, on_loop: OnLoop[dict[int, int | None]]) -> LagSnapshot:
+        groups = sorted(data.groups, key=lambda g: g.group)
         keys = sorted((g.group, tp[0], tp[1]) for g in groups for tp in g.committed)
-        self._limit.retain_only(LAG.name, keys)
-        self._limit.retain_only(MEMBERS.name, (g.group for g in groups))
-        admitted = set(self._limit.admit_all(MEMBERS.name, [g.group for g in groups]))
+        limit = self._limit
+        limit.retain_only(LAG.name, keys)
+        limit.retain_only(MEMBERS.name, (g.group for g in groups))
+        admitted = set(limit.admit_all(MEMBERS.name, [g.group for g in groups]))
         kept_groups = tuple(g for g in groups if g.group in admitted)
-        by_group = {g.group: g for g in groups}
-        kept = self._limit.admit_all(LAG.name, keys)
-        offsets = self._logs.offsets({(topic, partition) for _, topic, partition in kept})
-        now, reads = self._clock(), self._timestamp_reads
-        rows = []
+        by_group = {g.group: g.committed for g in groups}
+        kept = limit.admit_all(LAG.name, keys)
+        offsets, timestamps = data.offsets, self._timestamps
+        now, budget = self._clock(), self._timestamp_reads
+        rows: list[LagRow] = []
+        wanted: list[tuple[int, str, int, int]] = []  # (row index, topic, partition, position)
         for key in kept:
             group, topic, partition = key
-            committed = by_group[group].committed[(topic, partition)]
+            committed = by_group[group][(topic, partition)]
             log = offsets.get((topic, partition))
             if log is None:
                 rows.append(LagRow(group, topic, partition, committed, None, None, None))
@@ -189,19 +262,27 @@ class LagCollector:
             position, lag = clamped_lag(committed, log)
             seconds: float | None = 0.0
             if lag:
-                reading = self._timestamps.get(key)
-                if (reading is None or reading[0] != position) and reads > 0:
-                    reads -= 1
-                    timestamp = self._logs.timestamp_at(topic, partition, position)
-                    if timestamp is not None:
-                        reading = self._timestamps[key] = (position, timestamp)
+                reading = timestamps.get(key)
+                if (reading is None or reading[0] != position) and len(wanted) < budget:
+                    wanted.append((len(rows), topic, partition, position))
                 seconds = None if reading is None else max(0.0, now - reading[1] / 1000.0)
             rows.append(LagRow(group, topic, partition, committed, log.high_watermark, lag,
                                seconds))
+        if wanted:
+            read = self._logs.timestamp_at
+            found = on_loop(lambda: {index: read(topic, partition, position)
+                                     for index, topic, partition, position in wanted}) or {}
+            for index, _topic, _partition, position in wanted:
+                timestamp = found.get(index)
+                if timestamp is not None:
+                    row = rows[index]
+                    timestamps[(row.group, row.topic, row.partition)] = (position, timestamp)
+                    rows[index] = row._replace(
+                        lag_seconds=max(0.0, now - timestamp / 1000.0))
         live = set(kept)
-        for key in [key for key in self._timestamps if key not in live]:
-            del self._timestamps[key]
-        return LagSnapshot(kept_groups, tuple(rows))
+        for key in [key for key in timestamps if key not in live]:
+            del timestamps[key]
+        return LagSnapshot(kept_groups, tuple(rows), data.end_offsets_age)
 
     @staticmethod
     def families(snapshot: LagSnapshot) -> Iterator[GaugeRows]:
@@ -221,3 +302,7 @@ class LagCollector:
             for name in GROUP_STATES:
                 state.add((group.group, name), 1.0 if name == group.state else 0.0)
         yield from (committed, end, lag, seconds, members, state)
+        if snapshot.end_offsets_age is not None:
+            age = GaugeRows(END_OFFSETS_AGE)
+            age.add((), snapshot.end_offsets_age)
+            yield age

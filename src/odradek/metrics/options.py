@@ -30,6 +30,13 @@ class MetricsOptions:
     lag_timestamp_reads: int = 200
     """``metrics.consumer.lag.timestamp.reads.max``: record timestamps read per scrape for lag
     in seconds (the rest reuse their last reading): bounds what a scrape costs the loop."""
+    end_offsets_timeout_ms: int = 1000
+    """``metrics.consumer.lag.end.offsets.timeout.ms``: a leader's ListOffsets answer (end
+    offsets of partitions the coordinator does not host) is waited for at most this long."""
+    end_offsets_refresh_ms: int = 5000
+    """``metrics.consumer.lag.end.offsets.refresh.ms``: least time between two rounds."""
+    end_offsets_max_age_ms: int = 60_000
+    """``metrics.consumer.lag.end.offsets.max.age.ms``: older answers are not used."""
     loop_lag_interval_seconds: float = 0.25
     """How often the event-loop lag probe wakes up."""
 
@@ -39,8 +46,12 @@ class MetricsOptions:
         for name in ("max_topics", "max_lag_series", "max_groups", "lag_timestamp_reads"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
-        if self.loop_lag_interval_seconds <= 0:
-            raise ValueError("loop_lag_interval_seconds must be positive")
+        for name in ("loop_lag_interval_seconds", "end_offsets_timeout_ms",
+                     "end_offsets_max_age_ms"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if self.end_offsets_refresh_ms < 0:
+            raise ValueError("end_offsets_refresh_ms must not be negative")
 
 
 CONFIG_KEYS: dict[str, str] = {
@@ -50,5 +61,8 @@ CONFIG_KEYS: dict[str, str] = {
     "metrics.consumer.lag.series.max": "max_lag_series",
     "metrics.consumer.groups.max": "max_groups",
     "metrics.consumer.lag.timestamp.reads.max": "lag_timestamp_reads",
+    "metrics.consumer.lag.end.offsets.timeout.ms": "end_offsets_timeout_ms",
+    "metrics.consumer.lag.end.offsets.refresh.ms": "end_offsets_refresh_ms",
+    "metrics.consumer.lag.end.offsets.max.age.ms": "end_offsets_max_age_ms",
 }
 """Broker config key → :class:`MetricsOptions` field."""

@@ -9,6 +9,12 @@ running loop (a test calling ``collect`` directly, or before the broker starts) 
 are read inline. If the loop does not answer within ``timeout`` (it is stuck: exactly when
 an operator looks at metrics), the scrape still returns the recorded metrics and the
 filesystem gauges, logs a warning, and leaves the state families out.
+
+Consumer lag takes up to two more hops (:class:`~odradek.metrics.lag.LagCollector`): one
+before the snapshot to start refreshing the end offsets of partitions led by other brokers
+(the scrape thread, not the loop, waits for the answers, at most their timeout), and one
+after it for the record timestamps of lag in seconds, once the rows are sorted and capped
+in the scrape thread.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from odradek.quota import QuotaState, QuotaType
 
 from . import catalog as m
 from .exposition import GaugeRows
-from .lag import LagCollector, LagSnapshot
+from .lag import LagCollector, LagInput, LagSnapshot
 from .sources import (
     BrokerInfo,
     ControllerSource,
@@ -63,7 +69,7 @@ class _Snapshot:
     controller: ControllerState | None
     purgatory: dict[str, int] | None
     quotas: tuple[QuotaState, ...] | None
-    lag: LagSnapshot | None
+    lag: LagInput | None
     tasks: int | None
 
 
@@ -84,24 +90,47 @@ class StateCollector:
         broker_info.add((info.version, info.cluster_id, info.rack), 1)
         yield broker_info
         yield from self._log_dirs()
-        snapshot = self._snapshot_on_loop()
+        lag = self.sources.lag
+        if lag is not None and not self._refresh_lag(lag):
+            return  # the loop is stuck: one timeout per scrape is enough
+        snapshot = self._on_loop(self._snapshot)
         if snapshot is not None:
-            yield from self._families(snapshot)
+            lag_snapshot, data = None, snapshot.lag
+            if lag is not None and data is not None:
+                lag_snapshot = _guard("lag", lambda: lag.compute(data, self._on_loop))
+            yield from self._families(snapshot, lag_snapshot)
 
-    def _snapshot_on_loop(self) -> _Snapshot | None:
-        loop = self.loop
+    def _refresh_lag(self, lag: LagCollector) -> bool:
+        """Let remote end offsets be refreshed, and wait for them here, off the loop;
+        False if the loop did not answer."""
+        answered = self._on_loop(lambda: (_guard("lag refresh", lag.refresh),))
+        if answered is None:
+            return False
+        pending = answered[0]
+        if pending is not None and not self._in_loop_thread():  # (there, it would deadlock)
+            try:
+                pending.result(self._timeout)
+            except concurrent.futures.TimeoutError:
+                log.warning("metrics: end offsets not refreshed within %.1fs", self._timeout)
+        return True
+
+    def _in_loop_thread(self) -> bool:
         try:
-            running = asyncio.get_running_loop()
+            return asyncio.get_running_loop() is self.loop
         except RuntimeError:
-            running = None
-        if loop is None or running is loop or not loop.is_running():
-            return self._snapshot()
-        done: concurrent.futures.Future[_Snapshot] = concurrent.futures.Future()
+            return False
+
+    def _on_loop(self, read: Callable[[], _T]) -> _T | None:
+        """``read()`` on the broker's loop (inline without one); None if the loop is stuck."""
+        loop = self.loop
+        if loop is None or self._in_loop_thread() or not loop.is_running():
+            return read()
+        done: concurrent.futures.Future[_T] = concurrent.futures.Future()
 
         def take() -> None:
             if done.set_running_or_notify_cancel():
                 try:
-                    done.set_result(self._snapshot())
+                    done.set_result(read())
                 except BaseException as exc:
                     done.set_exception(exc)
 
@@ -113,7 +142,7 @@ class StateCollector:
         except concurrent.futures.TimeoutError:
             done.cancel()
             log.warning("metrics: the event loop did not answer within %.1fs; "
-                        "scrape without broker state", self._timeout)
+                        "scrape without what it holds", self._timeout)
             return None
 
     def _snapshot(self) -> _Snapshot:
@@ -127,11 +156,12 @@ class StateCollector:
             purgatory=_guard("purgatory", lambda: dict(purgatory.purgatory_sizes()))
             if purgatory else None,
             quotas=_guard("quotas", lambda: tuple(quotas.quota_states())) if quotas else None,
-            lag=_guard("lag", sources.lag.snapshot) if sources.lag else None,
+            lag=_guard("lag", sources.lag.read) if sources.lag else None,
             tasks=len(asyncio.all_tasks(self.loop)) if self.loop is not None else None,
         )
 
-    def _families(self, snapshot: _Snapshot) -> Iterator[Metric | GaugeRows]:
+    def _families(self, snapshot: _Snapshot,
+                  lag: LagSnapshot | None) -> Iterator[Metric | GaugeRows]:
         if snapshot.partitions is not None:
             yield from _partition_families(snapshot.partitions)
         if snapshot.controller is not None:
@@ -153,8 +183,8 @@ class StateCollector:
             yield family
         if snapshot.quotas is not None:
             yield from _quota_families(snapshot.quotas)
-        if snapshot.lag is not None:
-            yield from LagCollector.families(snapshot.lag)
+        if lag is not None:
+            yield from LagCollector.families(lag)
         if snapshot.tasks is not None:
             family = _gauge(m.EVENT_LOOP_TASKS)
             family.add((), snapshot.tasks)

@@ -16,7 +16,7 @@ tag 0 of a partition). The records field is ``int32 length`` + bytes before v12 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +28,7 @@ __all__ = [
     "MIN_VERSION",
     "ByteRegion",
     "Chunk",
+    "EncodedResponse",
     "FetchPartitionResult",
     "FetchTopicResult",
     "chunks_size",
@@ -47,6 +48,19 @@ class ByteRegion(Protocol):
 
 
 Chunk = bytes | ByteRegion
+
+
+class EncodedResponse(list[Chunk]):
+    """A response frame a handler encoded itself (Fetch, OffsetCommit), as chunks, with the
+    non-zero error codes it carries: the broker counts those per response like the error
+    codes of any other response (``odradek_request_errors_total``), and the encoder knows
+    them already, so they are not parsed back out of the bytes."""
+
+    __slots__ = ("error_codes",)
+
+    def __init__(self, chunks: Iterable[Chunk] = (), error_codes: Sequence[int] = ()) -> None:
+        super().__init__(chunks)
+        self.error_codes = error_codes
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +109,13 @@ def encode_fetch_response(
     throttle_time_ms: int = 0,
     error_code: int = 0,
     session_id: int = 0,
-) -> list[Chunk]:
+) -> EncodedResponse:
     """The complete response frame (size prefix and header included) as chunks."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"fetch response version {version} not in {MIN_VERSION}..{MAX_VERSION}")
     flexible = version >= _FIRST_FLEXIBLE
-    chunks: list[Chunk] = [b""]  # placeholder for the size prefix
+    chunks = EncodedResponse([b""])  # [0]: placeholder for the size prefix
+    errors: list[int] = [error_code] if error_code else []
     out = bytearray(INT32.pack(correlation_id))
     if flexible:
         out += b"\x00"  # response header v1: no tagged fields
@@ -113,8 +128,11 @@ def encode_fetch_response(
         out += _string(topic.topic, flexible)
         out += _array_length(len(topic.partitions), flexible)
         for part in topic.partitions:
+            code = part.error_code
+            if code:
+                errors.append(code)
             out += INT32.pack(part.partition_index)
-            out += INT16.pack(part.error_code)
+            out += INT16.pack(code)
             out += INT64.pack(part.high_watermark)
             out += INT64.pack(part.last_stable_offset)
             if version >= 5:
@@ -153,4 +171,5 @@ def encode_fetch_response(
         out += b"\x00"
     chunks.append(bytes(out))
     chunks[0] = size_prefix(chunks_size(chunks))
+    chunks.error_codes = errors
     return chunks

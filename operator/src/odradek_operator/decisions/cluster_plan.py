@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .placement import plan_drain, plan_rebalance
+from .placement import mid_move, plan_drain, plan_rebalance
 from .restart import restart_order, restart_verdict
 from .state import ClusterState
 
@@ -54,9 +54,10 @@ def decide_replicas(desired: int, current: int, kafka: ClusterState | None) -> R
                                message="scale-down waits until the cluster is reachable")
     on_leaving = {tp for tp, replicas in kafka.assignments().items()
                   if set(replicas) & set(leaving)}
-    if kafka.reassigning:
+    moving = kafka.reassigning or mid_move(kafka.assignments())
+    if moving:
         return ReplicaDecision(current, phase="Draining",
-                               message=f"waiting for {len(kafka.reassigning)} partition "
+                               message=f"waiting for {len(moving)} partition "
                                        f"reassignment(s) to finish")
     if not on_leaving:
         return ReplicaDecision(desired, phase="Stable",

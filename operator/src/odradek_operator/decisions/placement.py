@@ -19,6 +19,7 @@ __all__ = [
     "Assignment",
     "DrainPlan",
     "broker_load",
+    "mid_move",
     "plan_drain",
     "plan_rebalance",
     "plan_replication_factor",
@@ -33,6 +34,23 @@ def broker_load(assignment: Assignment, brokers: Iterable[int]) -> Counter[int]:
     for replicas in assignment.values():
         load.update(r for r in replicas if r in load)
     return load
+
+
+def replication_factors(assignment: Assignment) -> dict[str, int]:
+    """Each topic's replication factor: its smallest replica list. A partition being moved
+    lists old and new replicas together for a while (and metadata can show that union a
+    moment after the reassignment itself is listed as done), so the largest would be wrong."""
+    factors: dict[str, int] = {}
+    for (topic, _), replicas in assignment.items():
+        factors[topic] = min(factors.get(topic, len(replicas)), len(replicas))
+    return factors
+
+
+def mid_move(assignment: Assignment) -> set[TopicPartitionKey]:
+    """Partitions listing more replicas than their topic's replication factor: a move whose
+    old replicas are still being removed."""
+    factors = replication_factors(assignment)
+    return {tp for tp, replicas in assignment.items() if len(replicas) > factors[tp[0]]}
 
 
 def _least_loaded(load: Counter[int], candidates: Iterable[int], exclude: Iterable[int]
@@ -60,8 +78,8 @@ def plan_drain(assignment: Assignment, leaving: Iterable[int], remaining: Iterab
     not already holding that partition. Refused (``impossible``) for any topic whose
     replication factor exceeds the number of remaining brokers."""
     leaving_set, remaining_list = set(leaving), sorted(set(remaining) - set(leaving))
-    impossible = {tp[0]: len(r) for tp, r in assignment.items()
-                  if len(r) > len(remaining_list)}
+    impossible = {topic: rf for topic, rf in replication_factors(assignment).items()
+                  if rf > len(remaining_list)}
     if impossible:
         return DrainPlan({}, dict(sorted(impossible.items())))
     load = broker_load(assignment, remaining_list)

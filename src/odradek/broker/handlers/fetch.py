@@ -19,7 +19,7 @@ import asyncio
 from typing import Any
 
 from odradek.protocol.builder import millis
-from odradek.protocol.fetch_response import Chunk, encode_fetch_response
+from odradek.protocol.fetch_response import EncodedResponse, encode_fetch_response
 from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
@@ -66,7 +66,7 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
 
 async def _respond_when_read(
     ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead]
-) -> list[Chunk]:
+) -> EncodedResponse:
     return _respond(ctx, quotas, await pending)
 
 
@@ -74,7 +74,7 @@ def _client_id(ctx: RequestContext) -> str:
     return ctx.header.client_id or ""
 
 
-def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) -> list[Chunk]:
+def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) -> EncodedResponse:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
     if quotas is not None:
         user, client_id = quota_user(ctx.principal), _client_id(ctx)

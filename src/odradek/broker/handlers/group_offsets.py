@@ -27,6 +27,7 @@ from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.fetch_response import EncodedResponse
 from odradek.protocol.offset_commit_response import encode_offset_commit_response
 from odradek.types import TopicPartition
 
@@ -76,14 +77,17 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             entries,
         ))
     unknown_server_error = ErrorCode.unknown_server_error
-    return [encode_offset_commit_response(version, correlation_id, [
+    answers = [
         (topic.name, [
             (int(p.partition_index),
              errors.get(TopicPartition(topic.name, int(p.partition_index)), unknown_server_error))
             for p in topic.partitions
         ])
         for topic in request.topics
-    ])]
+    ]
+    codes = [code for _name, partitions in answers for _index, code in partitions if code]
+    return EncodedResponse([encode_offset_commit_response(version, correlation_id, answers)],
+                           codes)
 
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:

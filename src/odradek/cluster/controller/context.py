@@ -106,9 +106,10 @@ class ControllerContext:
         # broker id -> broker epoch of the registration that asked / that failed.
         self.shutting_down: dict[int, int] = {}
         self.failed: dict[int, int] = {}
-        # Told of each leader change written (the election-rate metric). Called from the
-        # worker thread running the pass, one pass at a time (under ``lock``).
-        self.on_leader_change: Callable[[], None] | None = None
+        # Told of each leader change written (the election-rate metrics), with
+        # ``unclean=True`` when the new leader was outside the ISR. Called from the worker
+        # thread running the pass, one pass at a time (under ``lock``).
+        self.on_leader_change: Callable[..., None] | None = None
 
     @property
     def client(self) -> KazooClient:
@@ -175,14 +176,18 @@ class ControllerContext:
             decided.leader, decided.leader_epoch, decided.isr, self.epoch
         )
 
-    def log_change(self, topic: str, partition: int, decided: LeaderAndIsr) -> None:
+    def log_change(self, topic: str, partition: int, decided: LeaderAndIsr, *,
+                   unclean: bool = False) -> None:
         if self.on_leader_change is not None:
-            self.on_leader_change()
-        log.info(
-            "controller %d: %s-%d leader=%d leader_epoch=%d isr=%s",
+            self.on_leader_change(unclean=unclean)
+        log.log(
+            logging.WARNING if unclean else logging.INFO,
+            "controller %d: %s-%d %sleader=%d leader_epoch=%d isr=%s",
             self.broker_id,
             topic,
             partition,
+            "UNCLEAN election (a replica outside the ISR leads; data may be lost) "
+            if unclean else "",
             decided.leader,
             decided.leader_epoch,
             list(decided.isr),

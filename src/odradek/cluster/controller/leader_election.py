@@ -24,6 +24,7 @@ from odradek.cluster.controller.errors import (
 )
 from odradek.cluster.election import (
     LeaderAndIsr,
+    is_unclean,
     preferred_leader_and_isr,
     unclean_leader_and_isr,
 )
@@ -81,6 +82,6 @@ def _elect_one(
                 )
         path = znodes.partition_state_path(tp.topic, tp.partition)
         if ctx.set_fenced(path, ctx.encode_state(decided), current.zk_version):
-            ctx.log_change(tp.topic, tp.partition, decided)
+            ctx.log_change(tp.topic, tp.partition, decided, unclean=is_unclean(current, decided))
             return None
     return UnknownServerError(f"{tp} kept changing during the election; retry")

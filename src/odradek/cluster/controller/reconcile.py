@@ -31,6 +31,7 @@ from odradek.cluster.election import (
     LeaderAndIsr,
     decide,
     initial_leader_and_isr,
+    is_unclean,
     reassignment_complete_leader_and_isr,
 )
 from odradek.cluster.topic_znode import TopicZnode, read_topic_znode
@@ -118,7 +119,8 @@ def _reconcile_topic(
             if not ctx.set_fenced(path, ctx.encode_state(decided), stat.version):
                 retry = True  # someone (a leader's ISR update) wrote first: re-read
             else:
-                ctx.log_change(topic.name, partition, decided)
+                ctx.log_change(topic.name, partition, decided,
+                               unclean=is_unclean(current, decided))
                 retry |= assigned.is_reassigning
             continue
         if assigned.is_reassigning:
