@@ -13,11 +13,16 @@ from odradek.protocol.messages import RequestHeader
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
+    from odradek.quota import QuotaManager
     from odradek.replication import ReplicaManager
 
     from .producer_ids import ProducerIdManager
+    from .throttling import ChannelThrottle
 
-__all__ = ["BrokerServices", "RequestContext"]
+__all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
+
+ANONYMOUS = "User:ANONYMOUS"
+"""Kafka's principal of a connection that did not authenticate (PLAINTEXT listeners)."""
 
 
 @dataclass
@@ -33,6 +38,7 @@ class BrokerServices:
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
+    quotas: QuotaManager | None = None  # client quotas (None: none enforced)
     _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
 
     @property
@@ -69,6 +75,8 @@ class RequestContext:
     header: RequestHeader
     listener: str
     peer: str
+    principal: str = ANONYMOUS  # who the connection authenticated as (``User:<name>``)
+    throttle: ChannelThrottle | None = None  # the connection's quota mute
 
     @property
     def api_version(self) -> int:

@@ -56,6 +56,7 @@ def handler_table() -> dict[int, Handler]:
     from .handlers import (
         admin,
         api_versions,
+        client_quotas,
         cluster_info,
         configs,
         delete_records,
@@ -87,6 +88,8 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+        ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -61,6 +61,8 @@ class ApiKey(IntEnum):
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_CLUSTER = 60
 
 
@@ -92,6 +94,8 @@ ADVERTISED: dict[ApiKey, VersionRange] = {
     ApiKey.CREATE_PARTITIONS: VersionRange(0, 3),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: VersionRange(0, 1),
     ApiKey.DESCRIBE_CLUSTER: VersionRange(0, 1),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: VersionRange(0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
 }
 
 # The classic group protocol (``odradek.coordinator``). librdkafka also reads the presence
