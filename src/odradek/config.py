@@ -322,8 +322,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("transaction.state.log.replication.factor", INT, 3, "Replication of the txn log."),
     ConfigDef("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of the txn log."),
     # Quotas
-    ConfigDef("quota.window.num", INT, 11, "Samples kept for quota rates."),
-    ConfigDef("quota.window.size.seconds", INT, 1, "Quota sample window."),
+    ConfigDef("quota.window.num", INT, 11,
+              "Samples a client quota's rate is measured over (fewer: smoother, less bursty).",
+              at_least=1),
+    ConfigDef("quota.window.size.seconds", INT, 1,
+              "Length of one quota sample; also the longest single throttle.", at_least=1),
     # odradek's own
     ConfigDef("metrics.port", INT, 0,
               "The port of the Prometheus /metrics endpoint, served on the host of the first "

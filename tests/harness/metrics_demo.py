@@ -25,6 +25,7 @@ from odradek.metrics.prometheus import ScrapeTarget
 from odradek.metrics.sources import ControllerState, PartitionState
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
+from odradek.quota import QuotaEntity, QuotaManager, QuotaType
 from tests.harness.metrics_fakes import (
     FakeController,
     FakeCoordinator,
@@ -52,10 +53,16 @@ class DemoBroker:
         self.controller = FakeController(ControllerState(active=False))
         self.purgatory = FakePurgatory({"produce": 0, "fetch": 0})
         self.coordinator = FakeCoordinator()
+        # A real quota manager: a producer client-id quota, a request quota for one user.
+        self.quotas = QuotaManager(11, 1)
+        self.quotas.configure({
+            QuotaEntity(None, "ingest"): {"producer_byte_rate": 400_000.0,
+                                          "consumer_byte_rate": 800_000.0},
+            QuotaEntity("etl"): {"request_percentage": 25.0}})
         self.metrics.describe(cluster_id="demo-cluster-id", rack=f"rack-{broker_id % 2}")
         self.metrics.attach(partitions=self.replicas, controller=self.controller,
                             purgatory=self.purgatory, groups=self.coordinator, logs=logs,
-                            log_dirs=["/"])
+                            log_dirs=["/"], quotas=self.quotas)
         self.metrics.zookeeper.state_changed("CONNECTED")
         self.metrics.storage.recovered(0.4 + broker_id / 10, clean=9, unclean=0)
         self.committed: dict[tuple[str, str, int], int] = {}
@@ -93,6 +100,10 @@ class DemoBroker:
                           written_bytes=rng.randint(1 << 19, 4 << 20))
             m.replication.isr_shrunk()
             m.replication.isr_expanded()
+        for kind, client, amount in ((QuotaType.PRODUCE, "ingest", 60_000),
+                                     (QuotaType.FETCH, "ingest", 90_000)):
+            self.quotas.record(kind, "ANONYMOUS", client, rng.randint(0, amount))
+        self.quotas.record(QuotaType.REQUEST, "etl", "spark", rng.uniform(0, 5))
         m.storage.flushed(rng.expovariate(1 / 0.0003))
         m.storage.fsynced(rng.expovariate(1 / 0.003))
         m.zookeeper.request("getData", rng.expovariate(1 / 0.001))

@@ -135,3 +135,26 @@ def test_a_stuck_loop_still_gets_recorded_metrics(caplog: pytest.LogCaptureFixtu
 
     asyncio.run(main())
     assert "did not answer" in caplog.text
+
+
+def test_quota_sensors_are_exported_per_quota_entity() -> None:
+    from odradek.quota import QuotaEntity, QuotaManager, QuotaType
+
+    now = [0.0]
+    quotas = QuotaManager(2, 1, lambda: now[0])
+    quotas.configure({QuotaEntity(None, "app"): {"producer_byte_rate": 1000.0},
+                      QuotaEntity("alice"): {"request_percentage": 10.0}})
+    metrics = BrokerMetrics(process_metrics=False)
+    metrics.attach(quotas=quotas)
+    assert quotas.record(QuotaType.PRODUCE, "bob", "app", 3000.0) == 1000  # capped
+    quotas.record(QuotaType.REQUEST, "alice", "x", 5.0)  # 50 ms of a thread
+    now[0] = 500.0
+    app, alice = {"user": "", "client_id": "app"}, {"user": "alice", "client_id": ""}
+    # measured over at least one full window plus the current one's elapsed half
+    assert metrics.sample("odradek_quota_produce_bytes_per_second", app) == 2000.0
+    assert metrics.sample("odradek_quota_request_time_ratio", alice) == pytest.approx(0.05 / 1.5)
+    assert metrics.sample("odradek_quota_throttle_time_seconds_total",
+                          {"quota": "produce", **app}) == 1.0
+    assert metrics.sample("odradek_quota_throttled_responses_total",
+                          {"quota": "produce", **app}) == 1
+    assert metrics.sample("odradek_quota_fetch_bytes_per_second", app) is None

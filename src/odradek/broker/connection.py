@@ -16,6 +16,10 @@ Each request is timed in Kafka's phases (docs/observability.md): *queue* from th
 completed its frame to its handler call, *local* the handler's synchronous part, *remote*
 until its awaitable completed, *send* until its bytes were written. One recorder call per
 request; the error codes of the response are counted by :mod:`.response_errors`.
+
+Client quotas (:mod:`.throttling`): after each handler the request is recorded against its
+client's quotas; over quota, the response carries the throttle time and the reader stops
+reading (the connection is *muted*) until it has passed — KIP-219, as Kafka does.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_c
 from .outcomes import Marker
 from .response_errors import count_errors
 from .socket_channel import ByteChannel
+from .throttling import ChannelThrottle, after_request, with_throttle
 
 __all__ = ["Connection"]
 
@@ -54,13 +59,14 @@ _RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 class _Timed:
     """One request in the pipeline: its outcome and the moments of its phases."""
 
-    __slots__ = ("api_key", "called", "done", "outcome", "received", "returned")
+    __slots__ = ("api_key", "called", "done", "outcome", "received", "returned", "throttle_ms")
 
     def __init__(self, api_key: int, received: float) -> None:
         self.api_key = api_key
         self.received = received
         self.called = self.returned = self.done = received
         self.outcome: Any = None
+        self.throttle_ms = 0
 
 
 class Connection:
@@ -81,6 +87,7 @@ class Connection:
         self.listener = listener
         self.peer = peer
         self.session = session if session is not None else ConnectionSession()
+        self._throttle = ChannelThrottle()
         self._frames = FrameReader(max_frame_bytes)
         self._max_frame_bytes = max_frame_bytes
         self._pre_auth_limit = not self.session.authenticated
@@ -127,6 +134,8 @@ class Connection:
         buffer = bytearray(_READ_SIZE)
         view = memoryview(buffer)
         while not self._reader_stopped.is_set():
+            if not await self._unmuted():
+                return
             self._receiving = True
             try:
                 count = await self._channel.recv_into(buffer)
@@ -146,7 +155,27 @@ class Connection:
             while (frame := self._frames.next_frame()) is not None:
                 if self._reader_stopped.is_set():
                     return
+                if self._throttle.muted_until > received:
+                    if not await self._unmuted():
+                        return
+                    received = _clock()  # the mute is not queue time
                 await self._pipeline.put(self._handle_frame(frame, received))
+
+    async def _unmuted(self) -> bool:
+        """Wait out a quota mute; False when the connection stopped reading meanwhile."""
+        delay = self._throttle.remaining_s()
+        if delay <= 0:
+            return True
+        self._receiving = True  # stop_reading may interrupt the wait
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            if self._reader_stopped.is_set():
+                return False
+            raise
+        finally:
+            self._receiving = False
+        return True
 
     def _handle_frame(self, frame: memoryview, received: float) -> _Timed:
         session = self.session
@@ -173,11 +202,17 @@ class Connection:
             )
         request = decode_request(frame)
         handler = self._handlers[api_key]
-        context = RequestContext(self._services, request.header, self.listener, self.peer,
-                                 session)
+        services = self._services
+        context = RequestContext(services, request.header, self.listener, self.peer,
+                                 session, self._throttle)
         timed.called = _clock()
         outcome = handler(context, request.body)
         timed.returned = timed.done = _clock()
+        quotas = services.quotas
+        if quotas is not None and quotas.active:
+            timed.throttle_ms = after_request(
+                quotas, self._throttle, session.principal, request.header, request.body, api_key,
+                len(frame), timed.returned - timed.called)
         if is_awaitable(outcome):
             timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
         else:
@@ -202,6 +237,8 @@ class Connection:
 
     def _respond(self, timed: _Timed, correlation_id: int, outcome: Any) -> Any:
         requests = self._requests
+        if timed.throttle_ms:
+            outcome = with_throttle(outcome, timed.throttle_ms)
         if requests is not None and not isinstance(outcome, Marker):
             api_key = timed.api_key
             if isinstance(outcome, list):  # pre-encoded: the encoder listed its error codes

@@ -10,16 +10,19 @@ from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
-from .authenticator import ConnectionSession
+from .authenticator import ANONYMOUS, ConnectionSession
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
+    from odradek.quota import QuotaManager
     from odradek.replication import ReplicaManager
 
     from .producer_ids import ProducerIdManager
+    from .throttling import ChannelThrottle
 
-__all__ = ["BrokerServices", "RequestContext"]
+__all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
+
 
 
 @dataclass
@@ -35,6 +38,7 @@ class BrokerServices:
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
+    quotas: QuotaManager | None = None  # client quotas (None: none enforced)
     _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
 
     @property
@@ -72,6 +76,7 @@ class RequestContext:
     listener: str
     peer: str
     session: ConnectionSession = field(default_factory=ConnectionSession)
+    throttle: ChannelThrottle | None = None  # the connection's quota mute
 
     @property
     def api_version(self) -> int:

@@ -56,6 +56,7 @@ def handler_table() -> dict[int, Handler]:
     from .handlers import (
         admin,
         api_versions,
+        client_quotas,
         cluster_info,
         configs,
         delete_records,
@@ -91,6 +92,8 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
             user_scram.handle_describe_user_scram_credentials,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: user_scram.handle_alter_user_scram_credentials,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
+        ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -29,6 +29,7 @@ from odradek.config_sections import BrokerSections
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
+from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
 from odradek.types import BrokerId
 
@@ -72,6 +73,8 @@ class Broker:
         self.metrics = BrokerMetrics(self.sections.metrics.options())
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
+        self.quotas = QuotaManager(config["quota.window.num"],
+                                   config["quota.window.size.seconds"])
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -152,6 +155,7 @@ class Broker:
             group_coordinator=self._start_group_coordinator(replica_manager),
             dynamic_config=self._dynamic,
             metrics=metrics,
+            quotas=self.quotas,
         )
         self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
@@ -160,6 +164,7 @@ class Broker:
                                                        cluster):
             self._dynamic.add_listener(reconfigurable)
         self._dynamic.follow(cluster.view.snapshot)
+        self._apply_quotas()
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
         self.listeners.bind()
@@ -295,6 +300,7 @@ class Broker:
             logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
+            quotas=self.quotas,
             groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
             logs=logs, log_dirs=[str(d) for d in self.sections.log.log_dirs],
         )
@@ -359,11 +365,18 @@ class Broker:
     def _on_cluster_change(self, change: Any) -> None:
         if getattr(change, "broker_configs", None):
             self._dynamic.follow(self._cluster.view.snapshot)
+        if getattr(change, "client_quotas", False):
+            self._apply_quotas()
         self._apply_view()
         replica_manager = self.services.replica_manager
         for topic in getattr(change, "configs", ()):
             with contextlib.suppress(Exception):
                 replica_manager.update_topic_config(topic)
+
+    def _apply_quotas(self) -> None:
+        """Client quotas from ZooKeeper, live (/config/users, /config/clients)."""
+        stored = getattr(self._cluster.view.snapshot, "client_quotas", {})
+        self.quotas.configure(parse_stored(stored))
 
     def _apply_view(self) -> None:
         try:

@@ -9,7 +9,10 @@ What is watched, and why:
   watch while the controller has not created it yet);
 * each ``/config/topics/<t>`` and the ``/config/changes`` notifications Kafka's tools write;
 * ``/config/brokers`` children and each ``/config/brokers/<id|<default>>`` — dynamic broker
-  configs (every broker computes its effective config from them).
+  configs (every broker computes its effective config from them);
+* client quotas under ``/config/users`` and ``/config/clients``: read whole at start and
+  after a reconnect, then one entity per ``/config/changes`` notification naming it (as
+  Kafka's brokers follow them: no watch on every entity).
 
 Watches are one-shot and arrive on kazoo's thread: each only marks a *key* dirty on the
 loop. A single task re-reads the dirty keys in a worker thread (re-arming their watches),
@@ -35,6 +38,7 @@ from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, Sessio
 from kazoo.protocol.states import EventType, WatchedEvent, ZnodeStat
 
 from odradek.cluster import znodes
+from odradek.cluster.client_quotas import read_all_client_quotas, read_client_quotas
 from odradek.cluster.model import (
     NO_LEADER,
     BrokerInfo,
@@ -44,6 +48,7 @@ from odradek.cluster.model import (
     frozen_mapping,
 )
 from odradek.cluster.zk import SessionEvent, ZkSession
+from odradek.quota.entities import QuotaEntity
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,7 @@ CONTROLLER: Key = ("controller",)
 TOPICS: Key = ("topics",)
 CHANGES: Key = ("changes",)
 BROKER_CONFIGS: Key = ("broker_configs",)
+CLIENT_QUOTAS: Key = ("client_quotas",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,9 @@ class ClusterSnapshot:
     broker_epochs: Mapping[int, int] = field(default_factory=frozen_mapping)
     # ZooKeeper entity ("0", "<default>") -> its dynamic broker configs
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=frozen_mapping)
+    # quota entity -> its stored config (odradek.cluster.client_quotas)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, str]] = field(
+        default_factory=frozen_mapping)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +87,12 @@ class ClusterChange:
     configs: frozenset[str] = frozenset()
     controller: bool = False
     broker_configs: frozenset[str] = frozenset()  # entities whose dynamic configs changed
+    client_quotas: bool = False
 
     def __bool__(self) -> bool:
         return bool(
             self.brokers or self.topics or self.partitions or self.configs or self.controller
-            or self.broker_configs
+            or self.broker_configs or self.client_quotas
         )
 
 
@@ -120,6 +130,7 @@ def _diff(old: ClusterSnapshot, new: ClusterSnapshot) -> ClusterChange:
         configs=frozenset(configs),
         controller=old.controller_id != new.controller_id,
         broker_configs=frozenset(entities),
+        client_quotas=old.client_quotas != new.client_quotas,
     )
 
 
@@ -131,7 +142,9 @@ class ClusterView:
         self._dirty: set[Key] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._last_change_seen = ""
+        # The newest /config/changes notification handled; None until the first read (which
+        # reads everything anyway), "" when there were none then.
+        self._last_change_seen: str | None = None
         self._watch = session.watcher(self._on_watch)
         session.add_listener(self._on_session_event)
 
@@ -269,11 +282,13 @@ class _Reader:
         self.brokers = dict(base.brokers)
         self.broker_epochs = dict(base.broker_epochs)
         self.broker_configs = dict(base.broker_configs)
+        self.client_quotas = dict(base.client_quotas)
         self.topics = dict(base.topics)
 
     def read(self, dirty: set[Key]) -> ClusterSnapshot:
         if ALL in dirty:
-            dirty = {BROKERS, CONTROLLER, TOPICS, CHANGES, BROKER_CONFIGS, ("cluster_id",)}
+            dirty = {BROKERS, CONTROLLER, TOPICS, CHANGES, BROKER_CONFIGS, CLIENT_QUOTAS,
+                     ("cluster_id",)}
             self.topics = {}
         for key in sorted(dirty, key=lambda k: _ORDER.get(k[0], 9)):
             kind = key[0]
@@ -299,6 +314,9 @@ class _Reader:
                 self._read_broker_configs()
             elif kind == "broker_config":
                 self._read_broker_config(key[1])
+            elif kind == "client_quotas":
+                self.client_quotas = {entity: frozen_mapping(config) for entity, config
+                                      in read_all_client_quotas(self.client).items()}
         return ClusterSnapshot(
             self.cluster_id,
             self.controller_id,
@@ -306,6 +324,7 @@ class _Reader:
             frozen_mapping(dict(sorted(self.topics.items()))),
             frozen_mapping(dict(sorted(self.broker_epochs.items()))),
             frozen_mapping(dict(sorted(self.broker_configs.items()))),
+            frozen_mapping(self.client_quotas),
         )
 
     def _get(self, path: str, *, watch: bool = True) -> tuple[bytes, ZnodeStat] | None:
@@ -386,7 +405,7 @@ class _Reader:
     def _read_changes(self) -> None:
         children = sorted(self.client.get_children(znodes.CONFIG_CHANGES, watch=self.watch))
         last = self.view._last_change_seen
-        if last:
+        if last is not None:
             for child in children:
                 if child <= last:
                     continue
@@ -397,9 +416,17 @@ class _Reader:
                     self._read_config(name)
                 elif kind == "brokers" and name:
                     self._read_broker_config(name)
-        if children:
-            self.view._last_change_seen = children[-1]
+                elif (quota_entity := QuotaEntity.from_zk_path(entity)) is not None:
+                    self._read_client_quota(quota_entity)
+        self.view._last_change_seen = children[-1] if children else (last or "")
 
+
+    def _read_client_quota(self, entity: QuotaEntity) -> None:
+        config = read_client_quotas(self.client, entity)
+        if config:
+            self.client_quotas[entity] = frozen_mapping(config)
+        else:
+            self.client_quotas.pop(entity, None)
 
     def _read_broker_configs(self) -> None:
         entities = self.client.get_children(znodes.CONFIG_BROKERS, watch=self.watch)

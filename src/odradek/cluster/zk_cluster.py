@@ -31,6 +31,7 @@ from kazoo.exceptions import KazooException
 
 from odradek.cluster.assignment import Assignment
 from odradek.cluster.broker_configs import Update, alter_broker_config
+from odradek.cluster.client_quotas import alter_client_quotas
 from odradek.cluster.controller import Controller
 from odradek.cluster.controller.candidacy import depose_dead_controller
 from odradek.cluster.isr import IsrWriter
@@ -43,6 +44,7 @@ from odradek.cluster.user_credentials import alter_user_config, list_users, read
 from odradek.cluster.view import ClusterView
 from odradek.cluster.zk import ZkSession
 from odradek.config_sections import ControllerConfig
+from odradek.quota.entities import QuotaEntity
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +163,15 @@ class ZkCluster:
     async def users(self) -> list[str]:
         """Users with a ``/config/users`` znode."""
         return await self.session.call(list_users, self.session.client)
+
+    async def alter_client_quotas(
+        self, entity: QuotaEntity, update: Update, validate_only: bool = False
+    ) -> dict[str, str]:
+        """Rewrite the stored config of a quota entity as ``update(current)``, like
+        :meth:`alter_broker_config` (:mod:`odradek.cluster.client_quotas`)."""
+        return await self.session.call(
+            alter_client_quotas, self.session.client, entity, update, validate_only
+        )
 
     async def allocate_producer_id_block(self, block_size: int = DEFAULT_BLOCK_SIZE) -> range:
         return await allocate_producer_id_block(self.session, self.broker_id, block_size)

@@ -99,6 +99,32 @@ PURGATORY_EXPIRATIONS = MetricSpec(
     "Delayed operations completed by their timeout, by operation.", ("operation",),
     source="purgatory.expired")
 
+# --- client quotas (only while some quota is configured; one series per quota sharer) -----
+QUOTA_LABELS = ("user", "client_id")
+QUOTA_PRODUCE_RATE = MetricSpec(
+    "odradek_quota_produce_bytes_per_second", G,
+    "Produce request bytes per second of a quota entity, over the quota windows (Kafka's "
+    "Produce byte-rate); user or client_id is empty where the quota is shared by all.",
+    QUOTA_LABELS, SCRAPED, "QuotaSource.quota_states")
+QUOTA_FETCH_RATE = MetricSpec(
+    "odradek_quota_fetch_bytes_per_second", G,
+    "Fetch response bytes per second of a quota entity (Kafka's Fetch byte-rate).",
+    QUOTA_LABELS, SCRAPED, "QuotaSource.quota_states")
+QUOTA_REQUEST_TIME = MetricSpec(
+    "odradek_quota_request_time_ratio", G,
+    "Share of one request-handling thread a quota entity used, over the quota windows "
+    "(Kafka's request-time percentage / 100).", QUOTA_LABELS, SCRAPED,
+    "QuotaSource.quota_states")
+QUOTA_THROTTLE_TIME = MetricSpec(
+    "odradek_quota_throttle_time_seconds_total", C,
+    "Time responses told a quota entity to wait (throttle_time_ms) while its connection was "
+    "muted, by quota (produce, fetch, request).", ("quota", *QUOTA_LABELS), SCRAPED,
+    "QuotaSource.quota_states")
+QUOTA_THROTTLED = MetricSpec(
+    "odradek_quota_throttled_responses_total", C,
+    "Responses that throttled a quota entity, by quota (produce, fetch, request).",
+    ("quota", *QUOTA_LABELS), SCRAPED, "QuotaSource.quota_states")
+
 # --- network and event loop ----------------------------------------------------------------
 CONNECTIONS_OPENED = MetricSpec(
     "odradek_connections_opened_total", C, "Client connections accepted, by listener.",

@@ -36,7 +36,13 @@ from .recorders import (
     TrafficMetrics,
     ZooKeeperMetrics,
 )
-from .sources import BrokerInfo, ControllerSource, PartitionSource, PurgatorySource
+from .sources import (
+    BrokerInfo,
+    ControllerSource,
+    PartitionSource,
+    PurgatorySource,
+    QuotaSource,
+)
 from .state import StateCollector
 
 __all__ = ["BrokerMetrics"]
@@ -114,6 +120,7 @@ class BrokerMetrics:
     def attach(self, *, partitions: PartitionSource | None = None,
                controller: ControllerSource | None = None,
                purgatory: PurgatorySource | None = None,
+               quotas: QuotaSource | None = None,
                groups: GroupSource | None = None, logs: LogOffsetsSource | None = None,
                log_dirs: Sequence[str] | None = None) -> None:
         """Connect state read at scrape time. ``groups`` and ``logs`` come together (lag)."""
@@ -124,6 +131,8 @@ class BrokerMetrics:
             sources.controller = controller
         if purgatory is not None:
             sources.purgatory = purgatory
+        if quotas is not None:
+            sources.quotas = quotas
         if (groups is None) != (logs is None):
             raise ValueError("consumer lag needs both the group source and the log source")
         if groups is not None and logs is not None:

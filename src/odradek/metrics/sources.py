@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from odradek.quota import QuotaState
+
 __all__ = [
     "BrokerInfo",
     "ControllerSource",
@@ -26,6 +28,7 @@ __all__ = [
     "PartitionSource",
     "PartitionState",
     "PurgatorySource",
+    "QuotaSource",
 ]
 
 
@@ -83,6 +86,13 @@ class PurgatorySource(Protocol):
     """Delayed operations waiting, by operation name (``produce``, ``fetch``, ...)."""
 
     def purgatory_sizes(self) -> Mapping[str, int]: ...
+
+
+@runtime_checkable
+class QuotaSource(Protocol):
+    """Every live client-quota sensor (:meth:`odradek.quota.QuotaManager.states`)."""
+
+    def quota_states(self) -> Iterable[QuotaState]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from prometheus_client.core import Metric
+from prometheus_client.core import CounterMetricFamily, Metric
+
+from odradek.quota import QuotaState, QuotaType
 
 from . import catalog as m
 from .exposition import GaugeRows
@@ -39,6 +41,7 @@ from .sources import (
     PartitionSource,
     PartitionState,
     PurgatorySource,
+    QuotaSource,
 )
 
 __all__ = ["StateCollector", "StateSources"]
@@ -55,6 +58,7 @@ class StateSources:
     partitions: PartitionSource | None = None
     controller: ControllerSource | None = None
     purgatory: PurgatorySource | None = None
+    quotas: QuotaSource | None = None
     lag: LagCollector | None = None
     log_dirs: Sequence[str] = ()
 
@@ -64,6 +68,7 @@ class _Snapshot:
     partitions: tuple[PartitionState, ...] | None
     controller: ControllerState | None
     purgatory: dict[str, int] | None
+    quotas: tuple[QuotaState, ...] | None
     lag: LagInput | None
     tasks: int | None
 
@@ -142,7 +147,7 @@ class StateCollector:
 
     def _snapshot(self) -> _Snapshot:
         sources = self.sources
-        partitions, purgatory = sources.partitions, sources.purgatory
+        partitions, purgatory, quotas = sources.partitions, sources.purgatory, sources.quotas
         return _Snapshot(
             partitions=_guard("partitions", lambda: tuple(partitions.partitions()))
             if partitions else None,
@@ -150,6 +155,7 @@ class StateCollector:
             if sources.controller else None,
             purgatory=_guard("purgatory", lambda: dict(purgatory.purgatory_sizes()))
             if purgatory else None,
+            quotas=_guard("quotas", lambda: tuple(quotas.quota_states())) if quotas else None,
             lag=_guard("lag", sources.lag.read) if sources.lag else None,
             tasks=len(asyncio.all_tasks(self.loop)) if self.loop is not None else None,
         )
@@ -175,6 +181,8 @@ class StateCollector:
             for operation, size in sorted(snapshot.purgatory.items()):
                 family.add((operation,), size)
             yield family
+        if snapshot.quotas is not None:
+            yield from _quota_families(snapshot.quotas)
         if lag is not None:
             yield from LagCollector.families(lag)
         if snapshot.tasks is not None:
@@ -246,3 +254,28 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
         family = _gauge(spec)
         family.add((), value)
         yield family
+
+
+_QUOTA_RATES = {QuotaType.PRODUCE: (m.QUOTA_PRODUCE_RATE, 1.0),
+                QuotaType.FETCH: (m.QUOTA_FETCH_RATE, 1.0),
+                QuotaType.REQUEST: (m.QUOTA_REQUEST_TIME, 0.01)}  # percent -> ratio
+_QUOTA_NAMES = {QuotaType.PRODUCE: "produce", QuotaType.FETCH: "fetch",
+                QuotaType.REQUEST: "request"}
+
+
+def _quota_families(states: tuple[QuotaState, ...]) -> Iterator[Metric | GaugeRows]:
+    rates = {kind: (_gauge(spec), scale) for kind, (spec, scale) in _QUOTA_RATES.items()}
+    throttle_time = CounterMetricFamily(m.QUOTA_THROTTLE_TIME.name, m.QUOTA_THROTTLE_TIME.help,
+                                        labels=m.QUOTA_THROTTLE_TIME.labels)
+    throttled = CounterMetricFamily(m.QUOTA_THROTTLED.name, m.QUOTA_THROTTLED.help,
+                                    labels=m.QUOTA_THROTTLED.labels)
+    for state in states:
+        family, scale = rates[state.kind]
+        family.add((state.user, state.client_id), state.rate * scale)
+        labels = [_QUOTA_NAMES[state.kind], state.user, state.client_id]
+        throttle_time.add_metric(labels, state.throttle_seconds_total)
+        throttled.add_metric(labels, state.throttled_total)
+    for family, _scale in rates.values():
+        yield family
+    yield throttle_time
+    yield throttled

@@ -5,6 +5,12 @@ What is read, for whom, and how long a fetch may wait are the replication layer'
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
 (record data leaves the page cache by ``sendfile``). Incremental fetch sessions are not
 offered (session id 0 in every response), so every request is a full fetch.
+
+A consumer's fetch counts against its ``consumer_byte_rate`` quota (Kafka's way): it reads
+at most the quota's bytes of one measurement window, the response size is recorded once it
+is known, and a fetch over quota is answered *empty* with the throttle time (its bytes are
+taken back: the consumer fetches them again after the throttle) while the connection is
+muted (:mod:`..throttling`). Replica fetches are never throttled.
 """
 
 from __future__ import annotations
@@ -14,18 +20,31 @@ from typing import Any
 
 from odradek.protocol.builder import millis
 from odradek.protocol.fetch_response import EncodedResponse, encode_fetch_response
+from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
 from ..context import RequestContext
+from ..throttling import quota_user
 
 __all__ = ["handle_fetch"]
 
+_FETCH = QuotaType.FETCH
+
 
 def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+    replica_id = int(request.replica_id)
+    max_bytes = max(int(request.max_bytes), 0)
+    quotas = ctx.services.quotas
+    if quotas is None or replica_id >= 0 or not quotas.enabled(_FETCH):
+        quotas = None
+    else:
+        cap = quotas.max_bytes_in_window(_FETCH, quota_user(ctx.principal), _client_id(ctx))
+        if cap is not None:
+            max_bytes = min(max_bytes, cap)
     params = FetchParams(
-        replica_id=int(request.replica_id),
+        replica_id=replica_id,
         min_bytes=int(request.min_bytes),
-        max_bytes=max(int(request.max_bytes), 0),
+        max_bytes=max_bytes,
         max_wait_ms=millis(request.max_wait),
         partitions=tuple(
             PartitionFetch(
@@ -39,14 +58,31 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
             for part in topic.partitions
         ),
     )
-    version, correlation_id = ctx.api_version, ctx.header.correlation_id
     outcome = ctx.services.replica_manager.fetch(params)
     if isinstance(outcome, asyncio.Future):
-        return _respond_when_read(version, correlation_id, outcome)
-    return encode_fetch_response(version, correlation_id, outcome.topics)
+        return _respond_when_read(ctx, quotas, outcome)
+    return _respond(ctx, quotas, outcome)
 
 
 async def _respond_when_read(
-    version: int, correlation_id: int, pending: asyncio.Future[FetchRead]
+    ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead]
 ) -> EncodedResponse:
-    return encode_fetch_response(version, correlation_id, (await pending).topics)
+    return _respond(ctx, quotas, await pending)
+
+
+def _client_id(ctx: RequestContext) -> str:
+    return ctx.header.client_id or ""
+
+
+def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) -> EncodedResponse:
+    version, correlation_id = ctx.api_version, ctx.header.correlation_id
+    if quotas is not None:
+        user, client_id = quota_user(ctx.principal), _client_id(ctx)
+        throttle_ms = quotas.record(_FETCH, user, client_id, read.total_bytes)
+        if throttle_ms > 0:
+            quotas.unrecord(_FETCH, user, client_id, read.total_bytes)
+            if ctx.throttle is not None:
+                ctx.throttle.mute(throttle_ms)
+            return encode_fetch_response(version, correlation_id, (),
+                                         throttle_time_ms=throttle_ms)
+    return encode_fetch_response(version, correlation_id, read.topics)
