@@ -104,6 +104,7 @@ class ConfigDef:
     doc: str
     topic_name: str | None = None
     at_least: float | None = None
+    sensitive: bool = False  # a secret: DescribeConfigs shows no value (Kafka's PASSWORD)
 
     @property
     def type_name(self) -> str:
@@ -145,8 +146,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Addresses the broker listens on."),
     ConfigDef("advertised.listeners", _parse_listeners, None,
               "Addresses published to clients; defaults to listeners."),
-    ConfigDef("listener.security.protocol.map", _parse_list, ["PLAINTEXT:PLAINTEXT"],
-              "Listener name to security protocol."),
+    ConfigDef("listener.security.protocol.map", _parse_list,
+              ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT",
+               "SASL_SSL:SASL_SSL"],
+              "Listener name to security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), "
+              "as NAME:PROTOCOL pairs."),
     ConfigDef("inter.broker.listener.name", _parse_optional_str, None,
               "Listener used between brokers; defaults to the first listener."),
     ConfigDef("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted.",
@@ -155,6 +159,51 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF; -1 for the OS default."),
     ConfigDef("connections.max.idle.ms", LONG, 600000, "Idle connections are closed after this."),
     ConfigDef("request.timeout.ms", INT, 30000, "Upper bound for delayed operations."),
+    # Security (docs/security.md)
+    ConfigDef("ssl.keystore.type", STR, "PEM", "Format of the key store; only PEM."),
+    ConfigDef("ssl.keystore.location", _parse_optional_str, None,
+              "PEM file with the broker's private key and certificate chain."),
+    ConfigDef("ssl.keystore.password", _parse_optional_str, None,
+              "Password of an encrypted private key in ssl.keystore.location.", sensitive=True),
+    ConfigDef("ssl.key.password", _parse_optional_str, None,
+              "Password of the private key (used when ssl.keystore.password is unset).",
+              sensitive=True),
+    ConfigDef("ssl.keystore.certificate.chain", _parse_optional_str, None,
+              "The certificate chain as PEM text (instead of ssl.keystore.location)."),
+    ConfigDef("ssl.keystore.key", _parse_optional_str, None,
+              "The private key as PEM text (instead of ssl.keystore.location).",
+              sensitive=True),
+    ConfigDef("ssl.truststore.type", STR, "PEM", "Format of the trust store; only PEM."),
+    ConfigDef("ssl.truststore.location", _parse_optional_str, None,
+              "PEM bundle of the CAs trusted for client certificates and, between brokers, "
+              "for the other brokers' certificates."),
+    ConfigDef("ssl.truststore.certificates", _parse_optional_str, None,
+              "Trusted CA certificates as PEM text (instead of ssl.truststore.location)."),
+    ConfigDef("ssl.client.auth", STR, "none",
+              "Client certificates on SSL listeners: none, requested or required. A client "
+              "that presents one is User:<subject DN> unless it also authenticates by SASL."),
+    ConfigDef("ssl.endpoint.identification.algorithm", STR, "https",
+              "https: brokers verify the host name in each other's certificates; empty: not."),
+    ConfigDef("sasl.enabled.mechanisms", _parse_list, ["SCRAM-SHA-256", "SCRAM-SHA-512"],
+              "SASL mechanisms of SASL_* listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+              "(Kafka's default, GSSAPI, is not supported). PLAIN is checked against the "
+              "user's stored SCRAM credential."),
+    ConfigDef("sasl.mechanism.inter.broker.protocol", STR, "SCRAM-SHA-256",
+              "Mechanism brokers use with each other on a SASL inter-broker listener."),
+    ConfigDef("sasl.jaas.config", _parse_optional_str, None,
+              "The broker's own credentials on a SASL inter-broker listener, in JAAS form: "
+              "org.apache.kafka.common.security.scram.ScramLoginModule required "
+              "username=\"admin\" password=\"...\";", sensitive=True),
+    ConfigDef("connections.max.reauth.ms", LONG, 0,
+              "Lifetime of a SASL session: clients must re-authenticate (KIP-368) within it, "
+              "or their connection is closed at their next request. 0: sessions never expire.",
+              at_least=0),
+    ConfigDef("sasl.server.max.receive.size", INT, 524288,
+              "Largest request accepted on a SASL listener before the client authenticated.",
+              at_least=1),
+    ConfigDef("connection.failed.authentication.delay.ms", INT, 100,
+              "Delay before answering a failed authentication (slows password guessing).",
+              at_least=0),
     # ZooKeeper
     ConfigDef("zookeeper.connect", STR, "127.0.0.1:2181",
               "ZooKeeper connect string, optionally with a chroot (host:port/path)."),
@@ -404,6 +453,12 @@ class BrokerConfig(Mapping[str, Any]):
     def _validate(self) -> None:
         if not self["listeners"]:
             raise ConfigError("listeners must name at least one address")
+        from odradek.security.listeners import validate_security
+
+        try:
+            validate_security(self)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if self["log.message.timestamp.type"] not in ("CreateTime", "LogAppendTime"):
             raise ConfigError("log.message.timestamp.type must be CreateTime or LogAppendTime")
         for policy in self["log.cleanup.policy"]:
@@ -436,6 +491,14 @@ class BrokerConfig(Mapping[str, Any]):
     def log_dirs(self) -> list[Path]:
         dirs = self["log.dirs"] or [self["log.dir"]]
         return [Path(d) for d in dirs]
+
+    def security_protocol(self, listener: str) -> str:
+        """The security protocol of listener ``listener`` (listener.security.protocol.map)."""
+        for entry in self["listener.security.protocol.map"]:
+            name, _, protocol = entry.partition(":")
+            if name.strip().upper() == listener:
+                return protocol.strip().upper()
+        raise ConfigError(f"listener {listener} has no entry in listener.security.protocol.map")
 
     @property
     def advertised_listeners(self) -> list[Listener]:

@@ -31,6 +31,7 @@ __all__ = [
     "NetworkConfig",
     "ReplicationConfig",
     "Section",
+    "SecurityConfig",
     "TopicCreationConfig",
     "ZooKeeperConfig",
     "setting",
@@ -182,6 +183,53 @@ class NetworkConfig(Section):
 
 
 @dataclass(frozen=True, slots=True)
+class SecurityConfig(Section):
+    """Listeners' security protocols, TLS material and SASL (docs/security.md)."""
+
+    protocol_map: tuple[str, ...] = setting("listener.security.protocol.map")
+    ssl_keystore_location: str | None = setting("ssl.keystore.location")
+    ssl_keystore_password: str | None = setting("ssl.keystore.password")
+    ssl_key_password: str | None = setting("ssl.key.password")
+    ssl_keystore_certificate_chain: str | None = setting("ssl.keystore.certificate.chain")
+    ssl_keystore_key: str | None = setting("ssl.keystore.key")
+    ssl_truststore_location: str | None = setting("ssl.truststore.location")
+    ssl_truststore_certificates: str | None = setting("ssl.truststore.certificates")
+    ssl_client_auth: str = setting("ssl.client.auth")
+    ssl_endpoint_identification_algorithm: str = setting("ssl.endpoint.identification.algorithm")
+    sasl_enabled_mechanisms: tuple[str, ...] = setting("sasl.enabled.mechanisms")
+    sasl_mechanism_inter_broker_protocol: str = setting("sasl.mechanism.inter.broker.protocol")
+    sasl_jaas_config: str | None = setting("sasl.jaas.config")
+    failed_authentication_delay_ms: int = setting("connection.failed.authentication.delay.ms")
+    sasl_server_max_receive_size: int = setting("sasl.server.max.receive.size")
+    connections_max_reauth_ms: int = setting("connections.max.reauth.ms")
+
+    def protocol_of(self, listener: str) -> str:
+        """The security protocol of ``listener`` (validated to exist by the config)."""
+        for entry in self.protocol_map:
+            name, _, protocol = entry.partition(":")
+            if name.strip().upper() == listener.upper():
+                return protocol.strip().upper()
+        return "PLAINTEXT"
+
+    def tls_settings(self) -> Any:
+        """These settings as :class:`odradek.security.tls.TlsSettings` (Kafka's names)."""
+        from odradek.security.tls import TlsSettings
+
+        return TlsSettings({
+            "ssl.keystore.location": self.ssl_keystore_location,
+            "ssl.keystore.password": self.ssl_keystore_password,
+            "ssl.key.password": self.ssl_key_password,
+            "ssl.keystore.certificate.chain": self.ssl_keystore_certificate_chain,
+            "ssl.keystore.key": self.ssl_keystore_key,
+            "ssl.truststore.location": self.ssl_truststore_location,
+            "ssl.truststore.certificates": self.ssl_truststore_certificates,
+            "ssl.client.auth": self.ssl_client_auth,
+            "ssl.endpoint.identification.algorithm":
+                self.ssl_endpoint_identification_algorithm,
+        })
+
+
+@dataclass(frozen=True, slots=True)
 class TopicCreationConfig(Section):
     """Defaults and switches for creating and deleting topics (admin requests, Metadata
     auto-creation)."""
@@ -243,6 +291,7 @@ class BrokerSections:
     network: NetworkConfig = NetworkConfig()
     topics: TopicCreationConfig = TopicCreationConfig()
     metrics: MetricsConfig = MetricsConfig()
+    security: SecurityConfig = SecurityConfig()
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> BrokerSections:
@@ -256,4 +305,5 @@ class BrokerSections:
             network=NetworkConfig.from_config(config),
             topics=TopicCreationConfig.from_config(config),
             metrics=MetricsConfig.from_config(config),
+            security=SecurityConfig.from_config(config),
         )

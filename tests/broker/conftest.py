@@ -58,3 +58,6 @@ def wait_until_true(predicate: Callable[[], bool], timeout: float, what: str) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(0.01)
+
+
+from .security_support import certs, secure_broker  # noqa: E402, F401  (shared fixtures)

@@ -138,11 +138,14 @@ def test_offset_for_leader_epoch_and_delete_records(
         assert too_far.topics[0].partitions[0].error_code == 1
 
 
-def test_sasl_handshake_says_no_mechanisms(shared_broker: InProcessBroker) -> None:
+def test_sasl_handshake_on_a_plaintext_listener_is_an_illegal_state(
+        shared_broker: InProcessBroker) -> None:
     with WireClient(shared_broker.port) as client:
         response = client.request(SaslHandshakeRequest(mechanism="PLAIN"))
-        assert response.error_code == 33  # UNSUPPORTED_SASL_MECHANISM
+        assert response.error_code == 34  # ILLEGAL_SASL_STATE, as Kafka answers
         assert response.mechanisms == ()
+        again = client.request(SaslHandshakeRequest(mechanism="PLAIN"))  # still connected
+        assert again.error_code == 34
 
 
 def test_producer_ids_are_unique_across_brokers(start_broker: object) -> None:

@@ -33,10 +33,11 @@ from typing import Any
 from odradek.protocol.api_versions import ApiKey, is_advertised
 from odradek.protocol.errors import KafkaProtocolViolation, UnsupportedApi
 from odradek.protocol.framing import FrameReader
-from odradek.protocol.messages import decode_request, peek_ids
+from odradek.protocol.messages import RequestHeader, decode_request, peek_ids
 from odradek.protocol.negotiation import unsupported_api_versions_frame
 
-from .context import ANONYMOUS, BrokerServices, RequestContext
+from .authenticator import ConnectionSession
+from .context import BrokerServices, RequestContext
 from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_chunks
 from .outcomes import Marker
 from .response_errors import count_errors
@@ -51,6 +52,8 @@ _READ_SIZE = 256 * 1024
 _MAX_PIPELINE = 64
 _CLOSE = object()
 _clock = time.perf_counter
+_REAUTH = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+_RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 
 
 class _Timed:
@@ -76,15 +79,21 @@ class Connection:
         listener: str,
         peer: str,
         max_frame_bytes: int,
+        session: ConnectionSession | None = None,
     ) -> None:
         self._channel = channel
         self._services = services
         self._handlers = handlers
         self.listener = listener
         self.peer = peer
-        self.principal = ANONYMOUS  # set by authentication (SASL) when the listener has it
+        self.session = session if session is not None else ConnectionSession()
         self._throttle = ChannelThrottle()
         self._frames = FrameReader(max_frame_bytes)
+        self._max_frame_bytes = max_frame_bytes
+        self._pre_auth_limit = not self.session.authenticated
+        if self._pre_auth_limit:  # Kafka's sasl.server.max.receive.size, until logged in
+            self._frames.limit(min(max_frame_bytes, self.session.max_receive_size),
+                               "sasl.server.max.receive.size")
         self._pipeline: asyncio.Queue[Any] = asyncio.Queue(_MAX_PIPELINE)
         self._reader_stopped = asyncio.Event()
         self._receiving = False
@@ -139,6 +148,9 @@ class Connection:
             if count == 0:
                 return
             received = _clock()
+            if self._pre_auth_limit and self.session.authenticated:
+                self._pre_auth_limit = False
+                self._frames.limit(self._max_frame_bytes, "socket.request.max.bytes")
             self._frames.receive_data(view[:count])
             while (frame := self._frames.next_frame()) is not None:
                 if self._reader_stopped.is_set():
@@ -166,7 +178,19 @@ class Connection:
         return True
 
     def _handle_frame(self, frame: memoryview, received: float) -> _Timed:
+        session = self.session
+        if session.close_reason is not None:
+            raise KafkaProtocolViolation(f"request after {session.close_reason}")
+        if session.expects_raw_token:
+            return self._raw_sasl_token(frame, received)
         api_key, api_version, correlation_id = peek_ids(frame)
+        if session.expires_at is not None and session.expired() and api_key not in _REAUTH:
+            raise KafkaProtocolViolation(
+                "SASL session expired (connections.max.reauth.ms) without re-authentication")
+        if not session.allows(api_key):
+            raise KafkaProtocolViolation(
+                f"api key {api_key} before SASL authentication completed "
+                f"(only ApiVersions, SaslHandshake and SaslAuthenticate are answered)")
         timed = _Timed(api_key, received)
         if api_key == ApiKey.API_VERSIONS and not is_advertised(api_key, api_version):
             timed.outcome = [unsupported_api_versions_frame(correlation_id)]
@@ -180,19 +204,30 @@ class Connection:
         handler = self._handlers[api_key]
         services = self._services
         context = RequestContext(services, request.header, self.listener, self.peer,
-                                 self.principal, self._throttle)
+                                 session, self._throttle)
         timed.called = _clock()
         outcome = handler(context, request.body)
         timed.returned = timed.done = _clock()
         quotas = services.quotas
         if quotas is not None and quotas.active:
             timed.throttle_ms = after_request(
-                quotas, self._throttle, self.principal, request.header, request.body, api_key,
+                quotas, self._throttle, session.principal, request.header, request.body, api_key,
                 len(frame), timed.returned - timed.called)
         if is_awaitable(outcome):
             timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
         else:
             timed.outcome = self._respond(timed, correlation_id, outcome)
+        return timed
+
+    def _raw_sasl_token(self, frame: memoryview, received: float) -> _Timed:
+        """After a v0 SaslHandshake the frames are bare SASL tokens, not requests."""
+        from .handlers.sasl import sasl_token_outcome
+
+        timed = _Timed(ApiKey.SASL_AUTHENTICATE, received)
+        context = RequestContext(self._services, _RAW_TOKEN_HEADER, self.listener, self.peer,
+                                 self.session)
+        pending = sasl_token_outcome(context, bytes(frame))
+        timed.outcome = asyncio.ensure_future(self._finish(timed, -1, pending))
         return timed
 
     async def _finish(self, timed: _Timed, correlation_id: int, pending: Awaitable[Any]) -> Any:
@@ -233,11 +268,17 @@ class Connection:
                     self._observe(timed)
                     continue
                 if item is CLOSE_CONNECTION:
-                    log.info("closing connection from %s after a failed acks=0 produce", self.peer)
+                    reason = self.session.close_reason or "a failed acks=0 produce"
+                    log.info("closing connection from %s after %s", self.peer, reason)
                     self.stop_reading()
                     return
                 await self._channel.write_chunks(item)
                 self._observe(timed)
+                if self.session.close_reason is not None:
+                    log.info("closing connection from %s after %s", self.peer,
+                             self.session.close_reason)
+                    self.stop_reading()
+                    return
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s write failed: %s", self.peer, exc)
         except Exception:

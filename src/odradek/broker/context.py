@@ -10,6 +10,8 @@ from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
 
+from .authenticator import ANONYMOUS, ConnectionSession
+
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
@@ -21,8 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
 
-ANONYMOUS = "User:ANONYMOUS"
-"""Kafka's principal of a connection that did not authenticate (PLAINTEXT listeners)."""
 
 
 @dataclass
@@ -75,9 +75,15 @@ class RequestContext:
     header: RequestHeader
     listener: str
     peer: str
-    principal: str = ANONYMOUS  # who the connection authenticated as (``User:<name>``)
+    session: ConnectionSession = field(default_factory=ConnectionSession)
     throttle: ChannelThrottle | None = None  # the connection's quota mute
 
     @property
     def api_version(self) -> int:
         return self.header.api_version
+
+    @property
+    def principal(self) -> str:
+        """Who sent this request: ``User:<name>`` after SASL, ``User:<subject DN>`` for a
+        client certificate, else ``User:ANONYMOUS`` (what authorizers and quotas key on)."""
+        return self.session.principal

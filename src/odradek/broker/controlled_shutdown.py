@@ -25,6 +25,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
+from odradek.client.errors import KafkaClientError
+from odradek.client.security import PLAINTEXT, ClientSecurity, open_stream
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.controlled_shutdown import ControlledShutdownRequest
@@ -50,13 +52,14 @@ async def request_controlled_shutdown(
     max_retries: int,
     backoff_s: float,
     timeout_s: float,
+    security: ClientSecurity = PLAINTEXT,
 ) -> bool:
     """Run the protocol; True once the controller reports no partition left on us."""
     attempts = max(1, max_retries)
     for attempt in range(1, attempts + 1):
         try:
             remaining = await asyncio.wait_for(
-                _ask_controller(cluster, broker_id, listener), timeout_s
+                _ask_controller(cluster, broker_id, listener, security), timeout_s
             )
             if not remaining:
                 await _wait_until_not_leading(cluster, broker_id, timeout_s)
@@ -66,7 +69,7 @@ async def request_controlled_shutdown(
                 "controlled shutdown attempt %d/%d: still leading %s",
                 attempt, attempts, [str(tp) for tp in remaining],
             )
-        except (OSError, TimeoutError, ControlledShutdownFailed) as exc:
+        except (OSError, TimeoutError, ControlledShutdownFailed, KafkaClientError) as exc:
             log.warning("controlled shutdown attempt %d/%d failed: %s", attempt, attempts, exc)
         if attempt < attempts:
             await asyncio.sleep(backoff_s)  # Kafka's retry backoff, not a synchronisation
@@ -74,7 +77,8 @@ async def request_controlled_shutdown(
     return False
 
 
-async def _ask_controller(cluster: Any, broker_id: int, listener: str) -> list[TopicPartition]:
+async def _ask_controller(cluster: Any, broker_id: int, listener: str,
+                          security: ClientSecurity) -> list[TopicPartition]:
     view = cluster.view
     controller_id = view.controller_id
     broker_epoch = cluster.broker_epoch if cluster.broker_epoch is not None else -1
@@ -92,7 +96,8 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str) -> list[T
     request = ControlledShutdownRequest(
         broker_id=BrokerId(i32(broker_id)), broker_epoch=i64(broker_epoch)
     )
-    reader, writer = await asyncio.open_connection(host, port)
+    stream = await open_stream(host, port, security, f"broker-{broker_id}")
+    reader, writer = stream.reader, stream.writer
     try:
         writer.write(encode_request(request, correlation_id=1, client_id=f"broker-{broker_id}"))
         await writer.drain()

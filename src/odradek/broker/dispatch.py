@@ -67,6 +67,7 @@ def handler_table() -> dict[int, Handler]:
         produce,
         producer_id,
         sasl,
+        user_scram,
     )
 
     return {
@@ -88,6 +89,9 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+            user_scram.handle_describe_user_scram_credentials,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: user_scram.handle_alter_user_scram_credentials,
         ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
         ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
         **_group_handlers(),

@@ -34,6 +34,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.client.connection import Connection, NodeAddress
+from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.metrics.lag import LogOffsets
 from odradek.protocol.api_versions import ApiKey
 
@@ -58,8 +59,10 @@ class RemoteLogOffsets:
                  leader_of: Callable[[TopicPartition], int | None],
                  address_of: Callable[[int], tuple[str, int] | None], *,
                  timeout: float, interval: float, max_age: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 security: ClientSecurity = PLAINTEXT) -> None:
         self._broker_id = broker_id
+        self._security = security  # the inter-broker listener's TLS/SASL
         self._leader_of = leader_of
         self._address_of = address_of
         self._timeout = timeout
@@ -192,7 +195,7 @@ class RemoteLogOffsets:
             raise ConnectionError(f"broker {leader} is not registered")
         connection = await Connection.open(
             NodeAddress(leader, *address), f"odradek-broker-{self._broker_id}-lag",
-            timeout=self._timeout)
+            timeout=self._timeout, security=self._security)
         self._connections[leader] = connection
         return connection
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 from typing import Any
 
 from odradek.config import BrokerConfig
@@ -30,14 +29,14 @@ from odradek.config_sections import BrokerSections
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
-from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
 from odradek.types import BrokerId
 
-from .connection import Connection
 from .context import BrokerServices
 from .dispatch import handler_table
+from .inter_broker import inter_broker_security
+from .listeners import Listeners
 from .metrics_sources import (
     BrokerLogOffsets,
     ClusterController,
@@ -49,7 +48,6 @@ from .offsets_log import ReplicatedOffsetsLog
 from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
 from .remote_offsets import RemoteLogOffsets
-from .socket_channel import SocketChannel
 
 __all__ = ["Broker"]
 
@@ -57,7 +55,6 @@ log = logging.getLogger(__name__)
 
 _SHUTDOWN_GRACE_S = 5.0
 _VISIBLE_TIMEOUT_S = 30.0
-_LISTEN_BACKLOG = 1024
 
 
 class Broker:
@@ -70,18 +67,21 @@ class Broker:
         self.sections: BrokerSections = self._dynamic.sections
         self._cluster = cluster
         self._log_manager = log_manager
-        self._listen_sockets: list[tuple[str, socket.socket]] = []
-        self._accept_tasks: list[asyncio.Task[None]] = []
-        self._connections: dict[asyncio.Task[None], Connection] = {}
         self._services: BrokerServices | None = None
         self._remote_offsets: RemoteLogOffsets | None = None
         self._stopped = asyncio.Event()
-        self.bound_ports: dict[str, int] = {}
         self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
+        self._inter_broker_security = inter_broker_security(self.sections)
         self.quotas = QuotaManager(config["quota.window.num"],
                                    config["quota.window.size.seconds"])
 
     # Lifecycle ---------------------------------------------------------------------------
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        """Listener name -> the port it is bound to (known once started)."""
+        return self.listeners.bound_ports
+
     @property
     def bound_port(self) -> int:
         """Port of the first listener (what tests connect to)."""
@@ -142,6 +142,7 @@ class Broker:
             isr_writer=getattr(cluster, "isr", None),
             broker_address=self._broker_address,
             metrics=metrics,
+            security=self._inter_broker_security,
         )
         await replica_manager.start()
         self._services = BrokerServices(
@@ -166,14 +167,10 @@ class Broker:
         self._apply_quotas()
         cluster.view.add_listener(self._on_cluster_change)
         self._apply_view()
-        self._bind()
+        self.listeners.bind()
         await cluster.register_broker(self._broker_info())
         await self._wait_until_visible()
-        handlers = handler_table()
-        for name, sock in self._listen_sockets:
-            self._accept_tasks.append(
-                asyncio.create_task(self._accept_loop(name, sock, handlers), name=f"accept {name}")
-            )
+        self.listeners.start(self.services, handler_table())
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
 
@@ -198,24 +195,14 @@ class Broker:
         await self._controlled_shutdown()
         if self._cluster is not None:  # hand the controller role over while still serving
             await self._cluster.resign_controller()
-        for task in self._accept_tasks:
-            task.cancel()
-        for _name, sock in self._listen_sockets:
-            sock.close()
-        for connection in self._connections.values():
-            connection.stop_reading()
+        self.listeners.stop_accepting()
         if self._services is not None:
             self._services.replica_manager.complete_delayed_now()
             if self._services.group_coordinator is not None:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
                 await self._services.group_coordinator.close()
-        if self._connections:
-            _done, pending = await asyncio.wait(
-                list(self._connections), timeout=_SHUTDOWN_GRACE_S
-            )
-            for task in pending:
-                task.cancel()
+        await self.listeners.close_connections(_SHUTDOWN_GRACE_S)
         if self._services is not None:
             self._services.producer_ids.close()
             self._cluster.view.remove_listener(self._on_cluster_change)
@@ -243,6 +230,7 @@ class Broker:
             max_retries=settings.max_retries,
             backoff_s=settings.retry_backoff_ms / 1000,
             timeout_s=network.request_timeout_ms / 1000,
+            security=self._inter_broker_security,
         )
         self._cluster.view.remove_listener(self._on_cluster_change)
         fetchers = getattr(self._services.replica_manager, "fetchers", None)
@@ -253,66 +241,23 @@ class Broker:
         await self._stopped.wait()
 
     # Network -----------------------------------------------------------------------------
-    def _bind(self) -> None:
-        for listener in self.sections.network.listeners:
-            host = listener.host or "0.0.0.0"
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self._set_buffer_sizes(sock)
-            sock.bind((host, listener.port))
-            sock.listen(_LISTEN_BACKLOG)
-            sock.setblocking(False)
-            self._listen_sockets.append((listener.name, sock))
-            self.bound_ports[listener.name] = sock.getsockname()[1]
-
-    def _set_buffer_sizes(self, sock: socket.socket) -> None:
-        network = self.sections.network
-        send, receive = network.socket_send_buffer_bytes, network.socket_receive_buffer_bytes
-        if send > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send)
-        if receive > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive)
-
     def _broker_info(self) -> Any:
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
+        security = self.sections.security
         for listener in self.sections.network.advertised_listeners:
             port = listener.port or self.bound_ports.get(listener.name, listener.port)
-            endpoints.append(Endpoint(listener.name, listener.host, port))
+            endpoints.append(Endpoint(listener.name, listener.host, port,
+                                      security.protocol_of(listener.name)))
         first = endpoints[0]
         return BrokerInfo(self.broker_id, first.host, first.port,
                           self.config["broker.rack"], tuple(endpoints))
 
-    async def _accept_loop(self, name: str, server: socket.socket, handlers: Any) -> None:
-        loop = asyncio.get_running_loop()
-        max_frame = self.sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
-        while True:
-            try:
-                sock, _address = await loop.sock_accept(server)
-            except OSError as exc:
-                if self._stopped.is_set():
-                    return
-                log.warning("accept on %s failed: %s", name, exc)
-                await asyncio.sleep(0.1)  # e.g. EMFILE: back off instead of spinning
-                continue
-            channel = SocketChannel(sock)
-            connection = Connection(
-                channel, self.services, handlers, listener=name, peer=channel.peer,
-                max_frame_bytes=max_frame,
-            )
-            task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
-            self._connections[task] = connection
-            self.metrics.connections.opened(name)
-            task.add_done_callback(self._connection_done)
-
-    def _connection_done(self, task: asyncio.Task[None]) -> None:
-        connection = self._connections.pop(task, None)
-        if connection is not None:
-            self.metrics.connections.closed(connection.listener)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("connection task failed", exc_info=task.exception())
+    async def _user_config(self, user: str) -> Any:
+        """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
+        read = getattr(self._cluster, "user_config", None)
+        return await read(user) if read is not None else {}
 
     # Metrics -----------------------------------------------------------------------------
     def _observe_cluster(self, cluster: Any) -> None:
@@ -350,7 +295,8 @@ class Broker:
                 self.broker_id, self._leader_of, self._broker_address,
                 timeout=options.end_offsets_timeout_ms / 1000,
                 interval=options.end_offsets_refresh_ms / 1000,
-                max_age=options.end_offsets_max_age_ms / 1000)
+                max_age=options.end_offsets_max_age_ms / 1000,
+                security=self._inter_broker_security)
             logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
@@ -397,9 +343,16 @@ class Broker:
             return self.config.log_config()
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
-        """Where a follower reaches ``broker_id`` (its first advertised endpoint)."""
+        """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener
+        (else its first advertised one)."""
         info = self._cluster.view.brokers.get(broker_id)
-        return (info.host, int(info.port)) if info is not None else None
+        if info is None:
+            return None
+        listener = self.sections.network.inter_broker_listener
+        for endpoint in info.endpoints:
+            if endpoint.listener == listener:
+                return endpoint.host, int(endpoint.port)
+        return info.host, int(info.port)
 
     def reconfigure(self, update: ConfigUpdate) -> None:
         """The effective config changed (dynamic broker configs): the broker and its

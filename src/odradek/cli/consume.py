@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import click
 
-from .output import bootstrap_option, client_errors, output_option, parse_properties
+from .output import (
+    bootstrap_option,
+    client_errors,
+    command_config_option,
+    output_option,
+    parse_properties,
+)
 
 PROPERTIES = ("print.key", "print.value", "print.timestamp", "print.partition",
               "print.offset", "print.headers", "key.separator", "line.separator")
@@ -19,6 +26,7 @@ def _text(data: bytes | None) -> str:
 
 @click.command()
 @bootstrap_option
+@command_config_option
 @click.argument("topic")
 @click.option("--group", default=None, help="Consume as a member of this consumer group.")
 @click.option("--zookeeper", default=None, metavar="HOST:PORT[/CHROOT]",
@@ -39,7 +47,8 @@ def _text(data: bytes | None) -> str:
                    "print.headers, print.value (true/false), key.separator.")
 @output_option
 @client_errors
-def consume(bootstrap: str, topic: str, group: str | None, zookeeper: str | None,
+def consume(bootstrap: str, security: dict[str, Any], topic: str, group: str | None,
+            zookeeper: str | None,
             from_beginning: bool,
             max_messages: int | None, partition: int | None, offset: str | None,
             timeout_ms: int | None, properties: tuple[str, ...], output: str) -> None:
@@ -65,7 +74,8 @@ def consume(bootstrap: str, topic: str, group: str | None, zookeeper: str | None
                                      else "largest", client_id="odradek-console-consumer")
     else:
         consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
-                            auto_offset_reset=reset, client_id="odradek-console-consumer")
+                            auto_offset_reset=reset, client_id="odradek-console-consumer",
+                            **security)
     seen = 0
     try:
         if isinstance(consumer, ZooKeeperConsumer):

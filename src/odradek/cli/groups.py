@@ -8,22 +8,30 @@ from typing import Any
 
 import click
 
-from .output import bootstrap_option, client_errors, output_option, print_json, print_table
+from .output import (
+    bootstrap_option,
+    client_errors,
+    command_config_option,
+    output_option,
+    print_json,
+    print_table,
+)
 
 
 @click.group()
 @bootstrap_option
+@command_config_option
 @output_option
 @click.pass_context
-def groups(ctx: click.Context, bootstrap: str, output: str) -> None:
+def groups(ctx: click.Context, bootstrap: str, security: dict[str, Any], output: str) -> None:
     """Inspect and manage consumer groups."""
-    ctx.obj = {"bootstrap": bootstrap, "output": output}
+    ctx.obj = {"bootstrap": bootstrap, "output": output, "security": security}
 
 
 def _admin(ctx: click.Context) -> Any:
     from odradek.client import AdminClient
 
-    return AdminClient(ctx.obj["bootstrap"])
+    return AdminClient(ctx.obj["bootstrap"], **ctx.obj["security"])
 
 
 @groups.command(name="list")

@@ -97,8 +97,10 @@ from odradek.cli.perf import perf  # noqa: E402
 from odradek.cli.produce import produce  # noqa: E402
 from odradek.cli.ready import broker_ready  # noqa: E402
 from odradek.cli.topics import topics  # noqa: E402
+from odradek.cli.users import users  # noqa: E402
 
 cli.add_command(topics)
+cli.add_command(users)
 cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(groups)

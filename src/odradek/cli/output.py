@@ -20,6 +20,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 bootstrap_option = click.option(
     "--bootstrap-server", "bootstrap", required=True, envvar="ODRADEK_BOOTSTRAP_SERVER",
     metavar="HOST:PORT[,HOST:PORT]", help="Broker(s) to connect to first.")
+
+
+def _load_command_config(_ctx: click.Context, _param: click.Parameter,
+                         path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    from pathlib import Path
+
+    from odradek.client.security import settings_from_properties
+    from odradek.config import parse_properties as parse_java_properties
+
+    try:
+        return settings_from_properties(parse_java_properties(Path(path).read_text()))
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--command-config") from None
+
+
+command_config_option = click.option(
+    "--command-config", "security", type=click.Path(exists=True, dir_okay=False),
+    callback=_load_command_config, envvar="ODRADEK_COMMAND_CONFIG",
+    help="Client properties file, as for Kafka's tools: security.protocol, sasl.mechanism, "
+         "sasl.jaas.config (or sasl.username/sasl.password), ssl.truststore.location.")
 output_option = click.option(
     "--output", "output", type=click.Choice(["table", "json"]), default="table",
     show_default=True, help="Tables for people, JSON for scripts.")

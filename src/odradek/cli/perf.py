@@ -9,16 +9,23 @@ from typing import Any
 
 import click
 
-from .output import bootstrap_option, client_errors, output_option, print_table
+from .output import (
+    bootstrap_option,
+    client_errors,
+    command_config_option,
+    output_option,
+    print_table,
+)
 
 
 @click.group()
 @bootstrap_option
+@command_config_option
 @output_option
 @click.pass_context
-def perf(ctx: click.Context, bootstrap: str, output: str) -> None:
+def perf(ctx: click.Context, bootstrap: str, security: dict[str, Any], output: str) -> None:
     """Measure producer or consumer throughput and latency."""
-    ctx.obj = {"bootstrap": bootstrap, "output": output}
+    ctx.obj = {"bootstrap": bootstrap, "output": output, "security": security}
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -41,7 +48,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 @click.option("--linger-ms", type=click.IntRange(min=0), default=5, show_default=True)
 @click.pass_obj
 @client_errors
-def perf_produce(obj: dict[str, str], topic: str, num_records: int, record_size: int,
+def perf_produce(obj: dict[str, Any], topic: str, num_records: int, record_size: int,
                  throughput: int, acks: str, compression: str, batch_size: int,
                  linger_ms: int) -> None:
     """Send NUM_RECORDS records of RECORD_SIZE random bytes; report rate and latency."""
@@ -51,7 +58,7 @@ def perf_produce(obj: dict[str, str], topic: str, num_records: int, record_size:
     from odradek.client import Producer
 
     producer = Producer(bootstrap, acks=acks, compression_type=compression,
-                        batch_size=batch_size, linger_ms=linger_ms)
+                        batch_size=batch_size, linger_ms=linger_ms, **obj["security"])
     payload = os.urandom(record_size)
     latencies: list[float] = []
     sample_every = max(1, num_records // 20_000)
@@ -105,7 +112,7 @@ def perf_produce(obj: dict[str, str], topic: str, num_records: int, record_size:
               help="Give up when no record arrives for this long.")
 @click.pass_obj
 @client_errors
-def perf_consume(obj: dict[str, str], topic: str, messages: int, group: str | None,
+def perf_consume(obj: dict[str, Any], topic: str, messages: int, group: str | None,
                  timeout_ms: int) -> None:
     """Read MESSAGES records from the beginning; report rate."""
     bootstrap, output = obj["bootstrap"], obj["output"]
@@ -114,7 +121,8 @@ def perf_consume(obj: dict[str, str], topic: str, messages: int, group: str | No
     from odradek.client import Consumer, TopicPartition
 
     consumer = Consumer(bootstrap_servers=bootstrap, group_id=group,
-                        auto_offset_reset="earliest", max_poll_records=5000)
+                        auto_offset_reset="earliest", max_poll_records=5000,
+                        **obj["security"])
     seen = 0
     size = 0
     try:

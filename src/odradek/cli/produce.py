@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from .output import bootstrap_option, client_errors, parse_properties
+from .output import bootstrap_option, client_errors, command_config_option, parse_properties
 
 PROPERTIES = ("parse.key", "key.separator", "parse.headers", "headers.delimiter",
               "headers.separator", "headers.key.separator", "ignore.error")
@@ -14,6 +15,7 @@ PROPERTIES = ("parse.key", "key.separator", "parse.headers", "headers.delimiter"
 
 @click.command()
 @bootstrap_option
+@command_config_option
 @click.argument("topic")
 @click.option("--property", "properties", multiple=True, metavar="KEY=VALUE",
               help="parse.key=true, key.separator=<sep> (default TAB), parse.headers=true, "
@@ -26,7 +28,8 @@ PROPERTIES = ("parse.key", "key.separator", "parse.headers", "headers.delimiter"
 @click.option("--linger-ms", type=click.IntRange(min=0), default=5, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=16384, show_default=True)
 @client_errors
-def produce(bootstrap: str, topic: str, properties: tuple[str, ...], compression: str,
+def produce(bootstrap: str, security: dict[str, Any], topic: str, properties: tuple[str, ...],
+            compression: str,
             acks: str, linger_ms: int, batch_size: int) -> None:
     """Send each line of stdin as one record to TOPIC."""
     from odradek.client import Producer
@@ -39,7 +42,8 @@ def produce(bootstrap: str, topic: str, properties: tuple[str, ...], compression
     headers_separator = props.get("headers.separator", ",")
     headers_key_separator = props.get("headers.key.separator", ":")
     producer = Producer(bootstrap, compression_type=compression, acks=acks,
-                        linger_ms=linger_ms, batch_size=batch_size, max_block_ms=10_000)
+                        linger_ms=linger_ms, batch_size=batch_size, max_block_ms=10_000,
+                        **security)
     futures = []
     count = 0
     try:

@@ -9,6 +9,7 @@ import click
 from .output import (
     bootstrap_option,
     client_errors,
+    command_config_option,
     output_option,
     parse_configs,
     print_json,
@@ -18,17 +19,18 @@ from .output import (
 
 @click.group()
 @bootstrap_option
+@command_config_option
 @output_option
 @click.pass_context
-def topics(ctx: click.Context, bootstrap: str, output: str) -> None:
+def topics(ctx: click.Context, bootstrap: str, security: dict[str, Any], output: str) -> None:
     """Manage topics."""
-    ctx.obj = {"bootstrap": bootstrap, "output": output}
+    ctx.obj = {"bootstrap": bootstrap, "output": output, "security": security}
 
 
 def _admin(ctx: click.Context) -> Any:
     from odradek.client import AdminClient
 
-    return AdminClient(ctx.obj["bootstrap"])
+    return AdminClient(ctx.obj["bootstrap"], **ctx.obj["security"])
 
 
 @topics.command()

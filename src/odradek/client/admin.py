@@ -23,6 +23,8 @@ from .cluster_client import ClusterClient
 from .errors import BrokerResponseError, KafkaClientError
 from .metadata import ClusterMetadata, TopicInfo, TopicPartition
 from .offsets import OffsetAndTimestamp, list_offsets
+from .scram_users import UserCredential, alter_user_scram, describe_user_scram
+from .security import ClientSecurity
 
 __all__ = [
     "RESOURCE_BROKER",
@@ -98,9 +100,12 @@ def _check(errors: list[str], what: str) -> None:
 
 class AsyncAdminClient:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "odradek-admin",
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, **security: Any) -> None:
+        """``security``: kafka-python's names (``security_protocol``, ``ssl_cafile``,
+        ``sasl_mechanism``, ``sasl_plain_username``, ...; :class:`ClientSecurity`)."""
         self.client = ClusterClient(bootstrap_servers, client_id=client_id,
-                                    request_timeout_ms=request_timeout_ms)
+                                    request_timeout_ms=request_timeout_ms,
+                                    security=ClientSecurity.create(**security))
         self.timeout_ms = request_timeout_ms
 
     async def __aenter__(self) -> AsyncAdminClient:
@@ -137,6 +142,18 @@ class AsyncAdminClient:
         """Brokers, controller and cluster id (from Metadata, which every broker serves)."""
         self.client.track_all_topics()
         return await self.client.refresh_metadata()
+
+    # ------------------------------------------------------------------ users
+
+    async def alter_user_scram_credentials(
+            self, *, upsert: Iterable[tuple[str, str, str]] = (),
+            delete: Iterable[tuple[str, str]] = ()) -> None:
+        """Add or replace (user, mechanism, password) and delete (user, mechanism)."""
+        await alter_user_scram(self.client, upsert=upsert, delete=delete)
+
+    async def describe_user_scram_credentials(
+            self, users: Iterable[str] | None = None) -> list[UserCredential]:
+        return await describe_user_scram(self.client, users)
 
     # ------------------------------------------------------------------ topics
 

@@ -22,8 +22,9 @@ from kio.schema.errors import ErrorCode
 from odradek.protocol.api_versions import ApiKey
 
 from .connection import Connection, NodeAddress
-from .errors import BrokerResponseError, ConnectionFailed, KafkaClientError
+from .errors import AuthenticationError, BrokerResponseError, ConnectionFailed, KafkaClientError
 from .metadata import ClusterMetadata
+from .security import PLAINTEXT, ClientSecurity
 
 __all__ = ["ClusterClient", "parse_bootstrap"]
 
@@ -59,7 +60,9 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
 class ClusterClient:
     def __init__(self, bootstrap_servers: str | Iterable[str], *, client_id: str = "odradek",
                  request_timeout_ms: int = 30_000, metadata_max_age_ms: int = 300_000,
-                 retry_backoff_ms: int = 100, connect_timeout_ms: int = 10_000) -> None:
+                 retry_backoff_ms: int = 100, connect_timeout_ms: int = 10_000,
+                 security: ClientSecurity = PLAINTEXT) -> None:
+        self.security = security
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout = request_timeout_ms / 1000
@@ -125,7 +128,8 @@ class ClusterClient:
             if delay > 0:
                 await asyncio.sleep(delay)
         try:
-            conn = await Connection.open(address, self.client_id, self.connect_timeout)
+            conn = await Connection.open(address, self.client_id, self.connect_timeout,
+                                         self.security)
         except KafkaClientError:
             self._failures[address.node_id] = time.monotonic()
             self._stale = True
@@ -172,7 +176,9 @@ class ClusterClient:
         for host, port in self.bootstrap:
             try:
                 conn = await Connection.open(NodeAddress(-1, host, port), self.client_id,
-                                             self.connect_timeout)
+                                             self.connect_timeout, self.security)
+            except AuthenticationError:
+                raise  # the next bootstrap server would refuse the same credentials
             except KafkaClientError as exc:
                 errors.append(str(exc))
                 continue

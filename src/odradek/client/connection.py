@@ -20,6 +20,7 @@ import asyncio
 import collections
 import logging
 import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from odradek.protocol.builder import build
 from odradek.protocol.messages import decode_response, encode_request, request_type
 
 from .errors import ConnectionFailed, UnsupportedByBroker, raise_for_code
+from .security import PLAINTEXT, ClientSecurity, open_stream
 from .versions import CLIENT_VERSIONS
 
 __all__ = ["Connection", "NodeAddress"]
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _API_VERSIONS_MAX = CLIENT_VERSIONS[ApiKey.API_VERSIONS][1]
+_RETIRE_FRACTION = 0.8  # of a SASL session's lifetime (Kafka's clients re-auth at 85-95 %)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +69,21 @@ class Connection:
         self._versions: dict[int, int] = {}
         self._closed: BaseException | None = None
         self._read_task: asyncio.Task[None] | None = None
+        self._retire_at: float | None = None
 
     @classmethod
     async def open(cls, address: NodeAddress, client_id: str = "odradek",
-                   timeout: float = 10.0) -> Connection:
+                   timeout: float = 10.0, security: ClientSecurity = PLAINTEXT) -> Connection:
+        """Connect, with TLS and SASL when ``security`` says so, and negotiate versions."""
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(address.host, address.port, limit=1 << 20), timeout)
+            stream = await asyncio.wait_for(
+                open_stream(address.host, address.port, security, client_id), timeout)
         except (TimeoutError, OSError) as exc:
             raise ConnectionFailed(f"cannot connect to {address}: {exc}") from exc
-        conn = cls(address, client_id, reader, writer)
+        conn = cls(address, client_id, stream.reader, stream.writer)
+        if stream.session_lifetime_ms > 0:
+            lifetime_s = stream.session_lifetime_ms / 1000
+            conn._retire_at = time.monotonic() + _RETIRE_FRACTION * lifetime_s
         conn._read_task = asyncio.get_running_loop().create_task(conn._read_loop())
         try:
             await asyncio.wait_for(conn._negotiate(), timeout)
@@ -127,6 +135,12 @@ class Connection:
 
     @property
     def closed(self) -> bool:
+        """Closed — or retired: a SASL session near the end of its lifetime is closed once
+        idle, so callers open a new (newly authenticated) connection instead of being
+        disconnected by the broker (odradek does not re-authenticate in place)."""
+        if self._retire_at is not None and self._closed is None and not self._pending \
+                and time.monotonic() >= self._retire_at:
+            self.close(ConnectionFailed(f"{self.address}: SASL session lifetime is over"))
         return self._closed is not None
 
     @property

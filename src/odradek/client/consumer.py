@@ -25,6 +25,7 @@ from .fetcher import Fetcher
 from .group import GroupMembership
 from .metadata import TopicPartition
 from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
+from .security import ClientSecurity
 
 __all__ = ["AsyncConsumer", "RebalanceListener"]
 
@@ -53,7 +54,7 @@ class AsyncConsumer:
                  key_deserializer: Callable[[bytes | None], Any] | None = None,
                  value_deserializer: Callable[[bytes | None], Any] | None = None,
                  on_assign: RebalanceListener | None = None,
-                 on_revoke: RebalanceListener | None = None) -> None:
+                 on_revoke: RebalanceListener | None = None, **security: Any) -> None:
         if auto_offset_reset not in _RESETS:
             raise ValueError(f"auto_offset_reset must be earliest, latest or none; got "
                              f"{auto_offset_reset!r}")
@@ -62,7 +63,8 @@ class AsyncConsumer:
         self.client = ClusterClient(bootstrap_servers, client_id=client_id,
                                     request_timeout_ms=request_timeout_ms,
                                     retry_backoff_ms=retry_backoff_ms,
-                                    metadata_max_age_ms=metadata_max_age_ms)
+                                    metadata_max_age_ms=metadata_max_age_ms,
+                                    security=ClientSecurity.create(**security))
         self.fetcher = Fetcher(self.client, fetch_min_bytes=fetch_min_bytes,
                                fetch_max_bytes=fetch_max_bytes,
                                fetch_max_wait_ms=fetch_max_wait_ms,

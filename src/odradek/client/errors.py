@@ -12,6 +12,7 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 __all__ = [
+    "AuthenticationError",
     "BrokerResponseError",
     "ClientClosed",
     "ConnectionFailed",
@@ -38,6 +39,11 @@ class ConnectionFailed(KafkaClientError):
     """
 
     retriable = True
+
+
+class AuthenticationError(KafkaClientError):
+    """SASL authentication failed (wrong credentials, or a mechanism the broker refuses).
+    Not retriable: the same credentials fail again."""
 
 
 class ClientClosed(KafkaClientError):

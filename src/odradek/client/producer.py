@@ -53,7 +53,7 @@ class AsyncProducer:
             config.bootstrap_servers, client_id=config.client_id,
             request_timeout_ms=config.request_timeout_ms,
             metadata_max_age_ms=config.metadata_max_age_ms,
-            retry_backoff_ms=config.retry_backoff_ms)
+            retry_backoff_ms=config.retry_backoff_ms, security=config.security)
         self.accumulator = RecordAccumulator(config.batch_size, config.linger_ms,
                                              config.buffer_memory, config.delivery_timeout_ms)
         self.partitioner = DefaultPartitioner(config.partitioner)

@@ -10,6 +10,7 @@ from typing import Any
 from odradek.protocol.compression import CODEC_BY_NAME
 
 from .partitioner import PartitionerFn
+from .security import ClientSecurity
 
 __all__ = ["ProducerConfig", "to_bytes"]
 
@@ -62,8 +63,10 @@ class ProducerConfig:
                  metadata_max_age_ms: int = 300_000,
                  partitioner: PartitionerFn | None = None,
                  key_serializer: Callable[[Any], bytes | None] | None = None,
-                 value_serializer: Callable[[Any], bytes | None] | None = None) -> None:
+                 value_serializer: Callable[[Any], bytes | None] | None = None,
+                 **security: Any) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = ClientSecurity.create(**security)  # kafka-python's names
         self.client_id = client_id
         self.acks = _parse_acks(acks)
         self.compression = _parse_compression(compression_type)

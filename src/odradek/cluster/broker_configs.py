@@ -19,7 +19,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from odradek.cluster import znodes
 from odradek.protocol.errors import UnknownServerError
 
-__all__ = ["Update", "alter_broker_config"]
+__all__ = ["Update", "alter_broker_config", "alter_entity_config"]
 
 Update = Callable[[Mapping[str, str]], Mapping[str, str]]
 _ATTEMPTS = 5
@@ -30,7 +30,14 @@ def alter_broker_config(
 ) -> dict[str, str]:
     """Replace ``entity``'s dynamic configs with ``update(current)`` (which validates, raising
     a KafkaError); returns what was (or, with ``validate_only``, would be) stored."""
-    path = znodes.broker_config_path(entity)
+    return alter_entity_config(client, znodes.broker_config_path(entity), f"brokers/{entity}",
+                               update, validate_only)
+
+
+def alter_entity_config(client: KazooClient, path: str, entity_path: str, update: Update,
+                        validate_only: bool = False) -> dict[str, str]:
+    """The same for any ``/config/<type>/<name>`` znode (``entity_path`` is ``<type>/<name>``,
+    what the change notification names)."""
     for _ in range(_ATTEMPTS):
         try:
             data, stat = client.get(path)
@@ -48,7 +55,7 @@ def alter_broker_config(
             txn.set_data(path, encoded, version=version)
         txn.create(
             f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-            znodes.encode_config_change(f"brokers/{entity}"),
+            znodes.encode_config_change(entity_path),
             sequence=True,
         )
         results = txn.commit()

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kazoo.exceptions import KazooException
@@ -40,6 +40,7 @@ from odradek.cluster.model import BrokerInfo, TopicMetadata
 from odradek.cluster.producer_ids import DEFAULT_BLOCK_SIZE, allocate_producer_id_block
 from odradek.cluster.registry import BrokerRegistry
 from odradek.cluster.topics import ConfigValidator, TopicAdmin
+from odradek.cluster.user_credentials import alter_user_config, list_users, read_user_config
 from odradek.cluster.view import ClusterView
 from odradek.cluster.zk import ZkSession
 from odradek.config_sections import ControllerConfig
@@ -149,6 +150,19 @@ class ZkCluster:
         return await self.session.call(
             alter_broker_config, self.session.client, entity, update, validate_only
         )
+
+    async def user_config(self, name: str) -> dict[str, str]:
+        """``/config/users/<name>`` (SCRAM credentials; empty if none)."""
+        return await self.session.call(read_user_config, self.session.client, name)
+
+    async def alter_user_config(
+        self, name: str, update: Callable[[Mapping[str, str]], Mapping[str, str]]
+    ) -> dict[str, str]:
+        return await self.session.call(alter_user_config, self.session.client, name, update)
+
+    async def users(self) -> list[str]:
+        """Users with a ``/config/users`` znode."""
+        return await self.session.call(list_users, self.session.client)
 
     async def alter_client_quotas(
         self, entity: QuotaEntity, update: Update, validate_only: bool = False

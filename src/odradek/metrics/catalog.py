@@ -135,6 +135,11 @@ CONNECTIONS_CLOSED = MetricSpec(
 CONNECTIONS = MetricSpec(
     "odradek_connections", G, "Open client connections, by listener.", ("listener",),
     source="connections (opened - closed)")
+AUTHENTICATIONS = MetricSpec(
+    "odradek_authentications_total", C,
+    "SASL logins (and re-authentications) on SASL listeners, by listener and result "
+    "(success, failure): failures are wrong passwords, unknown users or broken exchanges.",
+    ("listener", "result"), source="connections.authenticated")
 EVENT_LOOP_LAG = MetricSpec(
     "odradek_event_loop_lag_seconds", H,
     "How late the event loop ran a timer: the saturation of odradek's single network and "

@@ -187,7 +187,8 @@ class ConnectionMetrics(_Recorder):
     def __init__(self) -> None:
         self._opened = MetricFamily(m.CONNECTIONS_OPENED)
         self._closed = MetricFamily(m.CONNECTIONS_CLOSED)
-        self.families = (self._opened, self._closed)
+        self._authentications = MetricFamily(m.AUTHENTICATIONS)
+        self.families = (self._opened, self._closed, self._authentications)
 
     def opened(self, listener: str) -> None:
         self._opened.labels(listener).value += 1
@@ -195,10 +196,14 @@ class ConnectionMetrics(_Recorder):
     def closed(self, listener: str) -> None:
         self._closed.labels(listener).value += 1
 
+    def authenticated(self, listener: str, success: bool) -> None:
+        self._authentications.labels(listener, "success" if success else "failure").value += 1
+
     def collect(self) -> Iterator[Metric]:
         opened, closed = self._opened.collect(), self._closed.collect()
         yield opened
         yield closed
+        yield self._authentications.collect()
         closed_by = {s.labels["listener"]: s.value for s in closed.samples
                      if s.name.endswith("_total")}
         open_now = GaugeMetricFamily(m.CONNECTIONS.name, m.CONNECTIONS.help, labels=["listener"])

@@ -35,12 +35,18 @@ class FrameReader:
     however much more data arrives (a view into the growing buffer would pin it).
     """
 
-    __slots__ = ("_buffer", "_max_frame_bytes", "_position")
+    __slots__ = ("_buffer", "_max_frame_bytes", "_position", "limit_name")
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         self._buffer = bytearray()
         self._position = 0
         self._max_frame_bytes = max_frame_bytes
+        self.limit_name = "socket.request.max.bytes"  # what the error message blames
+
+    def limit(self, max_frame_bytes: int, name: str) -> None:
+        """A new largest frame (e.g. the smaller one before SASL authentication)."""
+        self._max_frame_bytes = max_frame_bytes
+        self.limit_name = name
 
     @property
     def buffered_bytes(self) -> int:
@@ -66,7 +72,7 @@ class FrameReader:
         size = int.from_bytes(self._buffer[start : start + 4], "big", signed=True)
         if size < 0 or size > self._max_frame_bytes:
             raise FrameSizeInvalid(
-                f"frame size {size} outside 0..{self._max_frame_bytes} (socket.request.max.bytes)"
+                f"frame size {size} outside 0..{self._max_frame_bytes} ({self.limit_name})"
             )
         if available - 4 < size:
             return None

@@ -37,6 +37,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.client.connection import Connection, NodeAddress
 from odradek.client.errors import KafkaClientError
+from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
 from odradek.types import BrokerId, TopicPartition
@@ -92,10 +93,12 @@ class ReplicaFetcherManager:
         broker_id: BrokerId,
         settings: ReplicationConfig,
         broker_address: Callable[[int], tuple[str, int] | None],
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
         self.settings = settings
         self._broker_address = broker_address
+        self.security = security  # TLS/SASL of the inter-broker listener
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[TopicPartition, tuple[int, int]] = {}
         # Told the size of each appended response part (the broker's replication-bytes-in
@@ -260,6 +263,7 @@ class ReplicaFetcher:
         self._connection = await Connection.open(
             NodeAddress(self.leader, address[0], address[1]),
             client_id=f"broker-{self.broker_id}-fetcher-{self.index}", timeout=timeout,
+            security=self._manager.security,
         )
         return self._connection
 

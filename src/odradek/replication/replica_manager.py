@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode
 
+from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.clock import monotonic_ms
 from odradek.protocol.errors import (
     InvalidRequiredAcks,
@@ -86,6 +87,7 @@ class ReplicaManager:
         isr_writer: Any = None,
         broker_address: Callable[[int], tuple[str, int] | None] | None = None,
         metrics: BrokerMetrics | None = None,
+        security: ClientSecurity = PLAINTEXT,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -103,7 +105,8 @@ class ReplicaManager:
                                           lambda: self._partitions.values(),
                                           self.after_isr_change)
         if broker_address is not None:
-            self.fetchers = ReplicaFetcherManager(broker_id, replication, broker_address)
+            self.fetchers = ReplicaFetcherManager(broker_id, replication, broker_address,
+                                                  security)
         # Traffic is counted once per partition of a request (a counter add), never per
         # record; the state (sizes, offsets, ISR) is read at scrape time instead.
         self._traffic = metrics.traffic if metrics is not None else None

@@ -94,8 +94,8 @@ _REJECTED = {
     "interceptor.classes": "interceptors are Java classes",
     "partitioner.class": "the 'partition' column chooses a partition; otherwise keys hash "
                          "with murmur2 as in the Java client",
-    "sasl.mechanism": "odradek speaks PLAINTEXT only",
-    "sasl.jaas.config": "odradek speaks PLAINTEXT only",
+    "sasl.mechanism": "the Spark connector connects over PLAINTEXT listeners only",
+    "sasl.jaas.config": "the Spark connector connects over PLAINTEXT listeners only",
 }
 
 
@@ -110,7 +110,8 @@ def check_names(options: Mapping[str, str]) -> None:
             if name in _REJECTED:
                 raise OptionError(key, f"not supported: {_REJECTED[name]}")
             if name == "security.protocol" and str(value).upper() != "PLAINTEXT":
-                raise OptionError(key, f"odradek speaks PLAINTEXT only, got {value!r}")
+                raise OptionError(key, "the Spark connector connects over PLAINTEXT listeners "
+                                  f"only, got {value!r}")
             if name in CONSUMER_SETTINGS or name in PRODUCER_SETTINGS \
                     or name in INERT_CLIENT_OPTIONS:
                 continue

@@ -77,12 +77,17 @@ def _config_type(value: Any) -> int:
 def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
            read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+    definition = BROKER_CONFIGS.get(name)
+    sensitive = definition is not None and definition.sensitive
+    if sensitive:  # like Kafka's PASSWORD type: never shown, only whether it is set
+        value = None
+        synonyms = [(n, None, src) for n, _v, src in synonyms]
     listed = tuple(
         build(module.DescribeConfigsSynonym, name=n, value=v, source=int(src))
         for n, v, src in synonyms
     ) if include_synonyms else ()
     return build(module.DescribeConfigsResourceResult, name=name, value=value,
-                 read_only=read_only, config_source=int(source), is_sensitive=False,
+                 read_only=read_only, config_source=int(source), is_sensitive=sensitive,
                  synonyms=listed, config_type=_config_type(kind), documentation=doc,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 

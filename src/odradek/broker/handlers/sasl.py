@@ -1,7 +1,18 @@
-"""SASL: no mechanisms until the security issue lands; say so the way Kafka would."""
+"""SaslHandshake (v0-v1) and SaslAuthenticate (v0-v2): driving the connection's
+:class:`~odradek.broker.authenticator.SaslAuthenticator`.
+
+A failed exchange is answered like Kafka: SASL_AUTHENTICATION_FAILED after
+``connection.failed.authentication.delay.ms`` (slows password guessing; one try per
+connection), then the connection is closed. With ``connections.max.reauth.ms`` the
+session lifetime is sent in SaslAuthenticate (v1+) and the client re-authenticates on the
+same connection (KIP-368: SaslHandshake + SaslAuthenticate again, same mechanism and user);
+a connection whose session expired is closed at its next other request.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -9,26 +20,106 @@ from kio.schema.errors import ErrorCode
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import build, response_module
 
+from ..authenticator import AuthenticationFailed, SaslState
 from ..context import RequestContext
+from ..outcomes import CLOSE_CONNECTION
 
-__all__ = ["handle_sasl_authenticate", "handle_sasl_handshake"]
+__all__ = ["handle_sasl_authenticate", "handle_sasl_handshake", "sasl_token_outcome"]
+
+log = logging.getLogger(__name__)
 
 
 def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.SASL_HANDSHAKE, ctx.api_version)
-    return build(
-        module.SaslHandshakeResponse,
-        error_code=ErrorCode.unsupported_sasl_mechanism,
-        mechanisms=(),
-    )
+    session = ctx.session
+    sasl = session.sasl
+    reauth = sasl is not None and sasl.state is SaslState.COMPLETE and session.reauth_ms > 0
+    if sasl is None or (sasl.state is not SaslState.HANDSHAKE and not reauth):
+        # Like Kafka: harmless on a non-SASL listener or once authenticated; a handshake
+        # in the middle of an exchange ends the connection.
+        if not session.authenticated:
+            session.close_reason = "an unexpected SaslHandshake"
+        return build(module.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
+                     mechanisms=())
+    mechanism = str(request.mechanism)
+    if not sasl.handshake(mechanism, ctx.api_version):
+        session.close_reason = (f"a re-authentication with {mechanism[:40]!r}" if reauth else
+                                f"SASL mechanism {mechanism[:40]!r} is not enabled")
+        return build(module.SaslHandshakeResponse,
+                     error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=sasl.enabled)
+    session.reauthenticating = reauth
+    return build(module.SaslHandshakeResponse, error_code=ErrorCode.none,
+                 mechanisms=sasl.enabled)
 
 
 def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.SASL_AUTHENTICATE, ctx.api_version)
-    return build(
-        module.SaslAuthenticateResponse,
-        error_code=ErrorCode.illegal_sasl_state,
-        error_message="SASL is not enabled on this listener",
-        auth_bytes=b"",
-        session_lifetime_ms=0,
-    )
+    sasl = ctx.session.sasl
+    if sasl is None or sasl.state is not SaslState.AUTHENTICATE or sasl.raw_tokens:
+        if not ctx.session.authenticated:
+            ctx.session.close_reason = "an unexpected SaslAuthenticate"
+        return build(module.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
+                     error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
+                     session_lifetime=0)
+    return _authenticate(ctx, module, bytes(request.auth_bytes))
+
+
+async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> Any:
+    try:
+        reply, lifetime_ms = await _step(ctx, token)
+    except AuthenticationFailed:
+        mechanism = ctx.session.sasl.mechanism if ctx.session.sasl else "?"
+        return build(module.SaslAuthenticateResponse,
+                     error_code=ErrorCode.sasl_authentication_failed,
+                     error_message=f"Authentication failed: invalid credentials with SASL "
+                                   f"mechanism {mechanism}",
+                     auth_bytes=b"", session_lifetime=0)
+    return build(module.SaslAuthenticateResponse, error_code=ErrorCode.none,
+                 error_message=None, auth_bytes=reply, session_lifetime=lifetime_ms)
+
+
+async def _step(ctx: RequestContext, token: bytes) -> tuple[bytes, int]:
+    """One token through the authenticator: the reply and, once complete, the session
+    lifetime (ms, 0: unlimited). A failure is logged, delayed, and marks the connection for
+    closing after the answer."""
+    session = ctx.session
+    assert session.sasl is not None
+    reauthenticating = session.reauthenticating
+    lifetime_ms = 0
+    try:
+        reply = await session.sasl.step(token)
+        if session.sasl.state is SaslState.COMPLETE:
+            lifetime_ms = session.completed()
+    except AuthenticationFailed as exc:
+        _count(ctx, success=False)
+        log.info("failed authentication with %s (%s): %s", ctx.peer, session.sasl.mechanism,
+                 exc)
+        session.close_reason = "failed SASL authentication"
+        await asyncio.sleep(ctx.services.sections.security.failed_authentication_delay_ms
+                            / 1000)
+        raise
+    if session.sasl.state is SaslState.COMPLETE:
+        _count(ctx, success=True)
+        log.debug("%s %s as %s", ctx.peer,
+                  "re-authenticated" if reauthenticating else "authenticated", session.principal)
+    return reply, lifetime_ms
+
+
+def _count(ctx: RequestContext, *, success: bool) -> None:
+    metrics = ctx.services.metrics
+    if metrics is not None:
+        metrics.connections.authenticated(ctx.listener, success)
+
+
+def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Any:
+    """A bare token after a v0 handshake: the answer is a bare size-prefixed token too;
+    a failure just closes the connection (Kafka sends nothing either)."""
+    return _raw(ctx, token)
+
+
+async def _raw(ctx: RequestContext, token: bytes) -> Any:
+    try:
+        reply, _lifetime_ms = await _step(ctx, token)
+    except AuthenticationFailed:
+        return CLOSE_CONNECTION
+    return [len(reply).to_bytes(4, "big") + reply]

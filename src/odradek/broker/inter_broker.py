@@ -1,0 +1,26 @@
+"""How this broker connects to the others (replica fetchers, controlled shutdown): the
+inter-broker listener's security protocol, with the trust store (and own certificate) of
+the ``ssl.*`` settings and the credentials of ``sasl.jaas.config``."""
+
+from __future__ import annotations
+
+from odradek.client.security import ClientSecurity
+from odradek.config_sections import BrokerSections
+from odradek.security.jaas import parse_jaas
+from odradek.security.listeners import uses_sasl, uses_tls
+from odradek.security.tls import client_context
+
+__all__ = ["inter_broker_security"]
+
+
+def inter_broker_security(sections: BrokerSections) -> ClientSecurity:
+    """How this broker connects to the others: the inter-broker listener's protocol, the
+    trust store (and own certificate) of ``ssl.*``, the credentials of ``sasl.jaas.config``."""
+    security = sections.security
+    protocol = security.protocol_of(sections.network.inter_broker_listener)
+    context = client_context(security.tls_settings()) if uses_tls(protocol) else None
+    user = password = None
+    if uses_sasl(protocol) and security.sasl_jaas_config:
+        user, password = parse_jaas(security.sasl_jaas_config)
+    return ClientSecurity(protocol, context, security.sasl_mechanism_inter_broker_protocol,
+                          user, password)

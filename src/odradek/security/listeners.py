@@ -1,0 +1,93 @@
+"""What a listener's security protocol means, and the checks a broker config must pass.
+
+Kafka's four protocols are two independent switches — TLS on the socket, SASL before
+requests — so every other module asks :func:`uses_tls` / :func:`uses_sasl` instead of
+comparing protocol names.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
+
+__all__ = [
+    "PROTOCOLS",
+    "SASL_MECHANISMS",
+    "uses_sasl",
+    "uses_tls",
+    "validate_security",
+]
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+CLIENT_AUTH = ("none", "requested", "required")
+
+
+def uses_tls(protocol: str) -> bool:
+    return protocol in ("SSL", "SASL_SSL")
+
+
+def uses_sasl(protocol: str) -> bool:
+    return protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+def validate_security(config: BrokerConfig) -> None:
+    """Raise ValueError for a listener setup that cannot work, naming what to fix (the
+    config turns it into its ConfigError)."""
+    mapping: dict[str, str] = {}
+    for entry in config["listener.security.protocol.map"]:
+        name, sep, protocol = entry.partition(":")
+        protocol = protocol.strip().upper()
+        if not sep or protocol not in PROTOCOLS:
+            raise ValueError(f"listener.security.protocol.map: {entry!r} is not "
+                              f"NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}")
+        mapping[name.strip().upper()] = protocol
+    names = [listener.name for listener in config["listeners"]]
+    for name in names:
+        if name not in mapping:
+            raise ValueError(f"listener {name} has no entry in listener.security.protocol.map")
+    for listener in config["advertised.listeners"] or ():
+        if listener.name not in names:
+            raise ValueError(f"advertised listener {listener.name} is not in listeners")
+    inter = config["inter.broker.listener.name"]
+    if inter is not None and inter.upper() not in names:
+        raise ValueError(f"inter.broker.listener.name {inter} is not in listeners")
+    protocols = {mapping[name] for name in names}
+    if config["ssl.keystore.type"].upper() != "PEM" or config["ssl.truststore.type"].upper() \
+            != "PEM":
+        raise ValueError("only PEM key and trust stores are supported (ssl.*.type=PEM)")
+    if config["ssl.client.auth"] not in CLIENT_AUTH:
+        raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}")
+    if any(uses_tls(p) for p in protocols):
+        has_chain = config["ssl.keystore.certificate.chain"] and config["ssl.keystore.key"]
+        if not (config["ssl.keystore.location"] or has_chain):
+            raise ValueError("an SSL listener needs ssl.keystore.location (a PEM file with "
+                              "the key and certificate chain) or ssl.keystore.certificate.chain "
+                              "and ssl.keystore.key")
+    if config["ssl.client.auth"] != "none" and not (
+            config["ssl.truststore.location"] or config["ssl.truststore.certificates"]):
+        raise ValueError("ssl.client.auth needs ssl.truststore.location to verify clients")
+    for mechanism in config["sasl.enabled.mechanisms"]:
+        if mechanism not in SASL_MECHANISMS:
+            raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
+                              f"(supported: {', '.join(SASL_MECHANISMS)})")
+    inter_protocol = mapping[(inter or names[0]).upper()]
+    if uses_sasl(inter_protocol):
+        if config["sasl.mechanism.inter.broker.protocol"] not in config["sasl.enabled.mechanisms"]:
+            raise ValueError("sasl.mechanism.inter.broker.protocol must be one of "
+                              "sasl.enabled.mechanisms")
+        if not config["sasl.jaas.config"]:
+            raise ValueError("a SASL inter-broker listener needs the broker's credentials in "
+                              "sasl.jaas.config")
+        from .jaas import parse_jaas
+
+        try:
+            parse_jaas(config["sasl.jaas.config"])
+        except ValueError as exc:
+            raise ValueError(f"sasl.jaas.config: {exc}") from None
+    if uses_tls(inter_protocol) and config["ssl.client.auth"] == "required" and not (
+            config["ssl.keystore.location"] or config["ssl.keystore.certificate.chain"]):
+        raise ValueError("ssl.client.auth=required on the inter-broker listener needs a "
+                          "broker certificate")
