@@ -4,8 +4,9 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
 
 1. **Range.** The dirty section runs from the *first dirty offset* (the cleaner checkpoint,
    at least the log start) to the *first uncleanable offset*: the base of the first segment
-   that is active, holds offsets at or above the high watermark (not yet committed, could
-   still be truncated), or holds records younger than ``min.compaction.lag.ms``.
+   that is active, holds offsets at or above the last stable offset (not yet committed,
+   could still be truncated, or part of an undecided transaction), or holds records younger
+   than ``min.compaction.lag.ms``.
 2. **Offset map.** Records of the dirty section are decoded and each key's latest offset is
    put in an :class:`OffsetMap` keyed by a 16-byte BLAKE2b digest of the key (Kafka uses
    MD5): a ``bytearray`` of ``log.cleaner.dedupe.buffer.size`` bytes, 24 bytes per entry,
@@ -22,7 +23,9 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
    range are unchanged), producer id/epoch/baseSequence and partitionLeaderEpoch, with a new
    CRC. A batch losing all records disappears, except the last batch of an idempotent
    producer, which stays as an empty batch so the producer's sequence state survives a
-   restart (Kafka does the same). Control batches are copied unchanged.
+   restart (Kafka does the same). Control batches are copied unchanged, and so is every
+   aborted-transaction entry of the group's ``.txnindex`` files (the markers and offsets
+   they name do not move), so read_committed consumers still skip aborted data.
 4. **Swap.** The cleaned files are fsynced, renamed ``.cleaned`` -> ``.swap``, the originals
    renamed ``.deleted`` (removed later: readers may hold regions), and ``.swap`` renamed to the
    final name. A crash in between is finished by recovery (see
@@ -129,7 +132,7 @@ class CleanResult:
 
 def first_uncleanable_offset(log_: PartitionLog, now: int) -> int:
     segments = log_.segments
-    high_watermark = log_.high_watermark
+    high_watermark = log_.last_stable_offset
     lag = log_.config.min_compaction_lag_ms
     for index, segment in enumerate(segments[:-1]):
         following = segments[index + 1].base_offset
@@ -271,7 +274,7 @@ def _clean_group(
 ) -> tuple[LogSegment, int]:
     directory: Path = log_.dir
     base = group[0].base_offset
-    for kind in ("log", "index", "timeindex"):
+    for kind in ("log", "index", "timeindex", "txnindex"):
         (directory / f"{base:020d}.{kind}.cleaned").unlink(missing_ok=True)
     cleaned = LogSegment(
         directory,
@@ -308,6 +311,9 @@ def _clean_group(
             if len(buffer) >= _WRITE_BUFFER:
                 flush_buffer()
     flush_buffer()
+    for segment in group:
+        for entry in segment.txn_index.entries:
+            cleaned.txn_index.append(entry)
     cleaned.next_offset = group[-1].next_offset
     cleaned.on_become_inactive()
     cleaned.flush()
