@@ -66,6 +66,7 @@ def handler_table() -> dict[int, Handler]:
         produce,
         producer_id,
         sasl,
+        txn_markers,
     )
 
     return {
@@ -87,6 +88,7 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
+        ApiKey.WRITE_TXN_MARKERS: txn_markers.handle_write_txn_markers,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -50,6 +50,7 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    WRITE_TXN_MARKERS = 27
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -121,6 +122,11 @@ _CONTROLLER_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
 }
 ADVERTISED.update(_CONTROLLER_APIS)
+
+# Transactions, partition side: WriteTxnMarkers is sent by transaction coordinators to
+# partition leaders (``broker/handlers/txn_markers.py``). v2 adds a transaction version the
+# handler does not interpret (KIP-890), so only v1 is offered.
+ADVERTISED[ApiKey.WRITE_TXN_MARKERS] = VersionRange(1, 1)
 
 PARSEABLE: dict[ApiKey, VersionRange] = dict(ADVERTISED)
 
