@@ -288,3 +288,14 @@ def test_cleaner_keeps_index_entries_and_never_passes_the_lso(tmp_path: Path) ->
     assert all(segment.base_offset < lso for segment in log.segments[:-2])
     open_txn = [s for s in log.segments if s.base_offset <= lso < s.next_offset]
     assert open_txn and open_txn[0].base_offset == lso  # the open transaction's segment
+
+
+def test_markers_stay_control_batches_when_the_topic_recompresses(tmp_path: Path) -> None:
+    log = new_log(tmp_path, small_config(compression_type="gzip"))
+    log.append(txn_batch(3, 0, 2), leader_epoch=0)
+    write_marker(log, 3, commit=False)
+    data = log.read(0, 1 << 20, isolation_high_watermark=False).region
+    assert data is not None
+    headers = [header for header, _records in decode_batches(data.read_bytes())]
+    assert [(h.compression, h.is_control) for h in headers] == [(1, False), (0, True)]
+    assert all_entries(log) == [AbortedTxn(3, 0, 2, 3)]

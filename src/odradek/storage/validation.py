@@ -59,16 +59,18 @@ def apply_compression_type(
     batches: list[tuple[int, BatchHeader]],
     config: LogConfig,
 ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
-    """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case)."""
+    """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case).
+    Control batches (transaction markers) are kept as written: re-encoding would lose
+    their control bit, and consumers read their one tiny record uncompressed anyway."""
     wanted = config.compression_type
     if wanted == "producer":
         return data, batches
     codec = 0 if wanted == "uncompressed" else CODEC_BY_NAME[wanted]
-    if all(header.compression == codec for _pos, header in batches):
+    if all(header.compression == codec or header.is_control for _pos, header in batches):
         return data, batches
     out = bytearray()
     for pos, header in batches:
-        if header.compression == codec:
+        if header.compression == codec or header.is_control:
             out += data[pos : pos + header.size]
             continue
         _h, records = rec.decode_batch(data, pos)
