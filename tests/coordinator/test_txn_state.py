@@ -176,3 +176,16 @@ def test_racing_instances_never_break_the_state_machine(
                 assert before is not None and written.partitions == before.partitions
                 assert decision.commit == (written.status == TxnStatus.PREPARE_COMMIT)
             current = written
+
+
+def test_client_epoch_bump_must_name_the_current_epoch() -> None:
+    meta = _init(None)
+    bumped = _init(meta)
+    for expected, error in (((100, 0), ErrorCode.producer_fenced),
+                            ((5, 1), ErrorCode.invalid_producer_id_mapping)):
+        decision = init_producer_id(bumped, "tx", 60_000, 1, max_timeout_ms=MAX_TIMEOUT,
+                                    new_producer_id=lambda: 1, expected=expected)
+        assert decision.error == error and decision.write is None
+    ok = init_producer_id(bumped, "tx", 60_000, 1, max_timeout_ms=MAX_TIMEOUT,
+                          new_producer_id=lambda: 1, expected=(100, 1))
+    assert ok.write is not None and ok.write.producer_epoch == 2

@@ -12,6 +12,7 @@ from odradek.protocol.messages import RequestHeader
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
+    from odradek.coordinator.txn_coordinator import TransactionCoordinator
     from odradek.metrics import BrokerMetrics
     from odradek.replication import ReplicaManager
 
@@ -31,6 +32,7 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     log_manager: Any  # odradek.storage.LogManager
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
+    transaction_coordinator: TransactionCoordinator | None = None  # likewise
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
     _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)

@@ -66,6 +66,7 @@ def handler_table() -> dict[int, Handler]:
         produce,
         producer_id,
         sasl,
+        transactions,
         txn_markers,
     )
 
@@ -89,6 +90,10 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
         ApiKey.DESCRIBE_LOG_DIRS: cluster_info.handle_describe_log_dirs,
         ApiKey.WRITE_TXN_MARKERS: txn_markers.handle_write_txn_markers,
+        ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+        ApiKey.END_TXN: transactions.handle_end_txn,
+        ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+        ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -73,6 +73,7 @@ class Broker:
         self._connections: dict[asyncio.Task[None], Connection] = {}
         self._services: BrokerServices | None = None
         self._stopped = asyncio.Event()
+        self._marker_writer: Any = None  # the transaction coordinator's, once started
         self.bound_ports: dict[str, int] = {}
         self.metrics = BrokerMetrics(self.sections.metrics.options())
 
@@ -150,6 +151,10 @@ class Broker:
             dynamic_config=self._dynamic,
             metrics=metrics,
         )
+        from .txn_coordination import start_transaction_coordinator
+
+        self._services.transaction_coordinator, self._marker_writer = (
+            start_transaction_coordinator(self._services, self._stopped))
         self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
         self._dynamic.add_listener(self)
@@ -203,6 +208,9 @@ class Broker:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
                 await self._services.group_coordinator.close()
+            if self._services.transaction_coordinator is not None:
+                await self._services.transaction_coordinator.close()
+                await self._marker_writer.close()
         if self._connections:
             _done, pending = await asyncio.wait(
                 list(self._connections), timeout=_SHUTDOWN_GRACE_S

@@ -123,10 +123,18 @@ def init_producer_id(
     *,
     max_timeout_ms: int,
     new_producer_id: Callable[[], int],
+    expected: tuple[int, int] | None = None,
 ) -> TxnDecision:
-    """InitProducerId with a transactional id (KIP-98 semantics, no client-supplied epoch)."""
+    """InitProducerId with a transactional id. ``expected`` is the (producer id, epoch) a
+    v3+ client sends when it bumps its own epoch (KIP-360): it must be the current one, or
+    the caller is a zombie (PRODUCER_FENCED) or not this id's producer at all."""
     if timeout_ms <= 0 or timeout_ms > max_timeout_ms:
         return _refuse(ErrorCode.invalid_transaction_timeout)
+    if expected is not None and current is not None and current.status != S.DEAD:
+        if expected[0] != current.producer_id:
+            return _refuse(ErrorCode.invalid_producer_id_mapping)
+        if expected[1] != current.producer_epoch:
+            return _refuse(ErrorCode.producer_fenced)
     if current is None or current.status == S.DEAD:
         fresh = TxnMetadata(transactional_id, new_producer_id(), 0, timeout_ms, S.EMPTY,
                             last_update_ms=now_ms)

@@ -50,6 +50,8 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    END_TXN = 26
     WRITE_TXN_MARKERS = 27
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
@@ -63,6 +65,8 @@ class ApiKey(IntEnum):
     LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +127,19 @@ _CONTROLLER_APIS: dict[ApiKey, VersionRange] = {
 }
 ADVERTISED.update(_CONTROLLER_APIS)
 
-# Transactions, partition side: WriteTxnMarkers is sent by transaction coordinators to
-# partition leaders (``broker/handlers/txn_markers.py``). v2 adds a transaction version the
-# handler does not interpret (KIP-890), so only v1 is offered.
-ADVERTISED[ApiKey.WRITE_TXN_MARKERS] = VersionRange(1, 1)
+# Transactions (``broker/handlers/transactions.py``, ``txn_markers.py``). WriteTxnMarkers is
+# sent by transaction coordinators to partition leaders; its v2 adds a transaction version
+# the handler does not interpret (KIP-890), so only v1 is offered, and AddPartitionsToTxn
+# stops at v3 (v4+ is KIP-890's broker-to-broker batch form). EndTxn v4+ and
+# InitProducerId v5+ are KIP-890's too.
+_TRANSACTION_APIS: dict[ApiKey, VersionRange] = {
+    ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
+    ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 3),
+    ApiKey.END_TXN: VersionRange(0, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
+    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+}
+ADVERTISED.update(_TRANSACTION_APIS)
 
 PARSEABLE: dict[ApiKey, VersionRange] = dict(ADVERTISED)
 
