@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -131,6 +132,7 @@ def test_describe_and_list_transactions_on_the_wire(
 ) -> None:
     from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
     from kio.schema.list_transactions.v1.request import ListTransactionsRequest
+    from kio.schema.types import TransactionalId
     from kio.static.primitive import i64
 
     from .wire import WireClient
@@ -146,7 +148,7 @@ def test_describe_and_list_transactions_on_the_wire(
         # (an unknown id is answered TRANSACTIONAL_ID_NOT_FOUND with start time -1, which
         # kio's decoder refuses to read, so only a known id is described here)
         described = client.request(DescribeTransactionsRequest(
-            transactional_ids=(transactional_id,)))
+            transactional_ids=(TransactionalId(transactional_id),)))
         (found,) = described.transaction_states
         assert (found.error_code, found.transaction_state) == (0, "Ongoing")
         assert [(t.topic, tuple(t.partitions)) for t in found.topics] == [(topic_name, (1,))]
@@ -157,6 +159,59 @@ def test_describe_and_list_transactions_on_the_wire(
         assert transactional_id in [t.transactional_id for t in listed.transaction_states]
         assert tuple(listed.unknown_state_filters) == ("Bogus",)
         producer.commit_transaction(30)
-        after = client.request(DescribeTransactionsRequest(transactional_ids=(transactional_id,)))
+        after = client.request(DescribeTransactionsRequest(
+            transactional_ids=(TransactionalId(transactional_id),)))
         assert after.transaction_states[0].transaction_state in ("PrepareCommit",
                                                                  "CompleteCommit")
+
+
+def test_send_offsets_to_transaction_commits_offsets_atomically_with_output(
+    shared_broker: InProcessBroker,
+) -> None:
+    """Consume-transform-produce: the group's input offsets move only when the output of
+    the same transaction commits; an aborted transaction leaves both untouched."""
+    suffix = uuid.uuid4().hex[:8]
+    source, sink, group = f"in-{suffix}", f"out-{suffix}", f"g-{suffix}"
+    create_topic(shared_broker, source)
+    create_topic(shared_broker, sink)
+    bootstrap = shared_broker.bootstrap
+    feeder = Producer({"bootstrap.servers": bootstrap})
+    for i in range(20):
+        feeder.produce(source, value=b"%d" % i, partition=0)
+    assert feeder.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    producer = _producer(bootstrap, f"ctp-{suffix}")
+    producer.init_transactions(30)
+    consumer.subscribe([source])
+
+    def process(count: int, commit: bool) -> None:
+        taken: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(taken) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                taken.append(message)
+        assert len(taken) == count
+        producer.begin_transaction()
+        for message in taken:
+            producer.produce(sink, value=b"x" + message.value(), partition=0)
+        position = [TopicPartition(source, 0, taken[-1].offset() + 1)]
+        producer.send_offsets_to_transaction(position, consumer.consumer_group_metadata(), 30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+
+    try:
+        process(10, commit=True)
+        (committed,) = consumer.committed([TopicPartition(source, 0)], timeout=10)
+        assert committed.offset == 10
+        process(5, commit=False)
+        (unchanged,) = consumer.committed([TopicPartition(source, 0)], timeout=10)
+        assert unchanged.offset == 10, "an aborted transaction must not move the offsets"
+    finally:
+        consumer.close()
+    assert _consume(bootstrap, sink, "read_committed", partitions=1) == sorted(
+        b"x%d" % i for i in range(10))

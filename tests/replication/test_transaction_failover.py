@@ -61,8 +61,9 @@ def _committed_counts(bootstrap: str) -> Counter[int]:
         while time.monotonic() - quiet_since < 3 and time.monotonic() < deadline:
             batch = consumer.consume(num_messages=1000, timeout=0.5)
             for message in batch:
-                if message.error() is None:
-                    counts[int(message.value().split(b":")[0])] += 1
+                value = message.value()
+                if message.error() is None and value is not None:
+                    counts[int(value.split(b":")[0])] += 1
             if batch:
                 quiet_since = time.monotonic()
     finally:

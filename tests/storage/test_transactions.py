@@ -299,3 +299,27 @@ def test_markers_stay_control_batches_when_the_topic_recompresses(tmp_path: Path
     headers = [header for header, _records in decode_batches(data.read_bytes())]
     assert [(h.compression, h.is_control) for h in headers] == [(1, False), (0, True)]
     assert all_entries(log) == [AbortedTxn(3, 0, 2, 3)]
+
+
+def test_cleaner_drops_aborted_records_so_they_never_shadow_committed_ones(
+    tmp_path: Path,
+) -> None:
+    log = new_log(tmp_path, small_config(segment_bytes=400, cleanup_policy="compact",
+                                         min_cleanable_dirty_ratio=0.0))
+    log.append(batch([b"committed"], keys=[b"k"]), leader_epoch=0)  # offset 0
+    log.append(txn_batch(1, 0, 1, key=b"k"), leader_epoch=0)  # offset 1: aborted below
+    write_marker(log, 1, commit=False)  # offset 2
+    log.append(txn_batch(2, 0, 1, key=b"other"), leader_epoch=0)  # offset 3: committed
+    write_marker(log, 2, commit=True)  # offset 4
+    log.roll()
+    log.append(batch([b"tail"], keys=[b"tail"]), leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    assert clean_log(log, 0) is not None
+    region = log.read(0, 1 << 20, isolation_high_watermark=False).region
+    assert region is not None
+    survivors = [(h.base_offset, r.key, h.is_control)
+                 for h, records in decode_batches(region.read_bytes()) for r in records]
+    assert (0, b"k", False) in survivors, "the committed value must survive"
+    assert all(offset != 1 for offset, _key, _control in survivors)
+    assert (3, b"other", False) in survivors
+    assert all_entries(log) == [AbortedTxn(1, 1, 2, 3)]

@@ -92,6 +92,8 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.WRITE_TXN_MARKERS: txn_markers.handle_write_txn_markers,
         ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
         ApiKey.END_TXN: transactions.handle_end_txn,
+        ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+        ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
         **_group_handlers(),

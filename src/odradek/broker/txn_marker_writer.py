@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from odradek.client.connection import Connection, NodeAddress
 from odradek.clock import wall_ms
+from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.control_records import ControlType, TxnMarker, encode_marker_batch
 from odradek.types import TopicPartition
@@ -29,7 +31,7 @@ from odradek.types import TopicPartition
 from .context import BrokerServices
 from .controlled_shutdown import _endpoint
 
-__all__ = ["ClusterMarkerWriter"]
+__all__ = ["ClusterMarkerWriter", "append_markers_locally"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,30 @@ _DONE = frozenset({ErrorCode.none, ErrorCode.invalid_producer_epoch,
                    ErrorCode.transaction_coordinator_fenced,
                    ErrorCode.unknown_topic_or_partition})
 _VERSION = 1
+
+
+async def append_markers_locally(services: BrokerServices, marker: TxnMarker,
+                                 partitions: Iterable[TopicPartition]
+                                 ) -> dict[TopicPartition, ErrorCode]:
+    """Append ``marker`` to partitions this broker leads (acks=all); errors per partition.
+
+    The one place markers enter local logs (WriteTxnMarkers and this coordinator's own
+    partitions alike), so it is also where the group coordinator learns that a transaction
+    ended in a ``__consumer_offsets`` partition and installs or drops its pending offsets.
+    """
+    batch = encode_marker_batch(marker, wall_ms())
+    outcome = services.replica_manager.append_records(
+        dict.fromkeys(partitions, batch), acks=-1,
+        timeout_ms=services.sections.network.request_timeout_ms, from_coordinator=True,
+    )
+    results = await outcome if isinstance(outcome, asyncio.Future) else outcome
+    errors = {key: result.error for key, result in results.items()}
+    groups = services.group_coordinator
+    if groups is not None:
+        for key, error in errors.items():
+            if error == ErrorCode.none and key.topic == CONSUMER_OFFSETS_TOPIC:
+                groups.complete_txn(key.partition, marker.producer_id, not marker.is_abort)
+    return errors
 
 
 class ClusterMarkerWriter:
@@ -89,14 +115,7 @@ class ClusterMarkerWriter:
 
     async def _append_locally(self, marker: TxnMarker, partitions: list[TopicPartition]
                               ) -> dict[TopicPartition, ErrorCode]:
-        batch = encode_marker_batch(marker, wall_ms())
-        outcome = self._services.replica_manager.append_records(
-            dict.fromkeys(partitions, batch), acks=-1,
-            timeout_ms=self._services.sections.network.request_timeout_ms,
-            from_coordinator=True,
-        )
-        results = await outcome if isinstance(outcome, asyncio.Future) else outcome
-        return {key: result.error for key, result in results.items()}
+        return await append_markers_locally(self._services, marker, partitions)
 
     async def _send_remote(self, leader: int, marker: TxnMarker,
                            partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:

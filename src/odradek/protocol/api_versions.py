@@ -51,8 +51,10 @@ class ApiKey(IntEnum):
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -136,6 +138,8 @@ _TRANSACTION_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 3),
     ApiKey.END_TXN: VersionRange(0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 3),
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
 }

@@ -27,7 +27,8 @@ from typing import NamedTuple
 from odradek.protocol.errors import CorruptRecord
 from odradek.protocol.records import Record, decode_batch, encode_batch
 
-__all__ = ["ControlType", "TxnMarker", "encode_marker_batch", "read_marker"]
+__all__ = ["ControlType", "TxnMarker", "control_type_of_key", "encode_marker_batch",
+           "read_marker"]
 
 _KEY = struct.Struct(">hh")
 _VALUE = struct.Struct(">hi")
@@ -67,6 +68,16 @@ def encode_marker_batch(marker: TxnMarker, timestamp_ms: int) -> bytes:
         is_transactional=True,
         is_control=True,
     )
+
+
+def control_type_of_key(key: bytes | None) -> ControlType | None:
+    """The type a control record's key names (None: too short or unknown)."""
+    if key is None or len(key) < _KEY.size:
+        return None
+    try:
+        return ControlType(_KEY.unpack_from(key)[1])
+    except ValueError:
+        return None
 
 
 def read_marker(buf: bytes | bytearray | memoryview, pos: int = 0) -> TxnMarker:

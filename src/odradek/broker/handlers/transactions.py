@@ -1,5 +1,6 @@
 """Transactional producer requests: InitProducerId (with a transactional id),
-AddPartitionsToTxn (v0-v3), EndTxn (v0-v3), DescribeTransactions and ListTransactions.
+AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn (v0-v3 each),
+DescribeTransactions and ListTransactions.
 
 The rules are the transaction coordinator's (:mod:`odradek.coordinator.txn_coordinator`,
 decisions in :mod:`odradek.coordinator.txn_state`); these handlers decode, call and
@@ -15,6 +16,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC, partition_for_group
+from odradek.coordinator.shard import OffsetCommitEntry
 from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_shard import kafka_state_name
 from odradek.protocol.api_versions import ApiKey
@@ -24,10 +27,12 @@ from odradek.types import TopicPartition
 from ..context import RequestContext
 
 __all__ = [
+    "handle_add_offsets_to_txn",
     "handle_add_partitions_to_txn",
     "handle_describe_transactions",
     "handle_end_txn",
     "handle_list_transactions",
+    "handle_txn_offset_commit",
     "init_transactional_producer_id",
 ]
 
@@ -162,3 +167,55 @@ def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
             for meta in listed
         ),
     )
+
+
+async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
+    """The group's ``__consumer_offsets`` partition joins the transaction, so EndTxn's
+    markers reach it and its pending TxnOffsetCommit offsets are installed or dropped."""
+    module = response_module(ApiKey.ADD_OFFSETS_TO_TXN, ctx.api_version)
+    coordinator = _coordinator(ctx)
+    if coordinator is None:
+        error = ErrorCode.coordinator_not_available
+    else:
+        partitions = ctx.services.sections.group_coordinator.offsets_topic_num_partitions
+        offsets = TopicPartition(CONSUMER_OFFSETS_TOPIC,
+                                 partition_for_group(str(request.group_id), partitions))
+        error = await coordinator.add_partitions(str(request.transactional_id),
+                                                 int(request.producer_id),
+                                                 int(request.producer_epoch), [offsets])
+    return build(module.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=error)
+
+
+async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """Offsets committed inside a transaction (the group coordinator answers)."""
+    module = response_module(ApiKey.TXN_OFFSET_COMMIT, ctx.api_version)
+    topics = ctx.services.cluster.view.topics
+    errors: dict[TopicPartition, ErrorCode] = {}
+    entries = []
+    for topic in request.topics:
+        metadata = topics.get(topic.name)
+        known = metadata.partitions if metadata is not None else {}
+        for partition in topic.partitions:
+            index = int(partition.partition_index)
+            if index not in known:
+                errors[TopicPartition(topic.name, index)] = ErrorCode.unknown_topic_or_partition
+                continue
+            entries.append(OffsetCommitEntry(
+                topic.name, index, int(partition.committed_offset),
+                int(getattr(partition, "committed_leader_epoch", -1)),
+                partition.committed_metadata,
+            ))
+    if entries:
+        errors.update(await ctx.services.coordinator.commit_txn_offsets(
+            str(request.group_id), (int(request.producer_id), int(request.producer_epoch)),
+            str(getattr(request, "member_id", "")), getattr(request, "group_instance_id", None),
+            int(getattr(request, "generation_id", -1)), entries,
+        ))
+    by_topic: dict[str, list[Any]] = {}
+    for key, error in errors.items():
+        by_topic.setdefault(key.topic, []).append(
+            build(module.TxnOffsetCommitResponsePartition, partition_index=key.partition,
+                  error_code=error))
+    return build(module.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=tuple(
+        build(module.TxnOffsetCommitResponseTopic, name=name, partitions=tuple(parts))
+        for name, parts in by_topic.items()))

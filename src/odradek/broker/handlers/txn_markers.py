@@ -15,24 +15,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from odradek.clock import wall_ms
+from kio.schema.errors import ErrorCode
+
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import build, response_module
-from odradek.protocol.control_records import ControlType, TxnMarker, encode_marker_batch
-from odradek.replication import AppendResults
+from odradek.protocol.control_records import ControlType, TxnMarker
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
+from ..txn_marker_writer import append_markers_locally
 
 __all__ = ["handle_write_txn_markers"]
 
 
 async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.WRITE_TXN_MARKERS, ctx.api_version)
-    replica_manager = ctx.services.replica_manager
-    timeout_ms = ctx.services.sections.network.request_timeout_ms
-    now = wall_ms()
-    pending: list[tuple[int, AppendResults | asyncio.Future[AppendResults]]] = []
+    pending: list[tuple[int, asyncio.Task[dict[TopicPartition, ErrorCode]]]] = []
     for wanted in request.markers:
         marker = TxnMarker(
             int(wanted.producer_id),
@@ -40,24 +38,20 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
             ControlType.COMMIT if wanted.transaction_result else ControlType.ABORT,
             int(wanted.coordinator_epoch),
         )
-        batch = encode_marker_batch(marker, now)
-        entries = {
-            TopicPartition(topic.name, int(index)): batch
-            for topic in wanted.topics
-            for index in topic.partition_indexes
-        }
-        outcome = replica_manager.append_records(
-            entries, acks=-1, timeout_ms=timeout_ms, from_coordinator=True
-        )
-        pending.append((marker.producer_id, outcome))
+        partitions = [TopicPartition(topic.name, int(index))
+                      for topic in wanted.topics for index in topic.partition_indexes]
+        # appended at once, one task per marker, so markers of different producers proceed
+        # together and one waiting for replication does not hold the others
+        task = asyncio.ensure_future(append_markers_locally(ctx.services, marker, partitions))
+        pending.append((marker.producer_id, task))
     results = []
-    for producer_id, outcome in pending:
-        done = await outcome if isinstance(outcome, asyncio.Future) else outcome
+    for producer_id, task in pending:
+        errors = await task
         by_topic: dict[str, list[Any]] = {}
-        for key, result in done.items():
+        for key, error in errors.items():
             by_topic.setdefault(key.topic, []).append(
                 build(module.WritableTxnMarkerPartitionResult, partition_index=key.partition,
-                      error_code=result.error)
+                      error_code=error)
             )
         results.append(
             build(
