@@ -242,9 +242,12 @@ def test_transactional_offsets_wait_for_the_marker_and_survive_failover() -> Non
                                                           [OffsetCommitEntry("t", 0, offset)])
             assert errors == {tp: NONE}
         assert coordinator.fetch_offsets(GROUP, [tp])[1][0].offset == -1  # pending only
+        assert coordinator.unstable_offsets(GROUP) == {tp}  # require_stable must wait
+        assert coordinator.unstable_offsets("other-group") == set()
         coordinator.complete_txn(0, 8, commit=False)
         coordinator.complete_txn(0, 7, commit=True)
         assert coordinator.fetch_offsets(GROUP, [tp])[1][0].offset == 5
+        assert coordinator.unstable_offsets(GROUP) == set()
         errors = await coordinator.commit_txn_offsets(GROUP, (9, 0), "", None, -1,
                                                       [OffsetCommitEntry("t", 0, 12)])
         await coordinator.close()

@@ -35,6 +35,7 @@ from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
 from .offsets_log import OffsetsLog
+from .offsets_topic_format import OffsetCommitKey, decode_key
 from .partitioning import partition_for_group
 from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
 from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
@@ -312,6 +313,21 @@ class GroupCoordinator:
         except KafkaError as exc:
             return exc.code, []
         return ErrorCode.none, slot.shard.fetch_offsets(group_id, partitions)
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional commit still pending: OffsetFetch
+        with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT, so a consumer taking
+        over a partition waits for the transaction instead of reading the offset before it."""
+        slot = self._slots.get(self.partition_for(group_id))
+        if slot is None:
+            return set()
+        unstable = set()
+        for records in slot.pending_txn.values():
+            for record in records:
+                key = decode_key(record.key) if record.key is not None else None
+                if isinstance(key, OffsetCommitKey) and key.group == group_id:
+                    unstable.add(TopicPartition(key.topic, key.partition))
+        return unstable
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
