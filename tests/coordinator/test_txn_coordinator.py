@@ -62,6 +62,7 @@ def test_commit_writes_prepare_markers_then_complete() -> None:
         log, markers = InMemoryOffsetsLog(), RecordingMarkers()
         coordinator = _coordinator(log, markers)
         coordinator.on_become_leader(0)
+        await _settle()
         init = await coordinator.init_producer_id("tx", 60_000)
         assert (init.error, init.producer_id, init.producer_epoch) == (ErrorCode.none, 500, 0)
         assert await coordinator.add_partitions("tx", 500, 0, [TP]) == ErrorCode.none
@@ -90,6 +91,7 @@ def test_a_new_coordinator_resumes_prepared_transactions_from_the_log() -> None:
         coordinator = _coordinator(log, markers)
         coordinator.on_become_leader(0)
         await _settle()
+        await _settle()
         assert markers.sent == [(9, 3, False, 7, frozenset({TP}))]
         assert _states(log)[-1] == TxnStatus.COMPLETE_ABORT
         await coordinator.close()
@@ -102,6 +104,7 @@ def test_timed_out_transactions_are_aborted_and_the_producer_fenced() -> None:
         log, markers = InMemoryOffsetsLog(), RecordingMarkers()
         coordinator = _coordinator(log, markers)
         coordinator.on_become_leader(0)
+        await _settle()
         init = await coordinator.init_producer_id("tx", 1)
         await coordinator.add_partitions("tx", init.producer_id, 0, [TP])
         await asyncio.sleep(0.01)
@@ -121,6 +124,7 @@ def test_requests_outside_leadership_and_failed_writes() -> None:
         assert (await coordinator.init_producer_id("tx", 1000)).error == (
             ErrorCode.not_coordinator)
         coordinator.on_become_leader(0)
+        await _settle()
         log.fail_next.append(NotLeaderOrFollower("moved"))
         assert (await coordinator.init_producer_id("tx", 1000)).error == (
             ErrorCode.not_coordinator)
@@ -128,6 +132,19 @@ def test_requests_outside_leadership_and_failed_writes() -> None:
         assert (await coordinator.init_producer_id("tx", 1000)).error == ErrorCode.none
         coordinator.on_resign(0)
         assert coordinator.describe("tx")[0] == ErrorCode.not_coordinator
+        await coordinator.close()
+
+    asyncio.run(scenario())
+
+
+def test_requests_wait_for_the_partition_to_load() -> None:
+    async def scenario() -> None:
+        coordinator = _coordinator(InMemoryOffsetsLog(), RecordingMarkers())
+        coordinator.on_become_leader(0)
+        assert (await coordinator.init_producer_id("tx", 1000)).error == (
+            ErrorCode.coordinator_load_in_progress)
+        await _settle()
+        assert (await coordinator.init_producer_id("tx", 1000)).error == ErrorCode.none
         await coordinator.close()
 
     asyncio.run(scenario())

@@ -127,9 +127,21 @@ class TransactionCoordinator:
         return partition_for_transactional_id(transactional_id, self.config.num_partitions)
 
     def on_become_leader(self, partition: int) -> None:
+        """Load the partition in the background (COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         slot = self._slots[partition] = _Slot(TxnShard(partition))
-        slot.shard.replay(self._log.read_all(partition))
+        self._spawn(slot, self._load(slot))
+
+    async def _load(self, slot: _Slot) -> None:
+        partition = slot.shard.partition
+        for count, record in enumerate(self._log.read_all(partition), 1):
+            slot.shard.apply(record)
+            if count % 1000 == 0:
+                await asyncio.sleep(0)  # a large partition must not stall other requests
+        if self._slots.get(partition) is not slot:
+            return
         slot.loaded = True
+        log.info("loaded %d transactional ids from __transaction_state-%d",
+                 len(slot.shard.transactions), partition)
         for meta in list(slot.shard.unfinished()):
             log.info("__transaction_state-%d: resuming %s of %s", partition, meta.status.name,
                      meta.transactional_id)
