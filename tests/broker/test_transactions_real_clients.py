@@ -215,3 +215,18 @@ def test_send_offsets_to_transaction_commits_offsets_atomically_with_output(
         consumer.close()
     assert _consume(bootstrap, sink, "read_committed", partitions=1) == sorted(
         b"x%d" % i for i in range(10))
+
+
+def test_empty_transactional_id_is_an_invalid_request(shared_broker: InProcessBroker) -> None:
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.types import ProducerId, TransactionalId
+    from kio.static.primitive import i16
+
+    from .helpers import ms
+    from .wire import WireClient
+
+    with WireClient(shared_broker.port) as client:
+        response = client.request(InitProducerIdRequest(
+            transactional_id=TransactionalId(""), transaction_timeout=ms(60000),
+            producer_id=ProducerId(-1), producer_epoch=i16(-1)))
+    assert response.error_code == 42  # INVALID_REQUEST

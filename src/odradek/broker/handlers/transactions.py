@@ -58,6 +58,8 @@ async def init_transactional_producer_id(ctx: RequestContext, request: Any) -> A
     epoch = int(getattr(request, "producer_epoch", -1))
     if coordinator is None:
         result_error, result_pid, result_epoch = ErrorCode.coordinator_not_available, -1, -1
+    elif not request.transactional_id:  # Kafka: an empty id is a malformed request
+        result_error, result_pid, result_epoch = ErrorCode.invalid_request, -1, -1
     else:
         result = await coordinator.init_producer_id(
             str(request.transactional_id), millis(request.transaction_timeout),
