@@ -321,6 +321,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("transaction.state.log.num.partitions", INT, 50, "Partitions of the txn log."),
     ConfigDef("transaction.state.log.replication.factor", INT, 3, "Replication of the txn log."),
     ConfigDef("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of the txn log."),
+    ConfigDef("transaction.state.log.segment.bytes", INT, 104857600,
+              "Segment size of the transaction log.", at_least=1),
+    ConfigDef("transaction.max.timeout.ms", INT, 900000,
+              "Largest transaction.timeout.ms a producer may ask for.", at_least=1),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
+              "How often transactions past their timeout are aborted.", at_least=1),
     # Quotas
     ConfigDef("quota.window.num", INT, 11,
               "Samples a client quota's rate is measured over (fewer: smoother, less bursty).",

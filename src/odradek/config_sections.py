@@ -33,6 +33,7 @@ __all__ = [
     "Section",
     "SecurityConfig",
     "TopicCreationConfig",
+    "TransactionCoordinatorConfig",
     "ZooKeeperConfig",
     "setting",
 ]
@@ -129,6 +130,19 @@ class GroupCoordinatorConfig(Section):
     # Not configurable in Kafka either (GroupCoordinator.NewMemberJoinTimeoutMs): a member
     # that joined without a member id and vanished must not hold up rebalances forever.
     new_member_join_timeout_ms: int = 300_000
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCoordinatorConfig(Section):
+    """Transactions and their log (``__transaction_state``)."""
+
+    state_log_num_partitions: int = setting("transaction.state.log.num.partitions")
+    state_log_replication_factor: int = setting("transaction.state.log.replication.factor")
+    state_log_min_isr: int = setting("transaction.state.log.min.isr")
+    state_log_segment_bytes: int = setting("transaction.state.log.segment.bytes")
+    max_timeout_ms: int = setting("transaction.max.timeout.ms")
+    abort_timed_out_cleanup_interval_ms: int = setting(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms")
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +299,7 @@ class BrokerSections:
     log: LogManagerConfig = LogManagerConfig()
     replication: ReplicationConfig = ReplicationConfig()
     group_coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
+    transactions: TransactionCoordinatorConfig = TransactionCoordinatorConfig()
     zookeeper: ZooKeeperConfig = ZooKeeperConfig()
     controller: ControllerConfig = ControllerConfig()
     controlled_shutdown: ControlledShutdownConfig = ControlledShutdownConfig()
@@ -299,6 +314,7 @@ class BrokerSections:
             log=LogManagerConfig.from_config(config),
             replication=ReplicationConfig.from_config(config),
             group_coordinator=GroupCoordinatorConfig.from_config(config),
+            transactions=TransactionCoordinatorConfig.from_config(config),
             zookeeper=ZooKeeperConfig.from_config(config),
             controller=ControllerConfig.from_config(config),
             controlled_shutdown=ControlledShutdownConfig.from_config(config),

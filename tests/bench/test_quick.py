@@ -160,3 +160,13 @@ def test_paper(tmp_path: Path) -> None:
     assert medians["paper.produce.batch50.no_ack"] == {"odradek", "apache-kafka"}
     versus = {r.get("versus") for r in rows if r.get("kind") == "comparison"}
     assert {"rabbitmq", "activemq"} <= versus
+
+
+def test_transactions(tmp_path: Path) -> None:
+    rows = run_bench("bench_transactions", tmp_path, 600)
+    names = {row["name"] for row in rows}
+    for size in (1, 100, 1000):
+        for mode in ("transactional", "idempotent"):
+            assert f"transactions.{mode}_produce_{size}_per_unit" in names
+    measured = [row for row in rows if row["name"].startswith("transactions.")]
+    assert all(row["value"] and row["value"] > 0 for row in measured), measured

@@ -66,13 +66,14 @@ def fetch_request(
     max_wait_ms: int = 0,
     min_bytes: int = 1,
     max_bytes: int = 1 << 20,
+    isolation_level: int = 0,
 ) -> FetchRequest:
     return FetchRequest(
         replica_id=BrokerId(-1),
         max_wait=ms(max_wait_ms),
         min_bytes=i32(min_bytes),
         max_bytes=i32(max_bytes),
-        isolation_level=i8(0),
+        isolation_level=i8(isolation_level),
         session_id=i32(0),
         session_epoch=i32(-1),
         topics=(

@@ -226,3 +226,35 @@ def test_offset_delete_of_the_last_offset_removes_an_empty_group() -> None:
     assert GROUP not in {g.group_id for g in driver.shard.list_groups()}
     assert driver.shard.delete_offsets(driver.now, GROUP, [TopicPartition("t", 1)])[0] is (
         ErrorCode.group_id_not_found)
+
+
+def test_transactional_offsets_wait_for_the_marker_and_survive_failover() -> None:
+    """TxnOffsetCommit offsets stay pending until the transaction's marker: COMMIT installs
+    them, ABORT drops them; a successor loading the log gets the open ones as pending."""
+
+    async def scenario() -> None:
+        log = InMemoryOffsetsLog()
+        coordinator = GroupCoordinator(CONFIG, log)
+        await coordinator.on_become_leader(0)
+        tp = TopicPartition("t", 0)
+        for producer, offset in ((7, 5), (8, 9)):
+            errors = await coordinator.commit_txn_offsets(GROUP, (producer, 0), "", None, -1,
+                                                          [OffsetCommitEntry("t", 0, offset)])
+            assert errors == {tp: NONE}
+        assert coordinator.fetch_offsets(GROUP, [tp])[1][0].offset == -1  # pending only
+        assert coordinator.unstable_offsets(GROUP) == {tp}  # require_stable must wait
+        assert coordinator.unstable_offsets("other-group") == set()
+        coordinator.complete_txn(0, 8, commit=False)
+        coordinator.complete_txn(0, 7, commit=True)
+        assert coordinator.fetch_offsets(GROUP, [tp])[1][0].offset == 5
+        assert coordinator.unstable_offsets(GROUP) == set()
+        errors = await coordinator.commit_txn_offsets(GROUP, (9, 0), "", None, -1,
+                                                      [OffsetCommitEntry("t", 0, 12)])
+        await coordinator.close()
+        successor = GroupCoordinator(CONFIG, log)
+        await successor.on_become_leader(0)
+        successor.complete_txn(0, 9, commit=True)  # the marker arrives after the move
+        assert successor.fetch_offsets(GROUP, [tp])[1][0].offset == 12
+        await successor.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))

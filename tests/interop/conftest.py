@@ -35,6 +35,11 @@ TARGETS = ("odradek", "apache")
 COMMON_BROKER_CONFIG = {
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
+    # one broker: the internal topics (groups, transactions) must fit it, as in Kafka's
+    # own single-node server.properties
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
 }
 
 

@@ -101,3 +101,39 @@ def test_kafka_dump_log_reads_compacted_segments(tmp_path: Path, kafka_libs: Pat
     assert "isvalid: false" not in out
     keys = re.findall(r"^\| offset: \d+ .*key: (key-\d)", out, re.MULTILINE)
     assert sorted(keys) == sorted({f"key-{k}" for k in range(7)}), "one record per key"
+
+
+def test_kafka_dump_log_reads_markers_txn_index_and_snapshot(
+    tmp_path: Path, kafka_libs: Path
+) -> None:
+    """Our control batches, ``.txnindex`` and transactional ``.snapshot`` entries, as Kafka's
+    tool decodes them (its own classes for EndTransactionMarker, AbortedTxn, snapshots)."""
+    from odradek.protocol.control_records import ControlType, TxnMarker, encode_marker_batch
+
+    log = open_log(tmp_path / "txn-0", LogConfig(segment_bytes=1 << 20))
+
+    def data(pid: int, seq: int) -> bytes:
+        return encode_batch([Record(timestamp=1_700_000_000_000, key=b"k", value=b"v")],
+                            producer_id=pid, producer_epoch=1, base_sequence=seq,
+                            is_transactional=True)
+
+    log.append(data(41, 0), leader_epoch=0)  # offset 0
+    log.append(data(42, 0), leader_epoch=0)  # offset 1
+    abort = encode_marker_batch(TxnMarker(41, 1, ControlType.ABORT, 6), 1_700_000_000_001)
+    log.append(abort, leader_epoch=0, from_coordinator=True)  # offset 2
+    log.append(data(43, 0), leader_epoch=0)  # offset 3, left open
+    log.close()  # writes 00000000000000000004.snapshot
+    directory = tmp_path / "txn-0"
+    out = _dump(kafka_libs, directory / "00000000000000000000.log",
+                directory / "00000000000000000000.txnindex",
+                directory / "00000000000000000004.snapshot")
+    assert "isvalid: false" not in out
+    assert re.search(r"baseOffset: 2 .*producerId: 41 producerEpoch: 1 .*isTransactional: true "
+                     r"isControl: true", out), out
+    assert re.search(r"endTxnMarker: ABORT coordinatorEpoch: 6", out), out
+    assert re.search(r"version: 0 producerId: 41 firstOffset: 0 lastOffset: 2 "
+                     r"lastStableOffset: 1", out), out
+    assert "producerId: 41 producerEpoch: 1 coordinatorEpoch: 6 currentTxnFirstOffset: " \
+        "OptionalLong.empty" in out  # its transaction ended with the abort
+    assert "producerId: 43 producerEpoch: 1 coordinatorEpoch: -1 currentTxnFirstOffset: " \
+        "OptionalLong[3]" in out

@@ -14,6 +14,7 @@ from .authenticator import ANONYMOUS, ConnectionSession
 
 if TYPE_CHECKING:
     from odradek.coordinator import GroupCoordinator
+    from odradek.coordinator.txn_coordinator import TransactionCoordinator
     from odradek.metrics import BrokerMetrics
     from odradek.quota import QuotaManager
     from odradek.replication import ReplicaManager
@@ -36,6 +37,7 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     log_manager: Any  # odradek.storage.LogManager
     group_coordinator: GroupCoordinator | None = None  # set once the broker has started
+    transaction_coordinator: TransactionCoordinator | None = None  # likewise
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
     quotas: QuotaManager | None = None  # client quotas (None: none enforced)

@@ -67,6 +67,8 @@ def handler_table() -> dict[int, Handler]:
         produce,
         producer_id,
         sasl,
+        transactions,
+        txn_markers,
         user_scram,
     )
 
@@ -94,6 +96,13 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS: user_scram.handle_alter_user_scram_credentials,
         ApiKey.DESCRIBE_CLIENT_QUOTAS: client_quotas.handle_describe_client_quotas,
         ApiKey.ALTER_CLIENT_QUOTAS: client_quotas.handle_alter_client_quotas,
+        ApiKey.WRITE_TXN_MARKERS: txn_markers.handle_write_txn_markers,
+        ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+        ApiKey.END_TXN: transactions.handle_end_txn,
+        ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+        ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
+        ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+        ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from kio.schema.errors import ErrorCode
 
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
+from odradek.protocol.control_records import ControlType, control_type_of_key
 from odradek.protocol.errors import error_for_code
 from odradek.protocol.records import Record, decode_batches, encode_batch
 from odradek.replication import ReplicaManager
@@ -49,11 +50,18 @@ class ReplicatedOffsetsLog:
         self._replica_manager = replica_manager
         self._topic = topic
         self._commit_timeout_ms = commit_timeout_ms
+        self._open: dict[int, dict[int, list[Record]]] = {}
 
-    async def append(self, partition: int, records: list[Record]) -> None:
+    async def append(self, partition: int, records: list[Record],
+                     producer: tuple[int, int] | None = None) -> None:
         key = TopicPartition(self._topic, partition)
+        if producer is None:
+            batch = encode_batch(records)
+        else:  # TxnOffsetCommit: Kafka writes it with the producer's id, no sequence
+            batch = encode_batch(records, producer_id=producer[0], producer_epoch=producer[1],
+                                 is_transactional=True)
         outcome = self._replica_manager.append_records(
-            {key: encode_batch(records)}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms
+            {key: batch}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms
         )
         results = await outcome if isinstance(outcome, asyncio.Future) else outcome
         result = results[key]
@@ -65,13 +73,20 @@ class ReplicatedOffsetsLog:
 
     def read_all(self, partition: int) -> Iterator[Record]:
         found = self._replica_manager.local_log(TopicPartition(self._topic, partition))
+        open_txns = self._open[partition] = {}
         if found is None:
             return iter(())
-        return _records_until_end(found)
+        return _records_until_end(found, open_txns)
+
+    def open_transactions(self, partition: int) -> dict[int, list[Record]]:
+        return self._open.pop(partition, {})
 
 
-def _records_until_end(log: PartitionLog) -> Iterator[Record]:
-    """Every data record of ``log`` from its start to the log end at the time of the call."""
+def _records_until_end(log: PartitionLog, open_txns: dict[int, list[Record]]
+                       ) -> Iterator[Record]:
+    """Every data record of ``log`` from its start to the log end at the time of the call;
+    a transaction's records only at its COMMIT marker (dropped at ABORT); the records of
+    transactions still open at the end are left in ``open_txns``."""
     end = int(log.log_end_offset)
     offset = int(log.log_start_offset)
     while offset < end:
@@ -82,10 +97,15 @@ def _records_until_end(log: PartitionLog) -> Iterator[Record]:
         for header, records in decode_batches(result.region.read_bytes()):
             next_offset = header.last_offset + 1
             if header.is_control:
+                buffered = open_txns.pop(header.producer_id, [])
+                if records and control_type_of_key(records[0].key) == ControlType.COMMIT:
+                    yield from buffered
                 continue
-            for record in records:
-                if offset <= record.offset < end:
-                    yield record
+            wanted = [record for record in records if offset <= record.offset < end]
+            if header.is_transactional:
+                open_txns.setdefault(header.producer_id, []).extend(wanted)
+            else:
+                yield from wanted
         if next_offset <= offset:
             return
         offset = next_offset

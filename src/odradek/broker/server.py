@@ -70,6 +70,7 @@ class Broker:
         self._services: BrokerServices | None = None
         self._remote_offsets: RemoteLogOffsets | None = None
         self._stopped = asyncio.Event()
+        self._marker_writer: Any = None  # the transaction coordinator's, once started
         self.metrics = BrokerMetrics(self.sections.metrics.options())
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
@@ -157,6 +158,11 @@ class Broker:
             metrics=metrics,
             quotas=self.quotas,
         )
+        from .txn_coordination import start_transaction_coordinator
+
+        self._services.transaction_coordinator, self._marker_writer = (
+            start_transaction_coordinator(self._services, self._stopped,
+                                          self._inter_broker_security))
         self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
         self._dynamic.add_listener(self)
@@ -202,6 +208,9 @@ class Broker:
                 # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
                 # the shutdown grace period; members find the next coordinator.
                 await self._services.group_coordinator.close()
+            if self._services.transaction_coordinator is not None:
+                await self._services.transaction_coordinator.close()
+                await self._marker_writer.close()
         await self.listeners.close_connections(_SHUTDOWN_GRACE_S)
         if self._services is not None:
             self._services.producer_ids.close()

@@ -13,8 +13,9 @@ against ``request_percentage``. Fetch is the handler's (:mod:`.handlers.fetch`):
 of the response against ``consumer_byte_rate``; a throttled Fetch is answered empty and its
 bytes taken back, as Kafka does. (A Fetch over its *request* quota mutes the connection
 too, but its response, encoded before the handler time is known, reports only the byte-rate
-throttle.) Replica fetches (``replica_id >= 0``), SASL and
-ControlledShutdown are exempt: quotas must never stall replication or authentication.
+throttle.) Replica fetches (``replica_id >= 0``), SASL, and the broker-to-broker
+ControlledShutdown and WriteTxnMarkers are exempt: quotas must never stall replication,
+authentication or the completion of a transaction (Kafka exempts its cluster actions too).
 Without any quota configured this costs one attribute test per request.
 
 The principal (``User:<name>``) comes from the connection (``RequestContext.principal``);
@@ -33,9 +34,8 @@ from odradek.quota import QuotaManager, QuotaType
 
 __all__ = ["EXEMPT_APIS", "ChannelThrottle", "after_request", "quota_user", "with_throttle"]
 
-EXEMPT_APIS = frozenset(
-    {int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE), int(ApiKey.CONTROLLED_SHUTDOWN)}
-)
+EXEMPT_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE),
+                         int(ApiKey.CONTROLLED_SHUTDOWN), int(ApiKey.WRITE_TXN_MARKERS)})
 _PRODUCE, _FETCH = int(ApiKey.PRODUCE), int(ApiKey.FETCH)
 _PRODUCE_QUOTA, _REQUEST_QUOTA = QuotaType.PRODUCE, QuotaType.REQUEST
 _clock = time.perf_counter

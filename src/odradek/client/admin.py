@@ -409,9 +409,11 @@ class AsyncAdminClient:
         _check(errors, "DeleteRecords")
         return out
 
-    async def list_offsets(self, query: Mapping[TopicPartition, int]
+    async def list_offsets(self, query: Mapping[TopicPartition, int], *,
+                           isolation_level: int = 0
                            ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        return await list_offsets(self.client, query)
+        """``isolation_level=1`` (read_committed): latest is the last stable offset."""
+        return await list_offsets(self.client, query, isolation_level=isolation_level)
 
     # ------------------------------------------------------------------ groups
 

@@ -137,11 +137,12 @@ class ConsumerRecord:
 
 def decode_fetched(records: bytes | memoryview, topic: str, partition: int,
                    fetch_offset: int, out: list[ConsumerRecord], *,
-                   check_crcs: bool = True) -> int:
+                   check_crcs: bool = True, skip: frozenset[int] = frozenset()) -> int:
     """Decode every complete batch in a fetched ``records`` blob into ``out``.
 
     Records below ``fetch_offset`` (the broker returns whole batches, so the first one may
-    start earlier) and control batches (transaction markers) are skipped; a partial batch at
+    start earlier), control batches (transaction markers) and the batches whose base offset
+    is in ``skip`` (aborted transactions, for read_committed) are skipped; a partial batch at
     the end (the broker cut the response at ``max_bytes``) is ignored. Returns the offset after
     the last batch seen, which may be past the last record returned when a batch was skipped
     entirely, so the next fetch does not ask for it again.
@@ -159,7 +160,8 @@ def decode_fetched(records: bytes | memoryview, topic: str, partition: int,
             raise CorruptRecord(f"{topic}-{partition}: unsupported magic {header.magic} "
                                 f"at offset {header.base_offset}")
         last = header.base_offset + header.last_offset_delta
-        if last < fetch_offset or header.attributes & CONTROL_MASK:
+        if last < fetch_offset or header.attributes & CONTROL_MASK or (
+                skip and header.base_offset in skip):
             pos += size
             next_offset = max(next_offset, last + 1)
             continue

@@ -30,6 +30,7 @@ from .batch_codec import ConsumerRecord, decode_fetched
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import BrokerResponseError, KafkaClientError
 from .metadata import TopicPartition
+from .read_committed import aborted_batch_offsets
 
 __all__ = ["Fetcher", "PartitionState"]
 
@@ -50,6 +51,7 @@ class _CompletedFetch:
     tp: TopicPartition
     fetch_offset: int
     raw: bytes | None
+    aborted: tuple[tuple[int, int], ...] = ()  # (producer id, first offset), read_committed
     records: list[ConsumerRecord] = field(default_factory=list)
     index: int = 0
     next_offset: int = -1
@@ -155,9 +157,11 @@ class Fetcher:
             if fetch.raw is not None:
                 raw, fetch.raw = fetch.raw, None
                 try:
+                    skip = aborted_batch_offsets(raw, fetch.aborted) if fetch.aborted else (
+                        frozenset())
                     fetch.next_offset = decode_fetched(raw, fetch.tp.topic, fetch.tp.partition,
                                                        fetch.fetch_offset, fetch.records,
-                                                       check_crcs=self.check_crcs)
+                                                       check_crcs=self.check_crcs, skip=skip)
                 except Exception as exc:
                     self._remove(i)
                     if isinstance(exc, KafkaClientError):
@@ -286,8 +290,8 @@ class Fetcher:
                         state.high_watermark = int(part.high_watermark)
                         state.log_start_offset = int(getattr(part, "log_start_offset", -1))
                         if part.records:
-                            self._completed.append(_CompletedFetch(tp, fetched_at,
-                                                                   bytes(part.records)))
+                            self._completed.append(_CompletedFetch(
+                                tp, fetched_at, bytes(part.records), _aborted_of(part)))
                             self._buffered.add(tp)
                             got_data = True
                     elif code == ErrorCode.offset_out_of_range:
@@ -305,3 +309,9 @@ class Fetcher:
         finally:
             self._in_flight.pop(node, None)
             self.wake()
+
+
+def _aborted_of(part: Any) -> tuple[tuple[int, int], ...]:
+    """The aborted transactions a read_committed Fetch answer names for a partition."""
+    found = getattr(part, "aborted_transactions", None) or ()
+    return tuple((int(txn.producer_id), int(txn.first_offset)) for txn in found)

@@ -29,6 +29,7 @@ from .cluster_client import STALE_METADATA_CODES, ClusterClient
 from .errors import BrokerResponseError, ConnectionFailed, KafkaClientError
 from .metadata import TopicPartition
 from .offsets import EARLIEST, list_offsets
+from .read_committed import aborted_batch_offsets, without_batches
 from .sync import run
 
 __all__ = ["AsyncRangeReader", "FetchedChunk", "RangeReader", "next_fetch_offset"]
@@ -176,7 +177,12 @@ class AsyncRangeReader:
                                                     f"at offset {offset}")
                 records = part.records
                 records = b"" if records is None else bytes(records)
-                return FetchedChunk(records, offset, next_fetch_offset(records, offset),
+                following = next_fetch_offset(records, offset)  # past aborted batches too
+                aborted = [(int(t.producer_id), int(t.first_offset))
+                           for t in getattr(part, "aborted_transactions", None) or ()]
+                if aborted:
+                    records = without_batches(records, aborted_batch_offsets(records, aborted))
+                return FetchedChunk(records, offset, following,
                                     int(part.high_watermark),
                                     int(getattr(part, "log_start_offset", -1)))
         raise BrokerResponseError(3, f"Fetch response without {tp.topic}-{tp.partition}")

@@ -10,7 +10,10 @@ this adapter only
 * appends records to ``__consumer_offsets`` through the :class:`OffsetsLog`, releasing the
   replies attached to them only after the append commits;
 * loads a shard when this broker becomes leader of an offsets partition (requests get
-  COORDINATOR_LOAD_IN_PROGRESS meanwhile) and drops it on resignation (NOT_COORDINATOR).
+  COORDINATOR_LOAD_IN_PROGRESS meanwhile) and drops it on resignation (NOT_COORDINATOR);
+* holds transactional offset commits (TxnOffsetCommit) as pending, per producer, until
+  the transaction's marker reaches the offsets partition: COMMIT installs them (by
+  replaying their records), ABORT drops them (:meth:`GroupCoordinator.complete_txn`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
 from .offsets_log import OffsetsLog
+from .offsets_topic_format import OffsetCommitKey, decode_key
 from .partitioning import partition_for_group
 from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
 from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
@@ -80,6 +84,7 @@ class _Slot:
     loaded: bool = False
     load_task: asyncio.Task[None] | None = None
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
+    pending_txn: dict[int, list[Record]] = field(default_factory=dict)  # by producer id
 
 
 class GroupCoordinator:
@@ -150,6 +155,7 @@ class GroupCoordinator:
             if count % 1000 == 0:
                 await asyncio.sleep(0)  # a large partition must not stall other requests
         slot.shard.replay(records, self._clock(), loading=True)
+        slot.pending_txn = self.offsets_log.open_transactions(partition)
         slot.loaded = True
         for group_id in list(slot.shard.groups):
             self._reschedule(slot, group_id)
@@ -261,6 +267,44 @@ class GroupCoordinator:
             slot.shard.apply_offset_commit(plan, self._clock())
         return plan.errors
 
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer: tuple[int, int],
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        entries: Sequence[OffsetCommitEntry],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: validated like OffsetCommit, written as the producer's
+        transactional batch, installed only when the transaction commits."""
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return {TopicPartition(e.topic, e.partition): exc.code for e in entries}
+        plan = slot.shard.prepare_offset_commit(
+            self._clock(), group_id, member_id, group_instance_id, generation_id, entries
+        )
+        if not plan.records:
+            return plan.errors
+        try:
+            await self._append(slot.shard.partition, plan.records, producer)
+        except KafkaError as exc:
+            failed = append_error_to_coordinator_error(exc.code, for_commit=True)
+            return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
+        if self._slots.get(slot.shard.partition) is slot:
+            slot.pending_txn.setdefault(producer[0], []).extend(plan.records)
+        return plan.errors
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` is in offsets partition ``partition``."""
+        slot = self._slots.get(partition)
+        if slot is None:
+            return
+        records = slot.pending_txn.pop(producer_id, [])
+        if commit and records:
+            slot.shard.replay(records, self._clock(), loading=False)
+
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> tuple[ErrorCode, list[PartitionOffset]]:
@@ -269,6 +313,21 @@ class GroupCoordinator:
         except KafkaError as exc:
             return exc.code, []
         return ErrorCode.none, slot.shard.fetch_offsets(group_id, partitions)
+
+    def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
+        """Partitions of ``group_id`` with a transactional commit still pending: OffsetFetch
+        with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT, so a consumer taking
+        over a partition waits for the transaction instead of reading the offset before it."""
+        slot = self._slots.get(self.partition_for(group_id))
+        if slot is None:
+            return set()
+        unstable = set()
+        for records in slot.pending_txn.values():
+            for record in records:
+                key = decode_key(record.key) if record.key is not None else None
+                if isinstance(key, OffsetCommitKey) and key.group == group_id:
+                    unstable.add(TopicPartition(key.topic, key.partition))
+        return unstable
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
@@ -435,12 +494,13 @@ class GroupCoordinator:
         for reply in store.replies:
             self._answer(reply)
 
-    async def _append(self, partition: int, records: list[Record]) -> None:
+    async def _append(self, partition: int, records: list[Record],
+                      producer: tuple[int, int] | None = None) -> None:
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the append in a Task of
             # its own, one more task and loop turn per commit on the hottest group path.
             async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
-                await self.offsets_log.append(partition, records)
+                await self.offsets_log.append(partition, records, producer)
         except TimeoutError as exc:
             raise _AppendTimedOut("offsets append timed out") from exc
         except KafkaError:

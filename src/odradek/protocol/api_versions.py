@@ -50,6 +50,11 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -66,6 +71,8 @@ class ApiKey(IntEnum):
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +136,22 @@ _CONTROLLER_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: VersionRange(0, 0),
 }
 ADVERTISED.update(_CONTROLLER_APIS)
+
+# Transactions (``broker/handlers/transactions.py``, ``txn_markers.py``). WriteTxnMarkers is
+# sent by transaction coordinators to partition leaders; its v2 adds a transaction version
+# the handler does not interpret (KIP-890), so only v1 is offered, and AddPartitionsToTxn
+# stops at v3 (v4+ is KIP-890's broker-to-broker batch form). EndTxn v4+ and
+# InitProducerId v5+ are KIP-890's too.
+_TRANSACTION_APIS: dict[ApiKey, VersionRange] = {
+    ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
+    ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 3),
+    ApiKey.END_TXN: VersionRange(0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: VersionRange(0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 3),
+    ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
+    ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+}
+ADVERTISED.update(_TRANSACTION_APIS)
 
 PARSEABLE: dict[ApiKey, VersionRange] = dict(ADVERTISED)
 

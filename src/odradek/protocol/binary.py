@@ -54,6 +54,10 @@ class BinaryReader:
         self.pos = end
         return chunk
 
+    def int8(self) -> int:
+        value = self._take(1)[0]
+        return value - 256 if value > 127 else value
+
     def int16(self) -> int:
         return int(_I16.unpack(self._take(2))[0])
 
@@ -125,6 +129,9 @@ class BinaryWriter:
 
     def __init__(self) -> None:
         self.out = bytearray()
+
+    def int8(self, value: int) -> None:
+        self.out += value.to_bytes(1, "big", signed=True)
 
     def int16(self, value: int) -> None:
         self.out += _I16.pack(value)

@@ -193,6 +193,14 @@ class ProducerFenced(KafkaError):
     code = ErrorCode.producer_fenced
 
 
+class InvalidTxnState(KafkaError):
+    code = ErrorCode.invalid_txn_state
+
+
+class TransactionCoordinatorFenced(KafkaError):
+    code = ErrorCode.transaction_coordinator_fenced
+
+
 class UnknownProducerId(KafkaError):
     code = ErrorCode.unknown_producer_id
 

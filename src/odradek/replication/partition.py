@@ -154,15 +154,21 @@ class Partition:
             )
 
     # Leader: writes and the high watermark ----------------------------------------------
-    def append_as_leader(self, records: bytes | memoryview | None, acks: int) -> AppendInfo:
+    def append_as_leader(
+        self, records: bytes | memoryview | None, acks: int, *, from_coordinator: bool = False
+    ) -> AppendInfo:
         """Append a producer's batches (whole, as received) at our epoch. The caller then
-        moves the HW (it may move at once when we are the whole ISR) and wakes waiters."""
+        moves the HW (it may move at once when we are the whole ISR) and wakes waiters.
+        ``from_coordinator``: transaction markers (WriteTxnMarkers), the only control batches
+        a leader accepts."""
         self.check_leader()
         if acks == -1:
             self.check_enough_replicas()
         if not records:
             raise CorruptRecord("produce request carries no records")
-        return self.log.append(records, leader_epoch=self.leader_epoch)
+        return self.log.append(
+            records, leader_epoch=self.leader_epoch, from_coordinator=from_coordinator
+        )
 
     def maybe_advance_high_watermark(self) -> bool:
         """Move the HW up to the smallest LEO in the (maximal) ISR; True if it moved."""
@@ -222,12 +228,17 @@ class Partition:
         )
 
     # Leader: reads ------------------------------------------------------------------------
-    def fetchable_end(self, from_follower: bool) -> int:
-        """Where a fetch stops: the log end for followers, the HW for consumers."""
+    def fetchable_end(self, from_follower: bool, read_committed: bool = False) -> int:
+        """Where a fetch stops: the log end for followers, the HW for consumers, the last
+        stable offset for read_committed consumers."""
         partition_log = self.log
-        return partition_log.log_end_offset if from_follower else partition_log.high_watermark
+        if from_follower:
+            return partition_log.log_end_offset
+        return partition_log.last_stable_offset if read_committed else partition_log.high_watermark
 
-    def check_fetch_offset(self, fetch_offset: int, from_follower: bool) -> int:
+    def check_fetch_offset(
+        self, fetch_offset: int, from_follower: bool, read_committed: bool = False
+    ) -> int:
         """OFFSET_OUT_OF_RANGE unless ``fetch_offset`` lies in the log (log start to log
         end), for consumers too; returns where the fetch stops (:meth:`fetchable_end`).
 
@@ -239,17 +250,21 @@ class Partition:
         start, end = self.log.log_start_offset, self.log.log_end_offset
         if fetch_offset > end or fetch_offset < start:
             raise OffsetOutOfRange(f"{self}: offset {fetch_offset} outside [{start}, {end}]")
-        return self.fetchable_end(from_follower)
+        return self.fetchable_end(from_follower, read_committed)
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[Offset, int]:
+    def offset_for_timestamp(
+        self, timestamp: int, read_committed: bool = False
+    ) -> tuple[Offset, int]:
         """ListOffsets for consumers: (offset, timestamp), (-1, -1) when no committed
-        record is that recent; -1 latest is the HW, -2 earliest the log start."""
+        record is that recent; -1 latest is the HW (the last stable offset for
+        read_committed), -2 earliest the log start."""
+        end = Offset(self.fetchable_end(False, read_committed))
         if timestamp == LATEST_TIMESTAMP:
-            return self.high_watermark, -1
+            return end, -1
         if timestamp == EARLIEST_TIMESTAMP:
             return self.log_start_offset, -1
         found = self.log.offset_for_timestamp(timestamp)  # also answers max timestamp (-3)
-        if found is None or found[0] >= self.log.high_watermark:
+        if found is None or found[0] >= end:
             return UNKNOWN_OFFSET, -1
         return Offset(int(found[0])), int(found[1])
 

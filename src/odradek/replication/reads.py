@@ -54,10 +54,15 @@ class FetchParams:
     max_bytes: int
     max_wait_ms: int
     partitions: tuple[PartitionFetch, ...]
+    isolation_level: int = 0  # 1: read_committed
 
     @property
     def from_follower(self) -> bool:
         return self.replica_id >= 0
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == 1 and self.replica_id < 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,26 +118,34 @@ def _read_one(
     partition = lookup(wanted.topic, wanted.partition)
     partition.check_leader_epoch(wanted.current_leader_epoch)
     from_follower = params.from_follower
+    read_committed = params.read_committed
     fetch_offset = wanted.fetch_offset
-    upper = partition.check_fetch_offset(fetch_offset, from_follower)
+    upper = partition.check_fetch_offset(fetch_offset, from_follower, read_committed)
     if from_follower:
         # Only an offset inside our log is the follower's LEO: one past our end would be
         # a diverged follower, and must never count towards the high watermark.
         on_follower_fetch(partition, params.replica_id, fetch_offset)
     partition_log = partition.log
     region = None
+    aborted: list[tuple[int, int]] | None = [] if read_committed else None
     if fetch_offset < upper and (max_bytes > 0 or min_one_batch):
-        region = partition_log.read(fetch_offset, max_bytes,
-                                    isolation_high_watermark=not from_follower,
-                                    min_one_batch=min_one_batch).region
-    high_watermark = partition_log.high_watermark
+        read = partition_log.read(fetch_offset, max_bytes,
+                                  isolation_high_watermark=not from_follower,
+                                  min_one_batch=min_one_batch, read_committed=read_committed)
+        region = read.region
+        if region is not None and read_committed:
+            aborted = [
+                (txn.producer_id, txn.first_offset)
+                for txn in partition_log.aborted_transactions(fetch_offset, read.next_offset)
+            ]
     result = FetchPartitionResult(
         partition_index=wanted.partition,
         error_code=ErrorCode.none,
-        high_watermark=high_watermark,
-        last_stable_offset=high_watermark,
+        high_watermark=partition_log.high_watermark,
+        last_stable_offset=partition_log.last_stable_offset,
         log_start_offset=partition_log.log_start_offset,
         records=region,
+        aborted_transactions=aborted,
     )
     return result, (region.length if region is not None else 0)
 
@@ -146,6 +159,7 @@ def has_new_data(params: FetchParams, lookup: LeaderLookup) -> bool:
             partition.check_fetch_offset(wanted.fetch_offset, params.from_follower)
         except Exception:
             return True  # an error is an answer
-        if partition.fetchable_end(params.from_follower) > wanted.fetch_offset:
+        end = partition.fetchable_end(params.from_follower, params.read_committed)
+        if end > wanted.fetch_offset:
             return True
     return False

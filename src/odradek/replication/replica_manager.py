@@ -172,12 +172,14 @@ class ReplicaManager:
         *,
         acks: int,
         timeout_ms: int,
+        from_coordinator: bool = False,
     ) -> AppendResults | asyncio.Future[AppendResults]:
         """Append each partition's batches (whole, as received) to the partitions we lead.
 
         With acks 0 or 1, or when nothing needs to wait, the results come back at once.
         With acks=-1 the appended partitions wait until the HW covers them (or
-        ``timeout_ms``), and a future of the results comes back.
+        ``timeout_ms``), and a future of the results comes back. ``from_coordinator``:
+        transaction markers from WriteTxnMarkers (see :meth:`Partition.append_as_leader`).
         """
         results: AppendResults = {}
         waiting: dict[TopicPartition, AwaitingReplication] = {}
@@ -188,7 +190,9 @@ class ReplicaManager:
                 continue
             try:
                 partition = self.leader_partition(key.topic, key.partition)
-                info = partition.append_as_leader(records, acks)
+                info = partition.append_as_leader(
+                    records, acks, from_coordinator=from_coordinator
+                )
             except Exception as exc:
                 results[key] = _failed(exc, key)
                 continue
@@ -261,13 +265,17 @@ class ReplicaManager:
 
     # Other reads and writes of led partitions ---------------------------------------------
     def offset_for_timestamp(
-        self, key: TopicPartition, timestamp: int, current_leader_epoch: int = -1
+        self,
+        key: TopicPartition,
+        timestamp: int,
+        current_leader_epoch: int = -1,
+        read_committed: bool = False,
     ) -> tuple[Offset, int, LeaderEpoch]:
         """ListOffsets: (offset, timestamp, leader epoch); (-1, -1, -1) when no committed
-        record is that recent."""
+        record is that recent (for read_committed: none below the last stable offset)."""
         partition = self.leader_partition(key.topic, key.partition)
         partition.check_leader_epoch(current_leader_epoch)
-        offset, found_timestamp = partition.offset_for_timestamp(timestamp)
+        offset, found_timestamp = partition.offset_for_timestamp(timestamp, read_committed)
         epoch = partition.leader_epoch if offset >= 0 else LeaderEpoch(-1)
         return offset, found_timestamp, epoch
 

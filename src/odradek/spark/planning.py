@@ -179,7 +179,10 @@ class OffsetResolver:
                      ) -> dict[TopicPartition, int | None]:
         if not query:
             return {}
-        found = self._call("ListOffsets", lambda: self.admin.list_offsets(dict(query)))
+        # read_committed plans up to the last stable offset: the reader cannot pass it
+        isolation = 1 if self.options.client.get("isolation_level") == "read_committed" else 0
+        found = self._call("ListOffsets", lambda: self.admin.list_offsets(
+            dict(query), isolation_level=isolation))
         return {tp: (value.offset if value is not None else None)
                 for tp, value in found.items()}
 

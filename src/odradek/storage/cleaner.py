@@ -4,8 +4,9 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
 
 1. **Range.** The dirty section runs from the *first dirty offset* (the cleaner checkpoint,
    at least the log start) to the *first uncleanable offset*: the base of the first segment
-   that is active, holds offsets at or above the high watermark (not yet committed, could
-   still be truncated), or holds records younger than ``min.compaction.lag.ms``.
+   that is active, holds offsets at or above the last stable offset (not yet committed,
+   could still be truncated, or part of an undecided transaction), or holds records younger
+   than ``min.compaction.lag.ms``.
 2. **Offset map.** Records of the dirty section are decoded and each key's latest offset is
    put in an :class:`OffsetMap` keyed by a 16-byte BLAKE2b digest of the key (Kafka uses
    MD5): a ``bytearray`` of ``log.cleaner.dedupe.buffer.size`` bytes, 24 bytes per entry,
@@ -22,7 +23,13 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
    range are unchanged), producer id/epoch/baseSequence and partitionLeaderEpoch, with a new
    CRC. A batch losing all records disappears, except the last batch of an idempotent
    producer, which stays as an empty batch so the producer's sequence state survives a
-   restart (Kafka does the same). Control batches are copied unchanged.
+   restart (Kafka does the same). Records of *aborted* transactions (per the ``.txnindex``
+   entries) neither enter the offset map nor survive: left in place, an aborted value
+   would replace the committed one it shadows, and a reader that skips aborted data (a
+   read_committed consumer, the group coordinator loading transactional offset commits)
+   would find neither. Control batches are copied unchanged, and so is every
+   aborted-transaction entry of the group's ``.txnindex`` files (the markers and offsets
+   they name do not move), so read_committed consumers still skip aborted data.
 4. **Swap.** The cleaned files are fsynced, renamed ``.cleaned`` -> ``.swap``, the originals
    renamed ``.deleted`` (removed later: readers may hold regions), and ``.swap`` renamed to the
    final name. A crash in between is finished by recovery (see
@@ -129,7 +136,7 @@ class CleanResult:
 
 def first_uncleanable_offset(log_: PartitionLog, now: int) -> int:
     segments = log_.segments
-    high_watermark = log_.high_watermark
+    high_watermark = log_.last_stable_offset
     lag = log_.config.min_compaction_lag_ms
     for index, segment in enumerate(segments[:-1]):
         following = segments[index + 1].base_offset
@@ -181,8 +188,25 @@ def needs_cleaning(log_: PartitionLog, first_dirty: int, now: int) -> bool:
     )
 
 
+class _AbortedBatches:
+    """Which transactional batches belong to aborted transactions (from the .txnindex)."""
+
+    def __init__(self, log_: PartitionLog) -> None:
+        self._ranges: dict[int, list[tuple[int, int]]] = {}
+        for segment in log_.segments:
+            for entry in segment.txn_index.entries:
+                self._ranges.setdefault(entry.producer_id, []).append(
+                    (entry.first_offset, entry.last_offset))
+
+    def __contains__(self, header: BatchHeader) -> bool:
+        if not header.is_transactional or header.is_control:
+            return False
+        return any(first <= header.base_offset <= last
+                   for first, last in self._ranges.get(header.producer_id, ()))
+
+
 def _build_offset_map(
-    log_: PartitionLog, start: int, end: int, offset_map: OffsetMap
+    log_: PartitionLog, start: int, end: int, offset_map: OffsetMap, aborted: _AbortedBatches
 ) -> tuple[int, int]:
     """Fill the map from ``[start, end)``; returns (offset after the last batch mapped, bytes)."""
     mapped_end = start
@@ -197,7 +221,7 @@ def _build_offset_map(
                 continue
             if header.base_offset >= end:
                 return mapped_end, bytes_read
-            if header.is_control:
+            if header.is_control or header in aborted:
                 mapped_end = header.next_offset
                 continue
             if header.record_count > offset_map.free_slots() and mapped_end > start:
@@ -231,6 +255,7 @@ def _filter_batch(
     offset_map: OffsetMap,
     retain_tombstones: bool,
     producer_last_offsets: dict[int, int],
+    aborted: _AbortedBatches,
 ) -> bytes | None:
     """The batch as it should be after cleaning, or None to drop it.
 
@@ -240,11 +265,14 @@ def _filter_batch(
     """
     if header.is_control:
         return data
+    discard = header in aborted
     _header, payload = rec.batch_payload(data)
     kept: list[rec.RecordSpan] = []
     total = 0
     for span in rec.iter_record_spans(header, payload):
         total += 1
+        if discard:
+            continue
         if span.key is not None and offset_map.get(span.key) > span.offset:
             continue  # a later record has this key
         if span.is_tombstone and not retain_tombstones:
@@ -268,10 +296,11 @@ def _clean_group(
     offset_map: OffsetMap,
     delete_horizon_ms: int,
     producer_last_offsets: dict[int, int],
+    aborted: _AbortedBatches,
 ) -> tuple[LogSegment, int]:
     directory: Path = log_.dir
     base = group[0].base_offset
-    for kind in ("log", "index", "timeindex"):
+    for kind in ("log", "index", "timeindex", "txnindex"):
         (directory / f"{base:020d}.{kind}.cleaned").unlink(missing_ok=True)
     cleaned = LogSegment(
         directory,
@@ -298,7 +327,8 @@ def _clean_group(
         retain_tombstones = mtime > delete_horizon_ms
         for position, header in segment.iter_headers():
             data = segment.read_bytes(position, header.size)
-            out = _filter_batch(data, header, offset_map, retain_tombstones, producer_last_offsets)
+            out = _filter_batch(data, header, offset_map, retain_tombstones, producer_last_offsets,
+                                aborted)
             if out is None:
                 continue
             new_header = rec.parse_batch_header(out)
@@ -308,6 +338,9 @@ def _clean_group(
             if len(buffer) >= _WRITE_BUFFER:
                 flush_buffer()
     flush_buffer()
+    for segment in group:
+        for entry in segment.txn_index.entries:
+            cleaned.txn_index.append(entry)
     cleaned.next_offset = group[-1].next_offset
     cleaned.on_become_inactive()
     cleaned.flush()
@@ -329,7 +362,8 @@ def clean_log(
     if end <= start:
         return None
     offset_map = OffsetMap(dedupe_buffer_size)
-    mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map)
+    aborted = _AbortedBatches(log_)
+    mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map, aborted)
     if mapped_end <= start:
         return None
     producer_last_offsets = {
@@ -345,7 +379,7 @@ def clean_log(
     written_total = 0
     for group in _group_segments(sources, log_.config.segment_bytes):
         cleaned, written = _clean_group(
-            log_, group, offset_map, delete_horizon, producer_last_offsets
+            log_, group, offset_map, delete_horizon, producer_last_offsets, aborted
         )
         bytes_read += sum(segment.size for segment in group)
         if not log_.replace_segments([cleaned], group):

@@ -47,6 +47,7 @@ from typing import Protocol
 
 from odradek.clock import wall_ms
 from odradek.protocol import records as rec
+from odradek.protocol.control_records import TxnMarker
 from odradek.protocol.errors import (
     InvalidRecord,
     KafkaStorageError,
@@ -63,6 +64,12 @@ from odradek.storage.log_reader import LogState
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment
+from odradek.storage.transactions import (
+    apply_batch,
+    decode_markers,
+    lenient_markers,
+    marker_of_segment_batch,
+)
 from odradek.storage.validation import apply_compression_type, validate_leader_batch
 
 __all__ = ["AppendInfo", "PartitionLog", "parse_log_dir_name"]
@@ -162,8 +169,13 @@ class PartitionLog(SegmentDeletion):
         *,
         leader_epoch: int,
         now_ms: int | None = None,
+        from_coordinator: bool = False,
     ) -> AppendInfo:
         """Validate ``records`` (one or more batches from a producer), assign offsets, write.
+
+        Only the transaction coordinator (``from_coordinator``, WriteTxnMarkers) may write
+        control batches; each must be a transaction marker that passes the producer's epoch
+        checks (InvalidProducerEpoch, TransactionCoordinatorFenced).
 
         Raises CorruptRecord (bad CRC or framing), InvalidRecord (impossible header fields),
         MessageTooLarge (a batch above ``max.message.bytes``), RecordListTooLarge (the request
@@ -183,9 +195,12 @@ class PartitionLog(SegmentDeletion):
                 f"{len(data)} bytes of batches do not fit segment.bytes={self.config.segment_bytes}"
             )
         for _pos, header in batches:
-            validate_leader_batch(header, self.config, now)
+            validate_leader_batch(header, self.config, now, allow_control=from_coordinator)
         data, batches = apply_compression_type(data, batches, self.config)
+        markers = decode_markers(data, batches) if from_coordinator else {}
         with self._lock:
+            for marker in markers.values():
+                self.producer_state.check_marker(marker)
             if len(batches) == 1:
                 duplicate = self.producer_state.check(batches[0][1])
                 if duplicate is not None:
@@ -212,7 +227,10 @@ class PartitionLog(SegmentDeletion):
             view = memoryview(data)
             buffers: list[bytes | bytearray | memoryview] = []
             assigned: list[tuple[int, BatchHeader]] = []
+            new_markers = {}
             for pos, header in batches:
+                if pos in markers:
+                    new_markers[next_offset] = markers[pos]
                 head = bytearray(view[pos : pos + rec.BATCH_HEADER_SIZE])
                 rest = view[pos + rec.BATCH_HEADER_SIZE : pos + header.size]
                 rec.rewrite_offsets(head, 0, next_offset, leader_epoch)
@@ -226,7 +244,7 @@ class PartitionLog(SegmentDeletion):
                 buffers.append(rest)
                 assigned.append((pos, header))
                 next_offset = header.next_offset
-            info = self._append_locked(buffers, assigned, leader_epoch)
+            info = self._append_locked(buffers, assigned, leader_epoch, new_markers)
             return AppendInfo(
                 first_offset,
                 next_offset - 1,
@@ -257,7 +275,8 @@ class PartitionLog(SegmentDeletion):
                     )
                 expected = header.next_offset
             first_offset = batches[0][1].base_offset
-            count, max_ts, offset_of_max = self._append_locked(data, batches, None)
+            markers = lenient_markers(data, batches, self.dir.name)
+            count, max_ts, offset_of_max = self._append_locked(data, batches, None, markers)
             return AppendInfo(
                 first_offset,
                 batches[-1][1].last_offset,
@@ -273,6 +292,7 @@ class PartitionLog(SegmentDeletion):
         data: bytes | list[bytes | bytearray | memoryview],
         batches: list[tuple[int, BatchHeader]],
         leader_epoch: int | None,
+        markers: dict[int, TxnMarker],
     ) -> tuple[int, int, int]:
         if self.closed:
             raise KafkaStorageError(f"log {self.dir.name} is closed")
@@ -294,8 +314,9 @@ class PartitionLog(SegmentDeletion):
             if epoch >= 0 and epoch > epoch_cache.latest_epoch:
                 epoch_cache.assign(epoch, header.base_offset)
             if header.producer_id >= 0:
-                producer_state.update(header)
+                apply_batch(producer_state, segment, header, markers.get(header.base_offset))
         producer_state.map_end_offset = last.next_offset
+        producer_state.on_high_watermark(self._high_watermark)
         self._publish()
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
@@ -498,9 +519,14 @@ class PartitionLog(SegmentDeletion):
             found = segment.translate_offset(start_offset, max_position)
             if found is None:
                 continue
-            for _pos, header in segment.iter_headers(found[0], max_position):
+            for position, header in segment.iter_headers(found[0], max_position):
                 if header.next_offset > start_offset:
-                    self.producer_state.update(header)
+                    marker = (
+                        marker_of_segment_batch(segment, position, header)
+                        if header.is_control
+                        else None
+                    )
+                    apply_batch(self.producer_state, segment, header, marker)
         self.producer_state.map_end_offset = state.log_end_offset
 
     # ------------------------------------------------------------------ lifecycle

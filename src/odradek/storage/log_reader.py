@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol.errors import OffsetOutOfRange
+from odradek.storage.aborted_txn import AbortedTxn, collect_aborted, last_stable_offset
 from odradek.storage.file_region import FileRegion
 from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.segment import LogSegment
 
 __all__ = [
@@ -70,6 +72,7 @@ class LogReader:
 
     dir: Path
     leader_epoch_cache: LeaderEpochFileCache
+    producer_state: ProducerStateManager
     _state: LogState
     _log_start_offset: int
     _high_watermark: int
@@ -100,6 +103,18 @@ class LogReader:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (the HW, or the first offset of
+        the earliest undecided transaction when that is lower)."""
+        return self._stable_end(min(self._high_watermark, self._state.log_end_offset))
+
+    def _stable_end(self, high_watermark: int) -> int:
+        # An open transaction whose start retention removed no longer holds readers back
+        # below the log start (Kafka clamps the same way).
+        stable = last_stable_offset(high_watermark, self.producer_state.unstable)
+        return max(stable, min(self._log_start_offset, high_watermark))
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, log end]; returns the value set."""
@@ -144,6 +159,7 @@ class LogReader:
         *,
         isolation_high_watermark: bool = True,
         min_one_batch: bool = True,
+        read_committed: bool = False,
     ) -> ReadResult:
         """Whole batches from the one holding ``offset``, as a file region for sendfile.
 
@@ -152,11 +168,14 @@ class LogReader:
         With isolation, an offset between the high watermark and the log end also returns no
         region rather than an error, as Kafka does: a new leader's high watermark may lag a
         consumer's position for a moment, and an error would make the consumer reset.
+        ``read_committed`` bounds the read by the last stable offset instead.
         """
         state = self._state
         log_start = self._log_start_offset
         hw = min(self._high_watermark, state.log_end_offset)
         end = hw if isolation_high_watermark else state.log_end_offset
+        if read_committed:
+            end = min(end, self._stable_end(hw))
         if offset < log_start or offset > state.log_end_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
@@ -193,6 +212,7 @@ class LogReader:
                     max_bytes,
                     isolation_high_watermark=isolation_high_watermark,
                     min_one_batch=min_one_batch,
+                    read_committed=read_committed,
                 )
             if found is not None:
                 region, header, following = found
@@ -200,6 +220,24 @@ class LogReader:
             if not min_one_batch:
                 break
         return result(None, -1)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[fetch_offset, upper_bound)``: what a
+        read_committed Fetch returns beside its data. An entry sits in the segment of its
+        ABORT marker, which is at or after the fetch offset, so the search starts at the
+        segment holding the fetch offset and stops once an entry shows nothing later can
+        overlap (:func:`~odradek.storage.aborted_txn.collect_aborted`), as Kafka's does."""
+        state = self._state
+        index = max(bisect.bisect_right(state.base_offsets, fetch_offset) - 1, 0)
+        found: list[AbortedTxn] = []
+        for segment in state.segments[index:]:
+            entries, complete = collect_aborted(
+                segment.txn_index.entries, fetch_offset, upper_bound
+            )
+            found += entries
+            if complete:
+                break
+        return found
 
     def _end_position(self, state: LogState, end: int) -> tuple[int, int]:
         """(segment base, byte position) below which all batches end before ``end``."""

@@ -14,8 +14,17 @@ Rules on a leader append of a batch with ``producerId >= 0`` (Kafka's ``Producer
   were removed by retention).
 
 Followers apply batches without checks (:meth:`ProducerStateManager.update`).
-Transactions are not supported yet: transactional and control batches only update the
-epoch/sequence bookkeeping.
+
+Transactions: a producer's first transactional batch opens its transaction at that batch's
+base offset (``currentTxnFirstOffset``); its COMMIT or ABORT marker closes it and yields a
+:class:`CompletedTxn` (the log indexes aborted ones). A marker is checked on the leader
+path: an epoch older than the producer's is fenced (INVALID_PRODUCER_EPOCH), as is a
+coordinator epoch older than the last marker's (TRANSACTION_COORDINATOR_FENCED); a newer
+epoch is accepted (the coordinator bumps the epoch when it aborts for a fenced or timed-out
+producer). A plain (non-transactional) batch from a producer with an open transaction is
+INVALID_TXN_STATE. :attr:`ProducerStateManager.unstable` lists the transactions that hold
+the last stable offset back: ongoing ones, and completed ones until their marker is
+replicated (:func:`odradek.storage.aborted_txn.last_stable_offset`).
 
 Snapshot files ``<20-digit offset>.snapshot`` (Kafka's layout, version 1)::
 
@@ -25,7 +34,7 @@ Snapshot files ``<20-digit offset>.snapshot`` (Kafka's layout, version 1)::
     10 entries, 46 bytes each:
          producerId int64, producerEpoch int16, lastSequence int32, lastOffset int64,
          offsetDelta int32 (lastOffset - firstOffset of the last batch), timestamp int64,
-         coordinatorEpoch int32 (-1), currentTxnFirstOffset int64 (-1)
+         coordinatorEpoch int32, currentTxnFirstOffset int64 (-1: no open transaction)
 
 A snapshot at offset N holds the state after every batch below N. It is written on segment
 roll and on clean shutdown (atomically); on load the newest snapshot at or below the log end
@@ -48,16 +57,19 @@ from typing import NamedTuple
 
 import crc32c as _crc32c
 
+from odradek.protocol.control_records import TxnMarker
 from odradek.protocol.errors import (
     CorruptRecord,
     InvalidProducerEpoch,
+    InvalidTxnState,
     OutOfOrderSequenceNumber,
+    TransactionCoordinatorFenced,
     UnknownProducerId,
 )
 from odradek.protocol.records import BatchHeader
 from odradek.storage.checkpoint import write_atomically
 
-__all__ = ["BatchMetadata", "ProducerStateEntry", "ProducerStateManager"]
+__all__ = ["BatchMetadata", "CompletedTxn", "ProducerStateEntry", "ProducerStateManager"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +77,7 @@ SNAPSHOT_SUFFIX = ".snapshot"
 NUM_BATCHES_TO_RETAIN = 5
 INT_MAX = 2**31 - 1
 NO_EPOCH = -1
+NO_MARKER = 2**63 - 1  # marker offset of a transaction still open
 
 _SNAPSHOT_HEADER = struct.Struct(">hIi")
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
@@ -78,6 +91,13 @@ class BatchMetadata(NamedTuple):
     timestamp: int
 
 
+class CompletedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    marker_offset: int
+    aborted: bool
+
+
 @dataclass
 class ProducerStateEntry:
     producer_id: int
@@ -85,6 +105,8 @@ class ProducerStateEntry:
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
     )
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -119,15 +141,29 @@ class ProducerStateManager:
         self.directory = directory
         self.producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0  # state covers every batch below this offset
+        # Completed transactions whose marker may not be replicated yet, in marker order.
+        self._unreplicated: list[CompletedTxn] = []
+        # (first offset, marker offset) of every transaction holding the LSO back, in first
+        # offset order; replaced whole on change so lock-free readers see a consistent tuple.
+        self.unstable: tuple[tuple[int, int], ...] = ()
 
     # ------------------------------------------------------------------- leader path
 
     def check(self, header: BatchHeader) -> BatchMetadata | None:
         """Validate a leader append; returns the original batch when it is a duplicate."""
-        if header.producer_id < 0 or header.is_control:
+        if header.producer_id < 0:
             return None
         entry = self.producers.get(header.producer_id)
         epoch = header.producer_epoch
+        if header.is_control:
+            return None  # markers are checked by check_marker, with their record decoded
+        if entry is not None and entry.current_txn_first_offset >= 0 and not (
+            header.is_transactional
+        ):
+            raise InvalidTxnState(
+                f"producer {header.producer_id} wrote a non-transactional batch inside its "
+                f"open transaction"
+            )
         if entry is None or entry.epoch == NO_EPOCH:
             if header.base_sequence != 0 and not header.is_transactional:
                 raise UnknownProducerId(
@@ -156,10 +192,30 @@ class ProducerStateManager:
             )
         return None
 
+    def check_marker(self, marker: TxnMarker) -> None:
+        """Validate a transaction marker the coordinator asks the leader to write."""
+        entry = self.producers.get(marker.producer_id)
+        if entry is None:
+            return
+        if marker.producer_epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"marker for producer {marker.producer_id} has epoch {marker.producer_epoch}, "
+                f"older than {entry.epoch}"
+            )
+        if marker.coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFenced(
+                f"marker for producer {marker.producer_id} from coordinator epoch "
+                f"{marker.coordinator_epoch}, older than {entry.coordinator_epoch}"
+            )
+
     # ------------------------------------------------------------------- both paths
 
-    def update(self, header: BatchHeader) -> None:
-        """Apply a batch that is now in the log (leader after :meth:`check`, or follower)."""
+    def update(self, header: BatchHeader, marker: TxnMarker | None = None) -> CompletedTxn | None:
+        """Apply a batch that is now in the log (leader after :meth:`check`, or follower).
+
+        ``marker`` is the decoded record of a control batch; the transaction it closes comes
+        back (None when the producer had no open transaction here: nothing to index)."""
+        completed = None
         if header.producer_id >= 0:
             entry = self.producers.get(header.producer_id)
             if entry is None:
@@ -167,6 +223,12 @@ class ProducerStateManager:
             if header.producer_epoch != entry.epoch:
                 entry.epoch = header.producer_epoch
                 entry.batches.clear()
+            if header.is_control:
+                if marker is not None:
+                    completed = self._end_txn(entry, header.base_offset, marker)
+            elif header.is_transactional and entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = header.base_offset
+                self._publish_unstable()
             if not header.is_control and header.base_sequence >= 0:
                 entry.batches.append(
                     BatchMetadata(
@@ -178,6 +240,47 @@ class ProducerStateManager:
                     )
                 )
         self.map_end_offset = max(self.map_end_offset, header.next_offset)
+        return completed
+
+    def _end_txn(
+        self, entry: ProducerStateEntry, marker_offset: int, marker: TxnMarker
+    ) -> CompletedTxn | None:
+        entry.coordinator_epoch = max(entry.coordinator_epoch, marker.coordinator_epoch)
+        first = entry.current_txn_first_offset
+        if first < 0:
+            return None
+        entry.current_txn_first_offset = -1
+        completed = CompletedTxn(entry.producer_id, first, marker_offset, marker.is_abort)
+        self._unreplicated.append(completed)
+        self._publish_unstable()
+        return completed
+
+    def stable_offset_after(self, completed: CompletedTxn) -> int:
+        """The LSO an aborted-index entry records: the first offset of the earliest other
+        transaction still open, else just past the marker (Kafka's rule)."""
+        firsts = [
+            entry.current_txn_first_offset
+            for entry in self.producers.values()
+            if entry.current_txn_first_offset >= 0 and entry.producer_id != completed.producer_id
+        ]
+        return min(firsts, default=completed.marker_offset + 1)
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is replicated (below the HW)."""
+        if self._unreplicated and self._unreplicated[0].marker_offset < high_watermark:
+            self._unreplicated = [
+                txn for txn in self._unreplicated if txn.marker_offset >= high_watermark
+            ]
+            self._publish_unstable()
+
+    def _publish_unstable(self) -> None:
+        pairs = [
+            (entry.current_txn_first_offset, NO_MARKER)
+            for entry in self.producers.values()
+            if entry.current_txn_first_offset >= 0
+        ]
+        pairs += [(txn.first_offset, txn.marker_offset) for txn in self._unreplicated]
+        self.unstable = tuple(sorted(pairs))
 
     def update_all(self, headers: Iterable[BatchHeader]) -> None:
         for header in headers:
@@ -194,12 +297,15 @@ class ProducerStateManager:
         ]
         for pid in gone:
             del self.producers[pid]
+        self._publish_unstable()
         for offset in self.snapshot_offsets():
             if offset < log_start_offset:
                 self._snapshot_path(offset).unlink(missing_ok=True)
 
     def clear(self) -> None:
         self.producers.clear()
+        self._unreplicated = []
+        self.unstable = ()
         self.map_end_offset = 0
 
     # --------------------------------------------------------------------- snapshots
@@ -222,9 +328,9 @@ class ProducerStateManager:
         entries = bytearray()
         count = 0
         for entry in self.producers.values():
-            if not entry.batches:
+            if not entry.batches and entry.current_txn_first_offset < 0:
                 continue
-            last = entry.batches[-1]
+            last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
             entries += _SNAPSHOT_ENTRY.pack(
                 entry.producer_id,
                 entry.epoch,
@@ -232,8 +338,8 @@ class ProducerStateManager:
                 last.last_offset,
                 last.last_offset - last.first_offset,
                 last.timestamp,
-                -1,
-                -1,
+                entry.coordinator_epoch,
+                entry.current_txn_first_offset,
             )
             count += 1
         body = struct.pack(">i", count) + bytes(entries)
@@ -251,23 +357,31 @@ class ProducerStateManager:
             raise CorruptRecord("snapshot length does not match its entry count")
         producers = {}
         for values in _SNAPSHOT_ENTRY.iter_unpack(data[_SNAPSHOT_HEADER.size :]):
-            pid, epoch, last_seq, last_offset, delta, timestamp, _coord, _txn = values
-            entry = ProducerStateEntry(pid, epoch)
-            first_seq = (last_seq - delta) % (INT_MAX + 1) if last_seq >= 0 else -1
-            entry.batches.append(
-                BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, timestamp)
+            pid, epoch, last_seq, last_offset, delta, timestamp, coordinator, txn_first = values
+            entry = ProducerStateEntry(
+                pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first
             )
+            if last_offset >= 0:
+                first_seq = (last_seq - delta) % (INT_MAX + 1) if last_seq >= 0 else -1
+                entry.batches.append(
+                    BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, timestamp)
+                )
             producers[pid] = entry
         return producers
 
-    def load_latest_snapshot(self, log_start_offset: int, log_end_offset: int) -> int:
+    def load_latest_snapshot(
+        self, log_start_offset: int, log_end_offset: int, *, at_most: int | None = None
+    ) -> int:
         """Load the newest valid snapshot in ``[log_start, log_end]``; return its offset (the
         offset to scan from), or ``log_start_offset`` when there is none. Snapshots above the
-        log end (left by a truncation or crash) are deleted."""
+        log end (left by a truncation or crash) are deleted; ones above ``at_most`` are
+        skipped (recovery replays from there to re-index aborted transactions)."""
         self.clear()
         for offset in reversed(self.snapshot_offsets()):
             if offset > log_end_offset:
                 self._snapshot_path(offset).unlink(missing_ok=True)
+                continue
+            if at_most is not None and offset > at_most:
                 continue
             if offset < log_start_offset:
                 break
@@ -280,6 +394,7 @@ class ProducerStateManager:
                 self._snapshot_path(offset).unlink(missing_ok=True)
                 continue
             self.map_end_offset = offset
+            self._publish_unstable()
             return offset
         self.map_end_offset = log_start_offset
         return log_start_offset

@@ -17,7 +17,12 @@ Order of work, and why:
    logged, and the indexes are rebuilt. Segments before the recovery point were fsynced
    before the checkpoint was written; only their indexes are sanity-checked (and rebuilt if
    damaged or missing).
-4. Producer state is loaded from the newest snapshot and completed from batch headers.
+4. Producer state is loaded from the newest snapshot and completed from batch headers;
+   the replay also re-indexes aborted transactions (``.txnindex``). After an unclean
+   shutdown the ``.txnindex`` of every recovered segment is reset first (it is not fsynced
+   before the log and may miss entries or hold ones for truncated markers), and the replay
+   starts from a snapshot no later than the first recovered segment, so every ABORT marker
+   in those segments is indexed again.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ __all__ = ["open_log"]
 
 log = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)(\.swap)?$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)(\.swap)?$")
 
 
 def _cleanup_leftovers(directory: Path) -> None:
@@ -71,7 +76,7 @@ def _finish_swaps(directory: Path, config: LogConfig) -> None:
             if match and not match[3] and base <= int(match[1]) < max(end, base + 1):
                 log.info("finishing interrupted swap: deleting replaced %s", path)
                 path.unlink()
-        for kind in ("log", "index", "timeindex"):
+        for kind in ("log", "index", "timeindex", "txnindex"):
             source = directory / f"{base:020d}.{kind}.swap"
             if source.exists():
                 os.replace(source, directory / f"{base:020d}.{kind}")
@@ -111,6 +116,7 @@ def open_log(
     # Upper bounds for inactive segments (exact for the last one is computed below).
     for previous, following in itertools.pairwise(segments):
         previous.next_offset = following.base_offset
+    replay_from_at_most: int | None = None
     if had_clean_shutdown:
         for segment in segments:
             if not segment.index_path.exists() or not segment.time_index_path.exists():
@@ -120,7 +126,7 @@ def open_log(
             last = segments[-1]
             check_index_or_rebuild(last, is_last=True)
     else:
-        segments = _recover(segments, recovery_point)
+        segments, replay_from_at_most = _recover(segments, recovery_point)
     if not segments:
         segment = LogSegment(
             directory,
@@ -143,14 +149,17 @@ def open_log(
         scheduler=scheduler,
     )
     start = partition_log.producer_state.load_latest_snapshot(
-        partition_log.log_start_offset, partition_log.log_end_offset
+        partition_log.log_start_offset, partition_log.log_end_offset, at_most=replay_from_at_most
     )
     partition_log.scan_producer_state_from(start)
     return partition_log
 
 
-def _recover(segments: list[LogSegment], recovery_point: int) -> list[LogSegment]:
-    """Scan segments from the one holding the recovery point; cut at the first damage."""
+def _recover(
+    segments: list[LogSegment], recovery_point: int
+) -> tuple[list[LogSegment], int | None]:
+    """Scan segments from the one holding the recovery point; cut at the first damage.
+    Returns the segments kept and the base of the first one recovered (None if none)."""
     first_unflushed = 0
     for index, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
@@ -158,8 +167,10 @@ def _recover(segments: list[LogSegment], recovery_point: int) -> list[LogSegment
     for segment in segments[:first_unflushed]:
         check_index_or_rebuild(segment)
     kept = list(segments[:first_unflushed])
+    first_recovered = segments[first_unflushed].base_offset if segments else None
     for index in range(first_unflushed, len(segments)):
         segment = segments[index]
+        segment.txn_index.reset()
         truncated = segment.recover()
         segment.on_become_inactive()
         kept.append(segment)
@@ -170,4 +181,4 @@ def _recover(segments: list[LogSegment], recovery_point: int) -> list[LogSegment
                 )
                 later.delete_files()
             break
-    return kept
+    return kept, first_recovered

@@ -1,4 +1,4 @@
-"""One log segment: ``<base>.log`` plus its ``.index`` and ``.timeindex``.
+"""One log segment: ``<base>.log`` plus its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 ``<base>`` is the first offset the segment may hold, zero-padded to 20 digits. The ``.log``
 file is RecordBatch v2 batches back to back, exactly as they travel on the wire (see
@@ -42,6 +42,7 @@ from odradek.storage.file_region import FileRegion, SegmentFile
 from odradek.storage.mmap_index import CorruptIndex
 from odradek.storage.offset_index import OffsetIndex, OffsetPosition
 from odradek.storage.time_index import TimeIndex, TimestampOffset
+from odradek.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 __all__ = [
     "LOG_OVERHEAD",
@@ -163,6 +164,7 @@ class LogSegment:
         # Removed from the log: readers holding it scan from position 0 instead of reopening
         # index files that are being renamed or unlinked.
         self.deleted = False
+        self.txn_index = TransactionIndex(self._path(TXN_INDEX_SUFFIX))
 
     # ---------------------------------------------------------------- paths and indexes
 
@@ -277,6 +279,7 @@ class LogSegment:
             self._offset_index.flush()
         if self._time_index is not None:
             self._time_index.flush()
+        self.txn_index.flush()
 
     def on_become_inactive(self) -> None:
         """Called on roll: final time index entry, then trim both indexes (as Kafka does)."""
@@ -496,6 +499,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         os.ftruncate(self.file.fileno(), position)
         self.size = position
         self.bytes_since_last_index_entry = 0
@@ -536,7 +540,7 @@ class LogSegment:
         self.close_indexes()
 
     def change_suffix(self, suffix: str) -> None:
-        """Rename all three files to ``<base>.<kind><suffix>`` (e.g. ``.deleted``)."""
+        """Rename all four files to ``<base>.<kind><suffix>`` (e.g. ``.deleted``)."""
         old = (self.log_path, self.index_path, self.time_index_path)
         self.close_indexes()
         self.suffix = suffix
@@ -546,9 +550,11 @@ class LogSegment:
             if source.exists():
                 os.replace(source, target)
         self.file.path = self.log_path
+        self.txn_index.rename(self._path(TXN_INDEX_SUFFIX))
 
     def delete_files(self) -> None:
         self.close_indexes()
+        self.txn_index.delete()
         for path in (self.log_path, self.index_path, self.time_index_path):
             path.unlink(missing_ok=True)
 

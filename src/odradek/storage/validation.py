@@ -21,8 +21,11 @@ from odradek.storage.config import LogConfig
 __all__ = ["apply_compression_type", "validate_leader_batch"]
 
 
-def validate_leader_batch(header: BatchHeader, config: LogConfig, now: int) -> None:
-    """Header-only checks of one producer batch (no record is decoded)."""
+def validate_leader_batch(
+    header: BatchHeader, config: LogConfig, now: int, *, allow_control: bool = False
+) -> None:
+    """Header-only checks of one producer batch (no record is decoded). Control batches
+    come only from the transaction coordinator (``allow_control``)."""
     if header.size > config.max_message_bytes:
         raise MessageTooLarge(
             f"batch of {header.size} bytes exceeds max.message.bytes={config.max_message_bytes}"
@@ -32,7 +35,7 @@ def validate_leader_batch(header: BatchHeader, config: LogConfig, now: int) -> N
             f"batch claims {header.record_count} records but lastOffsetDelta "
             f"{header.last_offset_delta}"
         )
-    if header.is_control:
+    if header.is_control and not allow_control:
         raise InvalidRecord("clients may not produce control batches")
     if header.timestamp_type == rec.CREATE_TIME and not config.log_append_time:
         before = min(
@@ -56,16 +59,18 @@ def apply_compression_type(
     batches: list[tuple[int, BatchHeader]],
     config: LogConfig,
 ) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
-    """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case)."""
+    """Apply ``compression.type`` when it is not ``producer`` (decodes only in that case).
+    Control batches (transaction markers) are kept as written: re-encoding would lose
+    their control bit, and consumers read their one tiny record uncompressed anyway."""
     wanted = config.compression_type
     if wanted == "producer":
         return data, batches
     codec = 0 if wanted == "uncompressed" else CODEC_BY_NAME[wanted]
-    if all(header.compression == codec for _pos, header in batches):
+    if all(header.compression == codec or header.is_control for _pos, header in batches):
         return data, batches
     out = bytearray()
     for pos, header in batches:
-        if header.compression == codec:
+        if header.compression == codec or header.is_control:
             out += data[pos : pos + header.size]
             continue
         _h, records = rec.decode_batch(data, pos)

@@ -1,5 +1,8 @@
 """Fetch (v4-v12): the replica manager reads; the answer goes out as zero-copy regions.
 
+isolation_level 1 (read_committed) reads below the last stable offset and gets the aborted
+transactions of the range returned; 0 reads below the high watermark.
+
 What is read, for whom, and how long a fetch may wait are the replication layer's rules
 (:mod:`odradek.replication.reads`, :meth:`ReplicaManager.fetch`). This handler decodes
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
@@ -57,6 +60,7 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
             for topic in request.topics
             for part in topic.partitions
         ),
+        isolation_level=int(request.isolation_level),
     )
     outcome = ctx.services.replica_manager.fetch(params)
     if isinstance(outcome, asyncio.Future):

@@ -10,11 +10,9 @@ Replication factor: like Kafka since 0.11 (KIP-115), the topic is created only o
 COORDINATOR_NOT_AVAILABLE rather than silently creating an under-replicated topic that would
 stay that way forever. A single-broker setup sets the factor to 1 (``odradek cluster`` does).
 
-Transactional ids (key type 1) are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-and a message saying why: there is no transaction coordinator yet. COORDINATOR_NOT_AVAILABLE
-would be a lie clients believe — librdkafka, the Java producer and kafka-python all retry it
-until their transaction timeout — whereas TRANSACTIONAL_ID_AUTHORIZATION_FAILED is fatal
-for each of them, so ``init_transactions()`` fails at once with a clear error.
+Transactional ids (key type 1) work the same way over ``__transaction_state``
+(``partition_for_transactional_id``, ``transaction.state.log.*`` settings, created on the
+first lookup with ``min.insync.replicas`` = ``transaction.state.log.min.isr``).
 """
 
 from __future__ import annotations
@@ -25,7 +23,11 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC, partition_for_group
+from odradek.coordinator.partitioning import (
+    CONSUMER_OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    partition_for_group,
+)
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
@@ -38,7 +40,6 @@ log = logging.getLogger(__name__)
 
 _GROUP_KEY = 0
 _TRANSACTION_KEY = 1
-_NO_TRANSACTIONS = "transactions are not supported by this broker (no transaction coordinator)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,46 +71,57 @@ def _lookup(ctx: RequestContext, topic: str, key: str, partitions: int) -> _Foun
     return _Found(key, ErrorCode.none, None, state.leader, host, port)
 
 
-async def _create_offsets_topic(ctx: RequestContext) -> None:
-    settings = ctx.services.sections.group_coordinator
+@dataclass(frozen=True, slots=True)
+class _InternalTopic:
+    name: str
+    partitions: int
+    replication: int
+    config: dict[str, str]
+
+
+def _internal_topic(ctx: RequestContext, key_type: int) -> _InternalTopic:
+    if key_type == _TRANSACTION_KEY:
+        txn = ctx.services.sections.transactions
+        return _InternalTopic(TRANSACTION_STATE_TOPIC, txn.state_log_num_partitions,
+                              txn.state_log_replication_factor, {
+                                  "cleanup.policy": "compact",
+                                  "compression.type": "uncompressed",
+                                  "min.insync.replicas": str(txn.state_log_min_isr),
+                                  "segment.bytes": str(txn.state_log_segment_bytes),
+                              })
+    groups = ctx.services.sections.group_coordinator
+    return _InternalTopic(CONSUMER_OFFSETS_TOPIC, groups.offsets_topic_num_partitions,
+                          groups.offsets_topic_replication_factor, {
+                              "cleanup.policy": "compact",
+                              "compression.type": "producer",
+                              "segment.bytes": str(groups.offsets_topic_segment_bytes),
+                          })
+
+
+async def _create_internal_topic(ctx: RequestContext, topic: _InternalTopic) -> None:
     cluster = ctx.services.cluster
-    replication = settings.offsets_topic_replication_factor
     live = len(cluster.view.brokers)
-    if live < replication:
-        log.warning(
-            "not creating %s: %d live broker(s) < offsets.topic.replication.factor=%d",
-            CONSUMER_OFFSETS_TOPIC, live, replication,
-        )
+    if live < topic.replication:
+        log.warning("not creating %s: %d live broker(s) < its replication factor %d",
+                    topic.name, live, topic.replication)
         return
-    topic_config = {
-        "cleanup.policy": "compact",
-        "compression.type": "producer",
-        "segment.bytes": str(settings.offsets_topic_segment_bytes),
-    }
     try:
-        await cluster.create_topic(
-            CONSUMER_OFFSETS_TOPIC, settings.offsets_topic_num_partitions, replication,
-            topic_config,
-        )
-        log.info("created %s for %s", CONSUMER_OFFSETS_TOPIC, ctx.peer)
+        await cluster.create_topic(topic.name, topic.partitions, topic.replication,
+                                   topic.config)
+        log.info("created %s for %s", topic.name, ctx.peer)
     except TopicAlreadyExists:
         pass
     except KafkaError as exc:
-        log.warning("creating %s failed: %s", CONSUMER_OFFSETS_TOPIC, exc)
+        log.warning("creating %s failed: %s", topic.name, exc)
 
 
 def _find_all(ctx: RequestContext, key_type: int, keys: list[str]) -> list[_Found] | None:
-    """The answers, or None when the offsets topic must be created first."""
-    if key_type == _GROUP_KEY:
-        if CONSUMER_OFFSETS_TOPIC not in ctx.services.cluster.view.topics:
+    """The answers, or None when the internal topic must be created first."""
+    if key_type in (_GROUP_KEY, _TRANSACTION_KEY):
+        topic = _internal_topic(ctx, key_type)
+        if topic.name not in ctx.services.cluster.view.topics:
             return None
-        partitions = ctx.services.coordinator.config.offsets_topic_num_partitions
-        return [_lookup(ctx, CONSUMER_OFFSETS_TOPIC, key, partitions) for key in keys]
-    if key_type == _TRANSACTION_KEY:
-        log.info("refusing transaction coordinator lookup from %s: %s", ctx.peer,
-                 _NO_TRANSACTIONS)
-        return [_Found(key, ErrorCode.transactional_id_authorization_failed, _NO_TRANSACTIONS)
-                for key in keys]
+        return [_lookup(ctx, topic.name, key, topic.partitions) for key in keys]
     return [_Found(key, ErrorCode.invalid_request, f"unknown key type {key_type}")
             for key in keys]
 
@@ -121,14 +133,15 @@ def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
     found = _find_all(ctx, key_type, keys)
     if found is not None:
         return _response(version, found)
-    return _create_then_answer(ctx, version, keys)
+    return _create_then_answer(ctx, version, keys, _internal_topic(ctx, key_type))
 
 
-async def _create_then_answer(ctx: RequestContext, version: int, keys: list[str]) -> Any:
+async def _create_then_answer(ctx: RequestContext, version: int, keys: list[str],
+                              topic: _InternalTopic) -> Any:
     try:
-        await _create_offsets_topic(ctx)
+        await _create_internal_topic(ctx, topic)
     except Exception as exc:  # ZooKeeper trouble: the client retries FindCoordinator
-        log.warning("creating %s failed: %s", CONSUMER_OFFSETS_TOPIC, exc)
+        log.warning("creating %s failed: %s", topic.name, exc)
         return _response(version, [_Found(k, error_code_of(exc)) for k in keys])
     return _response(version, [_Found(k, ErrorCode.coordinator_not_available) for k in keys])
 

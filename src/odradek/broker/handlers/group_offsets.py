@@ -12,8 +12,9 @@ Version differences handled here:
   not have are refused with UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees them.
 * OffsetFetch v1 has no top-level error: a group-level failure is repeated on each requested
   partition. From v2 it is top-level (with no partitions, as Kafka answers), and a null topic
-  list asks for every committed offset of the group. ``require_stable`` (v7) needs
-  transactions to mean anything and is accepted as a no-op.
+  list asks for every committed offset of the group. With ``require_stable`` (v7), a
+  partition whose transactional commit (TxnOffsetCommit) is still pending answers
+  UNSTABLE_OFFSET_COMMIT (offset -1), which clients retry until the transaction ends.
 """
 
 from __future__ import annotations
@@ -99,7 +100,10 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             for topic in request.topics or ()
             for index in topic.partition_indexes
         ]
-    error, offsets = ctx.services.coordinator.fetch_offsets(str(request.group_id), wanted)
+    coordinator = ctx.services.coordinator
+    error, offsets = coordinator.fetch_offsets(str(request.group_id), wanted)
+    unstable = (coordinator.unstable_offsets(str(request.group_id))
+                if getattr(request, "require_stable", False) else set())
     module = response_module(ApiKey.OFFSET_FETCH, version)
     if error != ErrorCode.none:
         if version >= 2:
@@ -110,21 +114,24 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         module.OffsetFetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        topics=_fetch_topics(module, offsets, error),
+        topics=_fetch_topics(module, offsets, error, unstable),
     )
 
 
-def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorCode) -> Any:
+def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorCode,
+                  unstable: set[TopicPartition] | frozenset[TopicPartition] = frozenset()
+                  ) -> Any:
     by_topic: dict[str, list[Any]] = {}
     for offset in offsets:
+        pending = TopicPartition(offset.topic, offset.partition) in unstable
         by_topic.setdefault(offset.topic, []).append(
             build(
                 module.OffsetFetchResponsePartition,
                 partition_index=offset.partition,
-                committed_offset=offset.offset,
+                committed_offset=-1 if pending else offset.offset,
                 committed_leader_epoch=offset.leader_epoch,
                 metadata=offset.metadata,
-                error_code=error,
+                error_code=ErrorCode.unstable_offset_commit if pending else error,
             )
         )
     return tuple(

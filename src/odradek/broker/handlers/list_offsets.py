@@ -1,4 +1,8 @@
-"""ListOffsets (v1-v7): earliest (-2), latest (-1), max timestamp (-3), or by timestamp."""
+"""ListOffsets (v1-v7): earliest (-2), latest (-1), max timestamp (-3), or by timestamp.
+
+With isolation_level 1 (read_committed, v2+) latest is the last stable offset and a
+timestamp lookup only finds offsets below it, as in Kafka.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ EARLIEST = EARLIEST_TIMESTAMP
 def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.LIST_OFFSETS, ctx.api_version)
     replica_manager = ctx.services.replica_manager
+    read_committed = int(getattr(request, "isolation_level", 0)) == 1
     topics = []
     for topic in request.topics:
         partitions = []
@@ -32,7 +37,10 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
             epoch: int
             try:
                 offset, timestamp, epoch = replica_manager.offset_for_timestamp(
-                    key, int(part.timestamp), int(getattr(part, "current_leader_epoch", -1))
+                    key,
+                    int(part.timestamp),
+                    int(getattr(part, "current_leader_epoch", -1)),
+                    read_committed,
                 )
                 code = ErrorCode.none
             except Exception as exc:

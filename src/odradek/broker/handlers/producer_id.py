@@ -1,8 +1,8 @@
-"""InitProducerId (v0-v4) for idempotent producers.
+"""InitProducerId (v0-v4).
 
 Without a transactional id Kafka always hands out a fresh producer id at epoch 0 (also
-when the client asks to bump the epoch of an old one); we do the same. Transactions
-arrive with a later issue, until then a transactional id is refused with a clear error.
+when the client asks to bump the epoch of an old one); we do the same. With one, the
+transaction coordinator answers (:mod:`odradek.broker.handlers.transactions`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 
 from ..context import RequestContext
+from .transactions import init_transactional_producer_id
 
 __all__ = ["handle_init_producer_id"]
 
@@ -25,11 +26,7 @@ log = logging.getLogger(__name__)
 async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
     if request.transactional_id is not None:
-        log.info("refusing transactional producer %r from %s: transactions are not supported",
-                 request.transactional_id, ctx.peer)
-        return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.transactional_id_authorization_failed,
-                     producer_id=-1, producer_epoch=-1)
+        return await init_transactional_producer_id(ctx, request)
     try:
         producer_id = await ctx.services.producer_ids.next_id()
     except Exception:
