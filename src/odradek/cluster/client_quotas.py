@@ -13,21 +13,18 @@ version, and keep keys that are not quotas (a user's znode also holds SCRAM cred
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 
 from odradek.cluster import znodes
-from odradek.protocol.errors import UnknownServerError
+from odradek.cluster.broker_configs import Update, alter_entity_config
 from odradek.quota.entities import QuotaEntity
 
 __all__ = ["alter_client_quotas", "read_all_client_quotas", "read_client_quotas"]
 
 log = logging.getLogger(__name__)
 
-Update = Callable[[Mapping[str, str]], Mapping[str, str]]
-_ATTEMPTS = 5
 
 
 def _path(entity: QuotaEntity) -> str:
@@ -40,34 +37,10 @@ def alter_client_quotas(
     """Replace ``entity``'s config with ``update(current)`` (which validates, raising a
     KafkaError); returns what was (or would be) stored."""
     path = _path(entity)
-    for _ in range(_ATTEMPTS):
-        try:
-            data, stat = client.get(path)
-            current, version = znodes.decode_entity_config(data), stat.version
-        except NoNodeError:
-            current, version = {}, -1
-        wanted = dict(update(current))
-        if validate_only or wanted == current:
-            return wanted
-        encoded = znodes.encode_entity_config(wanted)
-        parent = path.rsplit("/", 1)[0]
-        client.ensure_path(parent)  # /config/users/<u>/clients: Kafka creates it empty too
-        txn = client.transaction()
-        if version < 0:
-            txn.create(path, encoded)
-        else:
-            txn.set_data(path, encoded, version=version)
-        txn.create(
-            f"{znodes.CONFIG_CHANGES}/{znodes.CONFIG_CHANGE_PREFIX}",
-            znodes.encode_config_change(entity.zk_path),
-            sequence=True,
-        )
-        results = txn.commit()
-        if not any(isinstance(result, Exception) for result in results):
-            return wanted
-        if not isinstance(results[0], (BadVersionError, NodeExistsError, NoNodeError)):
-            raise UnknownServerError(f"writing {path} failed: {results!r}")
-    raise UnknownServerError(f"{path} kept changing; retry")
+    if not validate_only:
+        # /config/users/<u>/clients: Kafka creates the parent of a nested entity empty too.
+        client.ensure_path(path.rsplit("/", 1)[0])
+    return alter_entity_config(client, path, entity.zk_path, update, validate_only)
 
 
 def read_client_quotas(client: KazooClient, entity: QuotaEntity) -> dict[str, str] | None:
