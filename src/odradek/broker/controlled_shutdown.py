@@ -32,6 +32,8 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.controlled_shutdown import ControlledShutdownRequest
 from odradek.protocol.messages import decode_response, encode_request
 
+from .inter_broker import inter_broker_endpoint
+
 __all__ = ["ControlledShutdownFailed", "request_controlled_shutdown"]
 
 log = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str,
     info = view.brokers.get(controller_id)
     if info is None:
         raise ControlledShutdownFailed(f"controller {controller_id} is not registered")
-    host, port = _endpoint(info, listener)
+    host, port = inter_broker_endpoint(info, listener)
     request = ControlledShutdownRequest(
         broker_id=BrokerId(i32(broker_id)), broker_epoch=i64(broker_epoch)
     )
@@ -116,13 +118,6 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str,
         TopicPartition(str(p.topic_name), int(p.partition_index))
         for p in response.remaining_partitions
     ]
-
-
-def _endpoint(info: Any, listener: str) -> tuple[str, int]:
-    for endpoint in getattr(info, "endpoints", ()):
-        if endpoint.listener == listener:
-            return str(endpoint.host), int(endpoint.port)
-    return str(info.host), int(info.port)
 
 
 async def _wait_until_not_leading(cluster: Any, broker_id: int, timeout_s: float) -> None:

@@ -1,8 +1,11 @@
-"""How this broker connects to the others (replica fetchers, controlled shutdown): the
-inter-broker listener's security protocol, with the trust store (and own certificate) of
+"""How this broker connects to the others (replica fetchers, controlled shutdown, the lag
+reader, the transaction marker writer): at the other broker's endpoint on the inter-broker
+listener, with that listener's security protocol, the trust store (and own certificate) of
 the ``ssl.*`` settings and the credentials of ``sasl.jaas.config``."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from odradek.client.security import ClientSecurity
 from odradek.config_sections import BrokerSections
@@ -10,7 +13,16 @@ from odradek.security.jaas import parse_jaas
 from odradek.security.listeners import uses_sasl, uses_tls
 from odradek.security.tls import client_context
 
-__all__ = ["inter_broker_security"]
+__all__ = ["inter_broker_endpoint", "inter_broker_security"]
+
+
+def inter_broker_endpoint(info: Any, listener: str) -> tuple[str, int]:
+    """Host and port of a registered broker (``info``) on ``listener``, else its first
+    advertised endpoint."""
+    for endpoint in getattr(info, "endpoints", ()):
+        if endpoint.listener == listener:
+            return str(endpoint.host), int(endpoint.port)
+    return str(info.host), int(info.port)
 
 
 def inter_broker_security(sections: BrokerSections) -> ClientSecurity:

@@ -35,7 +35,7 @@ from odradek.types import BrokerId
 
 from .context import BrokerServices
 from .dispatch import handler_table
-from .inter_broker import inter_broker_security
+from .inter_broker import inter_broker_endpoint, inter_broker_security
 from .listeners import Listeners
 from .metrics_sources import (
     BrokerLogOffsets,
@@ -357,11 +357,7 @@ class Broker:
         info = self._cluster.view.brokers.get(broker_id)
         if info is None:
             return None
-        listener = self.sections.network.inter_broker_listener
-        for endpoint in info.endpoints:
-            if endpoint.listener == listener:
-                return endpoint.host, int(endpoint.port)
-        return info.host, int(info.port)
+        return inter_broker_endpoint(info, self.sections.network.inter_broker_listener)
 
     def reconfigure(self, update: ConfigUpdate) -> None:
         """The effective config changed (dynamic broker configs): the broker and its

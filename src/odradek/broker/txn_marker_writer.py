@@ -30,7 +30,7 @@ from odradek.protocol.control_records import ControlType, TxnMarker, encode_mark
 from odradek.types import TopicPartition
 
 from .context import BrokerServices
-from .controlled_shutdown import _endpoint
+from .inter_broker import inter_broker_endpoint
 
 __all__ = ["ClusterMarkerWriter", "append_markers_locally"]
 
@@ -149,7 +149,8 @@ class ClusterMarkerWriter:
         info = self._services.cluster.view.brokers.get(broker_id)
         if info is None:
             raise ConnectionError(f"broker {broker_id} is not registered")
-        host, port = _endpoint(info, self._services.sections.network.inter_broker_listener)
+        host, port = inter_broker_endpoint(
+            info, self._services.sections.network.inter_broker_listener)
         connection = await Connection.open(NodeAddress(broker_id, host, port),
                                            client_id=f"txn-coordinator-{broker_id}",
                                            security=self._security)
