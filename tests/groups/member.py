@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import signal
 import time
 from typing import IO, Any
@@ -89,6 +90,12 @@ def run_confluent(args: argparse.Namespace, events: EventLog, stop: Stop) -> Non
 def run_kafka_python(args: argparse.Namespace, events: EventLog, stop: Stop) -> None:
     import kafka
     from kafka.structs import OffsetAndMetadata
+
+    # Its coordinator's join/sync/heartbeat steps to this member's log (a few lines per
+    # rebalance): a member that stops mid-rebalance shows which request went unanswered.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: "
+                        "%(message)s")
+    logging.getLogger("kafka.coordinator").setLevel(logging.INFO)
 
     class Listener(kafka.ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked: Any) -> None:
