@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.types import BrokerId, TopicName
@@ -102,3 +104,25 @@ def partition_response(response: Any) -> Any:
 def values_of(records: bytes | None) -> list[bytes | None]:
     return [r.value for _h, batch_records in rec.decode_batches(records or b"")
             for r in batch_records]
+
+
+def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1,
+                timeout: float = 20, settings: dict[str, Any] | None = None) -> list[bytes]:
+    """Up to ``count`` values of ``topic`` from offset 0, read by librdkafka (assigned, no
+    group); ``settings`` adds client settings (security)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, **(settings or {}),
+                         "group.id": "unused", "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(values) < count and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=1000, timeout=0.5):
+                assert message.error() is None, message.error()
+                value = message.value()
+                assert value is not None
+                values.append(value)
+    finally:
+        consumer.close()
+    return values

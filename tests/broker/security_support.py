@@ -9,13 +9,12 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTopicPartition
 
@@ -24,7 +23,7 @@ from odradek.local_cluster import ZooKeeperProcess
 from tests.harness.certs import CertSet, make_certs
 
 from .conftest import wait_until_true
-from .helpers import create_topic
+from .helpers import consume_all, create_topic
 from .inprocess import InProcessBroker, broker_config
 
 USERS = {"alice": ("SCRAM-SHA-256", "alice-secret"), "bob": ("SCRAM-SHA-512", "bob-secret")}
@@ -85,20 +84,8 @@ def librdkafka_round_trip(settings: dict[str, Any], topic: str, count: int = 200
                          on_delivery=lambda err, _m: errors.append(err) if err else None)
     assert producer.flush(30) == 0
     assert errors == []
-    consumer = Consumer({**settings, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=500, timeout=0.5):
-                assert message.error() is None, message.error()
-                value = message.value()
-                assert value is not None
-                values.append(value)
-    finally:
-        consumer.close()
+    values = consume_all(settings["bootstrap.servers"], topic, count, timeout=30,
+                         settings=settings)
     assert values == [b"v%04d" % i for i in range(count)]
 
 

@@ -9,27 +9,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from .helpers import create_topic
+from .helpers import consume_all, create_topic
 from .inprocess import InProcessBroker
-
-
-def consume_all(bootstrap: str, topic: str, count: int, partitions: int = 1,
-                timeout: float = 20) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(values) < count and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=1000, timeout=0.5):
-                assert message.error() is None, message.error()
-                value = message.value()
-                assert value is not None
-                values.append(value)
-    finally:
-        consumer.close()
-    return values
 
 
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
