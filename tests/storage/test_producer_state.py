@@ -11,6 +11,7 @@ from odradek.protocol.errors import (
     OutOfOrderSequenceNumber,
     UnknownProducerId,
 )
+from odradek.protocol.records import Record, encode_batch
 from odradek.storage import open_log
 from tests.storage.helpers import all_records, batch, new_log, small_config
 
@@ -94,3 +95,25 @@ def test_follower_updates_state_without_checks(tmp_path: Path) -> None:
     follower.append_as_follower(region.read_bytes())
     assert follower.producer_state.producers[PID].last_seq == 3
     assert produce(follower, 2).duplicate  # if it becomes leader, it dedups the same way
+
+
+def test_coordinator_writes_for_a_producer_are_checked_by_epoch_only(tmp_path: Path) -> None:
+    """A TxnOffsetCommit batch (producer id and epoch, no sequence) written by the group
+    coordinator after the producer's epoch was bumped by a restart: Kafka checks only the
+    epoch of such a write (the CI failure of the exactly-once kill test: OUT_OF_ORDER)."""
+    log = new_log(tmp_path)
+
+    def offsets_commit(epoch: int, *, from_coordinator: bool):
+        records = [Record(timestamp=1_700_000_000_000, key=b"group", value=b"offset")]
+        return log.append(encode_batch(records, producer_id=PID, producer_epoch=epoch,
+                                       is_transactional=True),
+                          leader_epoch=0, from_coordinator=from_coordinator)
+
+    offsets_commit(0, from_coordinator=True)
+    offsets_commit(0, from_coordinator=True)  # no sequence: never a duplicate
+    with pytest.raises(OutOfOrderSequenceNumber):
+        offsets_commit(3, from_coordinator=False)  # a client's new epoch starts at 0
+    offsets_commit(3, from_coordinator=True)
+    with pytest.raises(InvalidProducerEpoch):
+        offsets_commit(2, from_coordinator=True)  # a fenced incarnation's epoch
+    assert log.log_end_offset == 3

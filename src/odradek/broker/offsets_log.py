@@ -61,7 +61,8 @@ class ReplicatedOffsetsLog:
             batch = encode_batch(records, producer_id=producer[0], producer_epoch=producer[1],
                                  is_transactional=True)
         outcome = self._replica_manager.append_records(
-            {key: batch}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms
+            {key: batch}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms,
+            from_coordinator=True,  # no producer sequence on a TxnOffsetCommit batch
         )
         results = await outcome if isinstance(outcome, asyncio.Future) else outcome
         result = results[key]

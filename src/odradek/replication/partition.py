@@ -159,8 +159,8 @@ class Partition:
     ) -> AppendInfo:
         """Append a producer's batches (whole, as received) at our epoch. The caller then
         moves the HW (it may move at once when we are the whole ISR) and wakes waiters.
-        ``from_coordinator``: transaction markers (WriteTxnMarkers), the only control batches
-        a leader accepts."""
+        ``from_coordinator``: a coordinator's own write (WriteTxnMarkers' markers, the only
+        control batches a leader accepts, or a TxnOffsetCommit batch, which has no sequence)."""
         self.check_leader()
         if acks == -1:
             self.check_enough_replicas()

@@ -179,7 +179,7 @@ class ReplicaManager:
         With acks 0 or 1, or when nothing needs to wait, the results come back at once.
         With acks=-1 the appended partitions wait until the HW covers them (or
         ``timeout_ms``), and a future of the results comes back. ``from_coordinator``:
-        transaction markers from WriteTxnMarkers (see :meth:`Partition.append_as_leader`).
+        a coordinator's own write (see :meth:`Partition.append_as_leader`).
         """
         results: AppendResults = {}
         waiting: dict[TopicPartition, AwaitingReplication] = {}

@@ -173,9 +173,11 @@ class PartitionLog(SegmentDeletion):
     ) -> AppendInfo:
         """Validate ``records`` (one or more batches from a producer), assign offsets, write.
 
-        Only the transaction coordinator (``from_coordinator``, WriteTxnMarkers) may write
-        control batches; each must be a transaction marker that passes the producer's epoch
-        checks (InvalidProducerEpoch, TransactionCoordinatorFenced).
+        Only a coordinator (``from_coordinator``: WriteTxnMarkers, or the group coordinator
+        writing a TxnOffsetCommit) may write control batches; each must be a transaction marker
+        that passes the producer's epoch checks (InvalidProducerEpoch,
+        TransactionCoordinatorFenced). A coordinator's batches carry no producer sequence, so
+        only their epoch is checked.
 
         Raises CorruptRecord (bad CRC or framing), InvalidRecord (impossible header fields),
         MessageTooLarge (a batch above ``max.message.bytes``), RecordListTooLarge (the request
@@ -202,7 +204,8 @@ class PartitionLog(SegmentDeletion):
             for marker in markers.values():
                 self.producer_state.check_marker(marker)
             if len(batches) == 1:
-                duplicate = self.producer_state.check(batches[0][1])
+                duplicate = self.producer_state.check(
+                    batches[0][1], from_client=not from_coordinator)
                 if duplicate is not None:
                     return AppendInfo(
                         duplicate.first_offset,
@@ -215,7 +218,8 @@ class PartitionLog(SegmentDeletion):
                     )
             else:
                 for _pos, header in batches:
-                    if self.producer_state.check(header) is not None:
+                    if self.producer_state.check(
+                            header, from_client=not from_coordinator) is not None:
                         raise InvalidRecord(
                             "duplicate idempotent batch inside a multi-batch append"
                         )

@@ -149,8 +149,12 @@ class ProducerStateManager:
 
     # ------------------------------------------------------------------- leader path
 
-    def check(self, header: BatchHeader) -> BatchMetadata | None:
-        """Validate a leader append; returns the original batch when it is a duplicate."""
+    def check(self, header: BatchHeader, *, from_client: bool = True) -> BatchMetadata | None:
+        """Validate a leader append; returns the original batch when it is a duplicate.
+
+        Sequence rules are the client's: a batch the broker writes for a producer itself
+        (``from_client`` False: a TxnOffsetCommit into ``__consumer_offsets``) carries no
+        sequence, so only its epoch is checked, as Kafka does for non-client appends."""
         if header.producer_id < 0:
             return None
         entry = self.producers.get(header.producer_id)
@@ -175,6 +179,8 @@ class ProducerStateManager:
             raise InvalidProducerEpoch(
                 f"producer {header.producer_id} epoch {epoch} is older than {entry.epoch}"
             )
+        if not from_client:
+            return None
         if epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise OutOfOrderSequenceNumber(
