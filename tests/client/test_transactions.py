@@ -31,15 +31,20 @@ def _txn_producer(bootstrap: str, transactional_id: str, **extra: object) -> Pro
 
 def _odradek_values(bootstrap: str, topic: str, isolation: str, want: int,
                     partitions: int = 2) -> list[bytes]:
+    """Every value in ``topic``; also checks the consumer's position ends at the log end,
+    past the last marker (which is never a record)."""
     consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest",
                         isolation_level=isolation)
     values: list[bytes] = []
     try:
-        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
         deadline = time.monotonic() + 20
         while len(values) < want and time.monotonic() < deadline:
             values += [r.value for r in consumer.poll(300) if r.value is not None]
         values += [r.value for r in consumer.poll(700) if r.value is not None]  # no more
+        ends = consumer.end_offsets(tps)
+        assert {tp: consumer.position(tp) for tp in tps} == ends
     finally:
         consumer.close()
     return sorted(values)
