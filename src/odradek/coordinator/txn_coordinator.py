@@ -15,6 +15,10 @@ All decisions are the pure rules of :mod:`odradek.coordinator.txn_state`; this a
   Meanwhile the id answers CONCURRENT_TRANSACTIONS, which clients retry;
 * aborts transactions older than their timeout every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
+* removes ids idle for ``transactional.id.expiration.ms`` (no transaction in progress) every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms``: the id goes Dead, its
+  tombstone is written (acks=all) and only then is it dropped from the shard, so a failed
+  write leaves the id as it was;
 * loads a partition's shard when this broker becomes its leader and resumes whatever the
   previous coordinator left prepared (markers are idempotent per partition), and drops it
   on resignation (NOT_COORDINATOR).
@@ -37,7 +41,7 @@ from .coordinator import append_error_to_coordinator_error
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_transactional_id
 from .txn_log_format import TxnStatus
-from .txn_shard import TxnShard, txn_record
+from .txn_shard import TxnShard, txn_record, txn_tombstone
 from .txn_state import (
     MAX_EPOCH,
     TxnDecision,
@@ -46,6 +50,7 @@ from .txn_state import (
     add_partitions,
     complete_end,
     end_txn,
+    expire,
     init_producer_id,
 )
 
@@ -68,6 +73,8 @@ class TxnCoordinatorConfig:
     num_partitions: int = 50
     max_timeout_ms: int = 900_000
     cleanup_interval_ms: int = 10_000
+    transactional_id_expiration_ms: int = 604_800_000
+    remove_expired_interval_ms: int = 3_600_000
 
 
 @dataclass
@@ -106,15 +113,22 @@ class TransactionCoordinator:
         self._new_producer_id = new_producer_id
         self._coordinator_epoch = coordinator_epoch
         self._slots: dict[int, _Slot] = {}
-        self._expiry: asyncio.Task[None] | None = None
+        self._periodic: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._expiry = asyncio.get_running_loop().create_task(self._expiry_loop())
+        loop = asyncio.get_running_loop()
+        self._periodic = [
+            loop.create_task(self._every(self.config.cleanup_interval_ms,
+                                         self.abort_timed_out_once,
+                                         "aborting timed-out transactions")),
+            loop.create_task(self._every(self.config.remove_expired_interval_ms,
+                                         self.remove_expired_once,
+                                         "removing expired transactional ids")),
+        ]
 
     async def close(self) -> None:
         tasks = [task for slot in self._slots.values() for task in slot.tasks]
-        if self._expiry is not None:
-            tasks.append(self._expiry)
+        tasks += self._periodic
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -282,13 +296,41 @@ class TransactionCoordinator:
                         count += 1
         return count
 
-    async def _expiry_loop(self) -> None:
+    async def remove_expired_once(self) -> int:
+        """Write a tombstone for every id idle past ``transactional.id.expiration.ms``
+        (state Dead meanwhile) and forget it; returns how many were removed."""
+        count = 0
+        now = wall_ms()
+        expiration = self.config.transactional_id_expiration_ms
+        for slot in list(self._slots.values()):
+            if not slot.loaded:
+                continue
+            for meta in list(slot.shard.expired(now, expiration)):
+                async with slot.lock(meta.transactional_id):
+                    if slot.shard.get(meta.transactional_id) != meta:
+                        continue  # used meanwhile
+                    dead = expire(meta, now)
+                    tombstone = txn_tombstone(dead.transactional_id, now)
+                    try:
+                        await self._log.append(slot.shard.partition, [tombstone])
+                    except KafkaError as exc:
+                        log.warning("expiring %s failed: %s", dead.transactional_id, exc)
+                        continue
+                    if self._slots.get(slot.shard.partition) is slot:
+                        slot.shard.apply(tombstone)
+                    log.info("transactional id %s expired (idle since %d)",
+                             dead.transactional_id, meta.last_update_ms)
+                    count += 1
+        return count
+
+    async def _every(self, period_ms: int, task: Callable[[], Awaitable[int]],
+                     what: str) -> None:
         while True:
-            await asyncio.sleep(self.config.cleanup_interval_ms / 1000)
+            await asyncio.sleep(period_ms / 1000)
             try:
-                await self.abort_timed_out_once()
+                await task()
             except Exception:
-                log.exception("aborting timed-out transactions failed")
+                log.exception("%s failed", what)
 
     def _spawn(self, slot: _Slot, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

@@ -14,6 +14,8 @@ Background work (``background=True``), on one scheduler thread plus a cleaner th
 
 * flusher, every second: flushes logs whose ``flush.ms`` elapsed;
 * retention, every ``log.retention.check.interval.ms``;
+* idle producers dropped from producer state (``producer.id.expiration.ms``), every
+  ``producer.id.expiration.check.interval.ms``;
 * checkpoints: recovery points every ``log.flush.offset.checkpoint.interval.ms`` and log
   start offsets every 60 s, high watermarks every
   ``replica.high.watermark.checkpoint.interval.ms``;
@@ -127,6 +129,8 @@ class LogManager:
             for name, task, period_ms in (
                 ("flusher", self._flush_due_logs, settings.flush_check_interval_ms),
                 ("retention", self.run_retention_once, settings.retention_check_interval_ms),
+                ("producer-expiration", self.remove_expired_producers,
+                 settings.producer_id_expiration_check_interval_ms),
                 ("recovery-point-checkpoint", self._checkpoint_recovery_points,
                  settings.recovery_point_checkpoint_interval_ms),
                 ("log-start-checkpoint", self._checkpoint_log_start_offsets,
@@ -278,6 +282,14 @@ class LogManager:
             if not partition_log.closed:
                 total += apply_retention(partition_log, now)
         return total
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """``producer.id.expiration.ms`` on every log; returns producers removed. Uses the
+        settings of the moment (a dynamic change applies at the next check)."""
+        now = now if now is not None else wall_ms()
+        expiration = self.settings.producer_id_expiration_ms
+        return sum(partition_log.remove_expired_producers(now, expiration)
+                   for partition_log in self.all_logs() if not partition_log.closed)
 
     def run_cleaner_once(self, now: int | None = None) -> int:
         """One cleaning pass over every compacted log that needs it; returns logs cleaned."""

@@ -107,6 +107,9 @@ class ProducerStateEntry:
     )
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
+    # Max timestamp of the producer's last batch or marker: what DescribeProducers reports
+    # and what producer.id.expiration.ms is measured from (Kafka's lastTimestamp).
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -229,6 +232,7 @@ class ProducerStateManager:
             if header.producer_epoch != entry.epoch:
                 entry.epoch = header.producer_epoch
                 entry.batches.clear()
+            entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
             if header.is_control:
                 if marker is not None:
                     completed = self._end_txn(entry, header.base_offset, marker)
@@ -308,6 +312,21 @@ class ProducerStateManager:
             if offset < log_start_offset:
                 self._snapshot_path(offset).unlink(missing_ok=True)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms`` (by their last batch's
+        timestamp) that have no open transaction, as Kafka does, so the state and its
+        snapshots do not grow with every producer that ever wrote; returns how many.
+        A forgotten producer that comes back is a new one to this partition (its next
+        sequence is accepted only from 0, or refused UNKNOWN_PRODUCER_ID)."""
+        gone = [
+            pid for pid, entry in self.producers.items()
+            if entry.current_txn_first_offset < 0
+            and now_ms - entry.last_timestamp >= expiration_ms
+        ]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
     def clear(self) -> None:
         self.producers.clear()
         self._unreplicated = []
@@ -334,7 +353,8 @@ class ProducerStateManager:
         entries = bytearray()
         count = 0
         for entry in self.producers.values():
-            if not entry.batches and entry.current_txn_first_offset < 0:
+            if (not entry.batches and entry.current_txn_first_offset < 0
+                    and entry.last_timestamp < 0):
                 continue
             last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
             entries += _SNAPSHOT_ENTRY.pack(
@@ -343,7 +363,7 @@ class ProducerStateManager:
                 last.last_seq,
                 last.last_offset,
                 last.last_offset - last.first_offset,
-                last.timestamp,
+                entry.last_timestamp,
                 entry.coordinator_epoch,
                 entry.current_txn_first_offset,
             )
@@ -365,7 +385,8 @@ class ProducerStateManager:
         for values in _SNAPSHOT_ENTRY.iter_unpack(data[_SNAPSHOT_HEADER.size :]):
             pid, epoch, last_seq, last_offset, delta, timestamp, coordinator, txn_first = values
             entry = ProducerStateEntry(
-                pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first
+                pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first,
+                last_timestamp=timestamp,
             )
             if last_offset >= 0:
                 first_seq = (last_seq - delta) % (INT_MAX + 1) if last_seq >= 0 else -1
