@@ -60,6 +60,7 @@ def handler_table() -> dict[int, Handler]:
         cluster_info,
         configs,
         delete_records,
+        describe_producers,
         fetch,
         list_offsets,
         metadata,
@@ -103,6 +104,7 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
+        ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle_describe_producers,
         **_group_handlers(),
         **_controller_handlers(),
     }
