@@ -9,6 +9,7 @@ import uuid
 
 from confluent_kafka import Producer
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+from kio.schema.describe_producers.v0.response import PartitionResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
@@ -20,7 +21,7 @@ from .inprocess import InProcessBroker
 from .wire import WireClient
 
 
-def _describe(client: WireClient, topic: str, *partitions: int) -> dict[int, object]:
+def _describe(client: WireClient, topic: str, *partitions: int) -> dict[int, PartitionResponse]:
     response = client.request(DescribeProducersRequest(topics=(
         TopicRequest(name=TopicName(topic), partition_indexes=tuple(i32(p) for p in partitions)),
     )))
