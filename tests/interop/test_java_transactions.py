@@ -108,7 +108,7 @@ def test_java_tool_finds_and_aborts_a_hanging_transaction(
                          "enable.auto.commit": False, "isolation.level": "read_committed"})
     try:
         consumer.assign([ConfluentPartition(topic, 0, 0)])
-        seen: list[bytes] = []
+        seen: list[bytes | None] = []
         deadline = time.monotonic() + 15
         while not seen and time.monotonic() < deadline:
             seen += [m.value() for m in consumer.consume(10, timeout=0.5)
