@@ -53,6 +53,7 @@ def start_transaction_coordinator(
         writer,
         services.producer_ids.next_id,
         coordinator_epoch,
+        services.metrics.transactions if services.metrics is not None else None,
     )
 
     def on_leadership(topic: str, partition: int, is_leader: bool) -> None:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,7 +43,7 @@ from .coordinator import append_error_to_coordinator_error
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_transactional_id
 from .txn_log_format import TxnStatus
-from .txn_shard import TxnShard, txn_record, txn_tombstone
+from .txn_shard import TxnShard, kafka_state_name, txn_record, txn_tombstone
 from .txn_state import (
     MAX_EPOCH,
     TxnDecision,
@@ -54,7 +56,7 @@ from .txn_state import (
     init_producer_id,
 )
 
-__all__ = ["MarkerWriter", "TransactionCoordinator", "TxnCoordinatorConfig"]
+__all__ = ["MarkerWriter", "TransactionCoordinator", "TxnCoordinatorConfig", "TxnObserver"]
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,32 @@ class MarkerWriter(Protocol):
     async def write_markers(self, producer_id: int, producer_epoch: int, commit: bool,
                             coordinator_epoch: int,
                             partitions: frozenset[TopicPartition]) -> None: ...
+
+
+class TxnObserver(Protocol):
+    """What the coordinator reports as it goes (the broker's transaction metrics)."""
+
+    def started(self) -> None: ...
+
+    def completed(self, *, committed: bool) -> None: ...
+
+    def timed_out(self) -> None: ...
+
+    def markers_written(self, seconds: float) -> None: ...
+
+
+class _NoObserver:
+    def started(self) -> None:
+        pass
+
+    def completed(self, *, committed: bool) -> None:
+        pass
+
+    def timed_out(self) -> None:
+        pass
+
+    def markers_written(self, seconds: float) -> None:
+        pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +134,10 @@ class TransactionCoordinator:
         markers: MarkerWriter,
         new_producer_id: Callable[[], Awaitable[int]],
         coordinator_epoch: Callable[[int], int],
+        observer: TxnObserver | None = None,
     ) -> None:
         self.config = config
+        self._observer: TxnObserver = observer or _NoObserver()
         self._log = txn_log
         self._markers = markers
         self._new_producer_id = new_producer_id
@@ -243,13 +273,26 @@ class TransactionCoordinator:
             if slot.loaded:
                 yield from slot.shard.listing(states, producer_ids)
 
+    def transaction_states(self) -> dict[str, int]:
+        """Transactional ids by Kafka state name over the loaded partitions (metrics)."""
+        counts: Counter[str] = Counter()
+        for slot in list(self._slots.values()):
+            if slot.loaded:
+                counts.update(kafka_state_name(meta.status)
+                              for meta in slot.shard.transactions.values())
+        return dict(counts)
+
     # Writing and ending ----------------------------------------------------------------------
     async def _apply(self, slot: _Slot, decision: TxnDecision) -> None:
         """Write the decided state (under the id's lock); start its markers once written."""
         meta = decision.write
         if meta is None:
             return
+        previous = slot.shard.get(meta.transactional_id)
         await self._write(slot, meta)
+        if meta.status == TxnStatus.ONGOING and (
+                previous is None or previous.status != TxnStatus.ONGOING):
+            self._observer.started()
         if decision.sends_markers:
             self._spawn(slot, self._complete(slot, meta))
 
@@ -267,16 +310,19 @@ class TransactionCoordinator:
     async def _complete(self, slot: _Slot, prepared: TxnMetadata) -> None:
         """Markers for a Prepare{Commit,Abort}, then Complete{Commit,Abort}."""
         commit = prepared.status == TxnStatus.PREPARE_COMMIT
+        began = time.monotonic()
         await self._markers.write_markers(
             prepared.producer_id, prepared.producer_epoch, commit,
             self._coordinator_epoch(slot.shard.partition), prepared.partitions,
         )
+        self._observer.markers_written(time.monotonic() - began)
         async with slot.lock(prepared.transactional_id):
             current = slot.shard.get(prepared.transactional_id)
             if current != prepared:
                 return  # resigned or changed meanwhile: the new owner finishes it
             with contextlib.suppress(_Refused):  # resumed by the next coordinator
                 await self._write(slot, complete_end(current, wall_ms()))
+                self._observer.completed(committed=commit)
 
     async def abort_timed_out_once(self) -> int:
         """Abort every timed-out transaction this broker coordinates; returns how many."""
@@ -293,6 +339,7 @@ class TransactionCoordinator:
                              meta.transactional_id, meta.producer_id)
                     with contextlib.suppress(_Refused):
                         await self._apply(slot, abort_timed_out(meta, now))
+                        self._observer.timed_out()
                         count += 1
         return count
 

@@ -110,6 +110,9 @@ class ProducerStateEntry:
     # Max timestamp of the producer's last batch or marker: what DescribeProducers reports
     # and what producer.id.expiration.ms is measured from (Kafka's lastTimestamp).
     last_timestamp: int = -1
+    # Timestamp of the open transaction's first batch (its last timestamp after a restart):
+    # the age of the oldest open transaction is what an operator alerts on.
+    txn_start_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -149,6 +152,10 @@ class ProducerStateManager:
         # (first offset, marker offset) of every transaction holding the LSO back, in first
         # offset order; replaced whole on change so lock-free readers see a consistent tuple.
         self.unstable: tuple[tuple[int, int], ...] = ()
+        # Open transactions here and the earliest start timestamp among them (-1: none),
+        # published with ``unstable`` for the metrics.
+        self.open_transactions = 0
+        self.oldest_open_txn_timestamp = -1
 
     # ------------------------------------------------------------------- leader path
 
@@ -238,6 +245,7 @@ class ProducerStateManager:
                     completed = self._end_txn(entry, header.base_offset, marker)
             elif header.is_transactional and entry.current_txn_first_offset < 0:
                 entry.current_txn_first_offset = header.base_offset
+                entry.txn_start_timestamp = header.max_timestamp
                 self._publish_unstable()
             if not header.is_control and header.base_sequence >= 0:
                 entry.batches.append(
@@ -284,11 +292,13 @@ class ProducerStateManager:
             self._publish_unstable()
 
     def _publish_unstable(self) -> None:
-        pairs = [
-            (entry.current_txn_first_offset, NO_MARKER)
-            for entry in self.producers.values()
-            if entry.current_txn_first_offset >= 0
+        open_entries = [
+            entry for entry in self.producers.values() if entry.current_txn_first_offset >= 0
         ]
+        self.open_transactions = len(open_entries)
+        self.oldest_open_txn_timestamp = min(
+            (entry.txn_start_timestamp for entry in open_entries), default=-1)
+        pairs = [(entry.current_txn_first_offset, NO_MARKER) for entry in open_entries]
         pairs += [(txn.first_offset, txn.marker_offset) for txn in self._unreplicated]
         self.unstable = tuple(sorted(pairs))
 
@@ -331,6 +341,8 @@ class ProducerStateManager:
         self.producers.clear()
         self._unreplicated = []
         self.unstable = ()
+        self.open_transactions = 0
+        self.oldest_open_txn_timestamp = -1
         self.map_end_offset = 0
 
     # --------------------------------------------------------------------- snapshots
@@ -386,7 +398,7 @@ class ProducerStateManager:
             pid, epoch, last_seq, last_offset, delta, timestamp, coordinator, txn_first = values
             entry = ProducerStateEntry(
                 pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first,
-                last_timestamp=timestamp,
+                last_timestamp=timestamp, txn_start_timestamp=timestamp if txn_first >= 0 else -1,
             )
             if last_offset >= 0:
                 first_seq = (last_seq - delta) % (INT_MAX + 1) if last_seq >= 0 else -1
