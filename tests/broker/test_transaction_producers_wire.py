@@ -16,6 +16,7 @@ from kio.static.primitive import i32
 
 from odradek.protocol.records import Record, encode_batch
 
+from .conftest import BrokerStarter
 from .helpers import create_topic, produce_request
 from .inprocess import InProcessBroker
 from .wire import WireClient
@@ -76,3 +77,57 @@ def test_describe_producers_reports_open_transactions_and_idempotent_producers(
         assert after.current_txn_start_offset == -1
         assert after.coordinator_epoch >= 0  # the marker's coordinator epoch
         assert int(after.last_timestamp) >= int(in_txn.last_timestamp)
+
+
+def test_idle_transactional_ids_and_producers_expire(start_broker: BrokerStarter,
+                                                     topic_name: str) -> None:
+    """transactional.id.expiration.ms and producer.id.expiration.ms with small values: the
+    finished id is removed from the coordinator (a tombstone) while the one with an open
+    transaction stays; the idle idempotent producer leaves the partition's producer state
+    while the open transaction's producer stays."""
+    from kio.schema.list_transactions.v1.request import ListTransactionsRequest
+    from kio.static.primitive import i64
+
+    broker = start_broker(transactional_id_expiration_ms="1500",
+                          transaction_remove_expired_transaction_cleanup_interval_ms="200",
+                          producer_id_expiration_ms="1500",
+                          producer_id_expiration_check_interval_ms="200")
+    create_topic(broker, topic_name, partitions=1)
+    done_id, open_id = f"done-{uuid.uuid4().hex[:8]}", f"open-{uuid.uuid4().hex[:8]}"
+    finished = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": done_id})
+    finished.init_transactions(30)
+    finished.begin_transaction()
+    finished.produce(topic_name, value=b"done", partition=0)
+    finished.commit_transaction(30)
+    hanging = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": open_id,
+                        "transaction.timeout.ms": 60_000})
+    hanging.init_transactions(30)
+    hanging.begin_transaction()
+    hanging.produce(topic_name, value=b"open", partition=0)
+    hanging.flush(30)
+    coordinator = broker.broker.services.transaction_coordinator  # type: ignore[union-attr]
+    assert coordinator is not None
+    assert coordinator.describe(done_id)[1] is not None
+
+    def listed(client: WireClient) -> set[str]:
+        response = client.request(ListTransactionsRequest(
+            state_filters=(), producer_id_filters=(), duration_filter=i64(-1)))
+        return {str(t.transactional_id) for t in response.transaction_states}
+
+    with WireClient(broker.port) as client:
+        assert {done_id, open_id} <= listed(client)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (
+                done_id in listed(client)
+                or len(_describe(client, topic_name, 0)[0].active_producers) > 1):
+            time.sleep(0.2)
+        assert listed(client) >= {open_id} and done_id not in listed(client)
+        (left,) = _describe(client, topic_name, 0)[0].active_producers
+        assert left.current_txn_start_offset >= 0  # the open transaction's producer stays
+    assert coordinator.describe(done_id)[0] == ErrorCode.transactional_id_not_found
+    # the expired id starts afresh
+    again = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": done_id})
+    again.init_transactions(30)
+    state = coordinator.describe(done_id)[1]
+    assert state is not None and state.producer_epoch == 0
+    hanging.abort_transaction(30)
