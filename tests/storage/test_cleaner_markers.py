@@ -226,3 +226,27 @@ def test_read_committed_view_survives_every_cleaning_pass(
         assert log.last_stable_offset == final_end, "a removed marker left a transaction open"
         assert latest(read_committed(log)) == expected
         log.close()
+
+
+def test_the_log_manager_runs_the_marker_pass_when_the_horizon_passes(tmp_path: Path) -> None:
+    """Nothing new is dirty after the first pass; the marker still goes once its delete
+    horizon passes, because the manager remembers when the next pass is due."""
+    from odradek.storage import LogManager
+    from tests.storage.helpers import settings
+
+    manager = LogManager(settings(tmp_path), _config(), background=False)  # type: ignore[arg-type]
+    log = manager.get_or_create_log("t", 0)
+    log.append(_data(1, 0, b"k", b"aborted"), leader_epoch=0)
+    _marker(log, 1, commit=False)
+    log.append(_data(1, 1, b"j", b"later", transactional=False), leader_epoch=0)
+    log.roll()
+    log.append(_data(3, 0, b"tail", b"tail", transactional=False), leader_epoch=0)
+    log.update_high_watermark(log.log_end_offset)
+    assert manager.run_cleaner_once(now=NOW) == 1  # aborted data out, the marker stamped
+    assert _control_offsets(log) == [1]
+    assert manager.run_cleaner_once(now=NOW + RETENTION - 1) == 0  # nothing due yet
+    assert manager.run_cleaner_once(now=NOW + RETENTION) == 1
+    assert _control_offsets(log) == []
+    assert read_committed(log) == [(b"j", b"later"), (b"tail", b"tail")]
+    assert manager.run_cleaner_once(now=NOW + 10 * RETENTION) == 0  # and then nothing
+    manager.shutdown()

@@ -152,6 +152,9 @@ class CleanResult:
     bytes_written: int
     segments_cleaned: int
     keys: int
+    # The earliest delete horizon of a marker kept for now (None: none): a pass after it
+    # is due even when nothing new is dirty (the log manager schedules it).
+    next_delete_horizon: int | None = None
 
 
 def first_uncleanable_offset(log_: PartitionLog, now: int) -> int:
@@ -240,6 +243,11 @@ class _Markers:
         self.delete_retention_ms = delete_retention_ms
         self._with_data: set[int] = set()  # producers with kept batches in an open txn
         self.removed: set[int] = set()  # offsets of the markers dropped
+        self.next_horizon: int | None = None  # earliest horizon of a marker kept for now
+
+    def _pending(self, horizon: int) -> None:
+        if self.next_horizon is None or horizon < self.next_horizon:
+            self.next_horizon = horizon
 
     def kept_data(self, header: BatchHeader) -> None:
         if header.is_transactional:
@@ -252,12 +260,15 @@ class _Markers:
             return data
         horizon = delete_horizon_of(header)
         if horizon is None:
+            horizon = self.now + self.delete_retention_ms
+            self._pending(horizon)
             stamped = header._replace(attributes=header.attributes | DELETE_HORIZON_FLAG,
-                                      base_timestamp=self.now + self.delete_retention_ms)
+                                      base_timestamp=horizon)
             _header, payload = rec.batch_payload(data)
             return rec.rebuild_batch(stamped, payload, header.record_count,
                                      header.max_timestamp)
         if horizon > self.now:
+            self._pending(horizon)
             return data
         self.removed.add(header.base_offset)
         return None
@@ -418,17 +429,22 @@ def clean_log(
     *,
     dedupe_buffer_size: int = 128 * 1024 * 1024,
     now: int | None = None,
+    horizon_due: bool = False,
 ) -> CleanResult | None:
-    """One cleaning pass; returns None when there was nothing to clean."""
+    """One cleaning pass; returns None when there was nothing to clean. ``horizon_due``: a
+    marker's delete horizon passed, so the clean part is copied again even when nothing new
+    is dirty (the offset map is then empty: no record is shadowed that was not before)."""
     now = now if now is not None else wall_ms()
     start = max(first_dirty_offset, log_.log_start_offset)
     end = first_uncleanable_offset(log_, now)
-    if end <= start:
+    if end <= start and not horizon_due:
         return None
     offset_map = OffsetMap(dedupe_buffer_size)
     aborted = _AbortedBatches(log_)
-    mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map, aborted)
-    if mapped_end <= start:
+    mapped_end, bytes_read = start, 0
+    if end > start:
+        mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map, aborted)
+    if mapped_end <= start and not horizon_due:
         return None
     producer_last_offsets = {
         pid: entry.last_offset for pid, entry in log_.producer_state.producers.items()
@@ -460,4 +476,5 @@ def clean_log(
         mapped_end,
         len(offset_map),
     )
-    return CleanResult(mapped_end, bytes_read, written_total, cleaned_count, len(offset_map))
+    return CleanResult(mapped_end, bytes_read, written_total, cleaned_count, len(offset_map),
+                       markers.next_horizon)
