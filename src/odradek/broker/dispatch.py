@@ -85,6 +85,7 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.DELETE_TOPICS: admin.handle_delete_topics,
         ApiKey.CREATE_PARTITIONS: admin.handle_create_partitions,
         ApiKey.DELETE_RECORDS: delete_records.handle_delete_records,
+        ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle_describe_producers,
         ApiKey.INIT_PRODUCER_ID: producer_id.handle_init_producer_id,
         ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle_offset_for_leader_epoch,
         ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
@@ -104,7 +105,6 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
-        ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle_describe_producers,
         **_group_handlers(),
         **_controller_handlers(),
     }
