@@ -43,7 +43,7 @@ def namespace() -> Iterator[str]:
 
 
 def test_examples_are_accepted_and_defaults_applied(namespace):
-    for example in ("cluster.yaml", "topic.yaml", "consumergroup.yaml"):
+    for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml"):
         kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / example))
     policy = kubectl("get", "-n", namespace, "topic", "page-views",
                      "-o", "jsonpath={.spec.deletionPolicy}").stdout
