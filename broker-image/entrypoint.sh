@@ -40,19 +40,19 @@ set -- --override "broker.id=${broker_id}" \
 run_dir="${ODRADEK_RUN_DIR:-/var/run/odradek}"
 probe="${ODRADEK_PROBE_CONFIG:-}"
 inter="${ODRADEK_INTER_BROKER_PROTOCOL:-PLAINTEXT}"
+# Key store and probe properties are the broker user's alone (umask in subshells: the broker's
+# own files keep the image's umask).
 if [ -n "$probe" ]; then
-  umask 077
   # The probe connects to 127.0.0.1: the certificate names the pod, not the loopback.
-  printf 'security.protocol=%s\nssl.endpoint.identification.algorithm=\n' "$inter" > "$probe"
+  (umask 077; mkdir -p "$(dirname "$probe")"
+   printf 'security.protocol=%s\nssl.endpoint.identification.algorithm=\n' "$inter" > "$probe")
 fi
 if [ -n "${ODRADEK_TLS_DIR:-}" ]; then
   tls="$ODRADEK_TLS_DIR"
   for f in tls.crt tls.key; do
     [ -s "$tls/$f" ] || { echo "the TLS Secret has no $f (mounted at $tls)" >&2; exit 1; }
   done
-  umask 077
-  mkdir -p "$run_dir"
-  cat "$tls/tls.key" "$tls/tls.crt" > "$run_dir/keystore.pem"
+  (umask 077; mkdir -p "$run_dir"; cat "$tls/tls.key" "$tls/tls.crt" > "$run_dir/keystore.pem")
   set -- "$@" --override "ssl.keystore.location=$run_dir/keystore.pem"
   if [ -s "$tls/ca.crt" ]; then
     set -- "$@" --override "ssl.truststore.location=$tls/ca.crt"
