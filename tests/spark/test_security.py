@@ -61,6 +61,14 @@ def security_options(certs: CertSet, password: str = PASSWORD) -> dict[str, str]
     }
 
 
+def read(spark: Any, bootstrap: str, topic: str, options: dict[str, str]) -> Any:
+    reader = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic))
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
 def test_batch_write_and_read_over_sasl_ssl(spark: Any, secure: tuple[str, str, CertSet]
                                             ) -> None:
     plain, bootstrap, certs = secure
@@ -77,16 +85,15 @@ def test_batch_write_and_read_over_sasl_ssl(spark: Any, secure: tuple[str, str, 
         writer = writer.option(key, value)
     writer.mode("append").save()
 
-    def read(options: dict[str, str]) -> Any:
-        reader = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                  .option("subscribe", topic))
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        return reader.load()
-
-    got = read(security_options(certs)).selectExpr(
+    got = read(spark, bootstrap, topic, security_options(certs)).selectExpr(
         "CAST(key AS STRING) AS k", "CAST(value AS STRING) AS v").collect()
     assert sorted((r.k, r.v) for r in got) == sorted(rows)
-    # A wrong password fails the query with the broker's answer, not with silence.
+
+
+@pytest.mark.slow  # the client's metadata retries before it gives up: ~1 min on a busy host
+def test_a_wrong_password_fails_the_query_with_the_brokers_answer(
+        spark: Any, secure: tuple[str, str, CertSet]) -> None:
+    _plain, bootstrap, certs = secure
+    options = {**security_options(certs, "wrong"), "fetchOffset.numRetries": "0"}
     with pytest.raises(Exception, match=r"(?i)authentication"):
-        read(security_options(certs, "wrong")).collect()
+        read(spark, bootstrap, "any-topic", options).collect()
