@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -102,6 +103,13 @@ async def load_cluster_secrets(api: KubeApi, names: ClusterNames, spec: BrokerCl
     user_password = None if credentials is None else (
         credentials.data[operator.key] if operator else "",
         credentials.data[spec.authentication.operator_password_key])
-    access = cluster_access(names, spec, ca_pem=tls.data.get("ca.crt") if tls else None,
-                            credentials=user_password)
+    try:
+        access = cluster_access(names, spec, ca_pem=tls.data.get("ca.crt") if tls else None,
+                                credentials=user_password)
+    except ssl.SSLError as exc:
+        assert spec.tls is not None
+        raise TemporaryReconcileError(
+            f"spec.tls.secretName: ca.crt of Secret {names.namespace}/{spec.tls.secret_name} "
+            f"is not a PEM certificate ({exc.reason or exc})", reason="SecretInvalid",
+            delay=SECRET_RETRY_S) from None
     return ClusterSecrets(access, tls, credentials, inputs)
