@@ -90,7 +90,6 @@ def test_batch_write_and_read_over_sasl_ssl(spark: Any, secure: tuple[str, str, 
     assert sorted((r.k, r.v) for r in got) == sorted(rows)
 
 
-@pytest.mark.slow  # the client's metadata retries before it gives up: ~1 min on a busy host
 def test_a_wrong_password_fails_the_query_with_the_brokers_answer(
         spark: Any, secure: tuple[str, str, CertSet]) -> None:
     _plain, bootstrap, certs = secure
