@@ -143,6 +143,7 @@ def test_a_rotated_certificate_changes_the_restart_hash():
      "not enabled"),
     ({"config": {"sasl.jaas.config": "x"}}, "sasl.jaas.config"),
     ({"tls": {"secretName": "t", "clientAuth": "sometimes"}}, "clientAuth"),
+    ({"tls": {"secretName": "t"}}, "no listener uses SSL"),
 ])
 def test_invalid_security_specs_are_refused_with_a_clear_message(raw, message):
     with pytest.raises(InvalidSpec, match=message):

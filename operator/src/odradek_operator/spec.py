@@ -179,6 +179,9 @@ class BrokerClusterSpec:
         tls = parse_tls(raw.get("tls"))
         authentication = parse_authentication(raw.get("authentication"))
         tls_listeners = [item.name for item in listeners if uses_tls(item.protocol)]
+        if tls is not None and not tls_listeners:
+            raise InvalidSpec("spec.tls is set but no listener uses SSL or SASL_SSL: name "
+                              "the listeners in spec.listeners.named")
         if tls_listeners and tls is None:
             raise InvalidSpec(f"listener(s) {', '.join(tls_listeners)} use TLS: set "
                               "spec.tls.secretName (a Secret with tls.crt and tls.key)")
