@@ -19,7 +19,7 @@ from ..manifests.common import ClusterNames
 from ..security_spec import uses_sasl, uses_tls
 from ..spec import BrokerClusterSpec
 
-__all__ = ["PLAINTEXT_ACCESS", "ClusterAccess", "cluster_access"]
+__all__ = ["ClusterAccess", "cluster_access"]
 
 
 @dataclass(frozen=True)
@@ -27,9 +27,6 @@ class ClusterAccess:
     bootstrap_servers: str
     #: AsyncAdminClient keyword settings (security_protocol, ssl_context, sasl_*).
     settings: Mapping[str, Any] = field(default_factory=dict)
-
-
-PLAINTEXT_ACCESS: Mapping[str, Any] = {}
 
 
 def cluster_access(names: ClusterNames, spec: BrokerClusterSpec, *,
