@@ -54,6 +54,8 @@ if [ -n "${ODRADEK_TLS_DIR:-}" ]; then
   done
   (umask 077; mkdir -p "$run_dir"; cat "$tls/tls.key" "$tls/tls.crt" > "$run_dir/keystore.pem")
   set -- "$@" --override "ssl.keystore.location=$run_dir/keystore.pem"
+  # The probe presents the broker's certificate, as brokers do to each other (clientAuth).
+  [ -z "$probe" ] || printf 'ssl.keystore.location=%s\n' "$run_dir/keystore.pem" >> "$probe"
   if [ -s "$tls/ca.crt" ]; then
     set -- "$@" --override "ssl.truststore.location=$tls/ca.crt"
     [ -z "$probe" ] || printf 'ssl.truststore.location=%s\n' "$tls/ca.crt" >> "$probe"

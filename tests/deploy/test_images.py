@@ -110,6 +110,7 @@ def test_broker_entrypoint_wires_named_listeners_tls_and_the_inter_broker_user(
     assert probe["sasl_mechanism"] == "SCRAM-SHA-256"
     assert probe["sasl_plain_username"] == "admin"
     assert probe["ssl_check_hostname"] is False  # the probe dials 127.0.0.1
+    assert probe["ssl_certfile"] == f"{run}/keystore.pem"  # for clientAuth, as brokers do
 
 
 def test_broker_entrypoint_refuses_a_tls_secret_without_a_key(tmp_path: Path) -> None:

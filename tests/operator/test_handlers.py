@@ -236,14 +236,19 @@ async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation
     with pytest.raises(kopf.TemporaryError):
         await coro
     ready = conditions(patch)["Ready"]
-    assert ready["reason"] == "SecretInvalid" and "not a PEM certificate" in ready["message"]
-    ca = make_certs(tmp_path).ca.read_text()
+    assert ready["reason"] == "SecretInvalid" and "no usable PEM" in ready["message"]
+    certs = make_certs(tmp_path)
+    ca = certs.ca.read_text()
+    first_pair = {"tls.crt": certs.broker_cert.read_text(),
+                  "tls.key": certs.broker_key.read_text()}
+    rotated_pair = {"tls.crt": certs.client_cert.read_text(),
+                    "tls.key": certs.client_key.read_text()}
 
     def restart_hash() -> str:
         sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
         return str(sts["spec"]["template"]["metadata"]["annotations"]["odradek.dev/restart-hash"])
 
-    api.objects[tls_key] = _secret("odr-tls", {"tls.crt": "C1", "tls.key": "K", "ca.crt": ca})
+    api.objects[tls_key] = _secret("odr-tls", {**first_pair, "ca.crt": ca})
     coro, patch = call(reconcile_broker_cluster, cluster_body(**secure))
     await coro
     sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
@@ -252,8 +257,7 @@ async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation
     assert patch["status"]["listeners"] == [{"name": "INTERNAL", "securityProtocol": "SSL",
                                              "bootstrapServers": "odr-bootstrap.kafka.svc:9091"}]
     first = restart_hash()
-    api.objects[tls_key] = _secret("odr-tls", {"tls.crt": "C2", "tls.key": "K", "ca.crt": ca},
-                                   "2")
+    api.objects[tls_key] = _secret("odr-tls", {**rotated_pair, "ca.crt": ca}, "2")
     coro, _ = call(reconcile_broker_cluster, cluster_body(**secure))
     await coro
     assert restart_hash() != first

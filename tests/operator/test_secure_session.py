@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from odradek_operator.errors import ClusterUnreachable
 from odradek_operator.handlers.scram_users import reconcile_users
 from odradek_operator.kafka.access import cluster_access
 from odradek_operator.kafka.session import AuthenticationFailed, admin_session
@@ -173,3 +174,47 @@ def test_scram_users_from_secrets_are_written_rotated_and_removed(secure_broker)
         assert await _logs_in(bootstrap, certs, "alice", "alice-2", "SCRAM-SHA-256")
 
     asyncio.run(scenario())
+
+
+def test_operator_session_presents_the_brokers_certificate_when_clients_must(
+        zk_connect: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """spec.tls.clientAuth: required on an SSL inter-broker listener: the operator connects
+    with the TLS Secret's own certificate, as the brokers do to each other."""
+    certs = make_certs(tmp_path / "certs")
+    plain, mtls = free_port(), free_port()
+    broker = BrokerProcess(0, plain, tmp_path / "broker", zk_connect, {
+        **SINGLE_NODE_DEFAULTS,
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},MTLS://127.0.0.1:{mtls}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,MTLS:SSL",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "ssl.keystore.location": str(certs.broker_keystore),
+        "ssl.truststore.location": str(certs.ca), "ssl.client.auth": "required"})
+    broker.start()
+    try:
+        broker.wait_ready(60)
+        spec = BrokerClusterSpec.parse({
+            "zookeeper": {"connect": "zk:2181"},
+            "listeners": {"named": [{"name": "MTLS", "port": 9091, "securityProtocol": "SSL"}]},
+            "tls": {"secretName": "odr-tls", "clientAuth": "required"}})
+        pair = (certs.broker_cert.read_text(), certs.broker_key.read_text())
+        names = ClusterNames("odr", "kafka")
+        with_cert = cluster_access(names, spec, ca_pem=certs.ca.read_text(),
+                                   client_certificate=pair).settings
+        without = cluster_access(names, spec, ca_pem=certs.ca.read_text()).settings
+        bootstrap = f"127.0.0.1:{mtls}"
+
+        async def scenario() -> None:
+            topic = TopicSpec.parse({"clusterRef": {"bootstrapServers": bootstrap},
+                                     "partitions": 1, "replicationFactor": 1}, "mtls-events")
+            async with admin_session(bootstrap, security=with_cert) as admin:
+                assert (await sync_topic(admin, topic)).topic is not None
+            # Without it the broker closes the connection. Under TLS 1.3 the client learns
+            # that only on its first read, so this is "unreachable", not a TLS error.
+            with pytest.raises(ClusterUnreachable):
+                async with admin_session(bootstrap, security=without, delay=1):
+                    pass
+
+        asyncio.run(scenario())
+    finally:
+        attach_process_logs(request, [broker])
+        broker.stop()

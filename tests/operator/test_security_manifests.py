@@ -106,6 +106,20 @@ def test_a_sasl_inter_broker_listener_gets_the_brokers_credentials_from_the_secr
     assert access.settings["ssl_context"].check_hostname
 
 
+def test_the_operator_loads_the_brokers_certificate_only_when_clients_must_present_one():
+    """(The handshake itself: test_secure_session.py, against a broker requiring it.)"""
+    garbage = ("not a certificate", "not a key")
+    for client_auth, loads in (("none", False), ("requested", True), ("required", True)):
+        spec = cluster_spec(listeners={"named": [{"name": "INTERNAL", "port": 9091,
+                                                  "securityProtocol": "SSL"}]},
+                            tls={"secretName": "odr-tls", "clientAuth": client_auth})
+        if loads:
+            with pytest.raises(ssl.SSLError):
+                cluster_access(NAMES, spec, client_certificate=garbage)
+        else:
+            assert cluster_access(NAMES, spec, client_certificate=garbage).settings
+
+
 def test_a_rotated_certificate_changes_the_restart_hash():
     spec = cluster_spec(**SECURE)
 

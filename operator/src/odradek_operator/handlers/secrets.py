@@ -104,12 +104,14 @@ async def load_cluster_secrets(api: KubeApi, names: ClusterNames, spec: BrokerCl
         credentials.data[operator.key] if operator else "",
         credentials.data[spec.authentication.operator_password_key])
     try:
-        access = cluster_access(names, spec, ca_pem=tls.data.get("ca.crt") if tls else None,
-                                credentials=user_password)
+        access = cluster_access(
+            names, spec, ca_pem=tls.data.get("ca.crt") if tls else None,
+            credentials=user_password,
+            client_certificate=(tls.data["tls.crt"], tls.data["tls.key"]) if tls else None)
     except ssl.SSLError as exc:
         assert spec.tls is not None
         raise TemporaryReconcileError(
-            f"spec.tls.secretName: ca.crt of Secret {names.namespace}/{spec.tls.secret_name} "
-            f"is not a PEM certificate ({exc.reason or exc})", reason="SecretInvalid",
+            f"spec.tls.secretName: Secret {names.namespace}/{spec.tls.secret_name} holds no "
+            f"usable PEM certificate or key ({exc.reason or exc})", reason="SecretInvalid",
             delay=SECRET_RETRY_S) from None
     return ClusterSecrets(access, tls, credentials, inputs)

@@ -10,8 +10,10 @@ kafka-python-style client settings, :class:`odradek.client.security.ClientSecuri
 from __future__ import annotations
 
 import ssl
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidSpec
@@ -29,11 +31,24 @@ class ClusterAccess:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _load_chain(context: ssl.SSLContext, chain_pem: str, key_pem: str) -> None:
+    """ssl only loads a certificate chain from files: private ones, gone once loaded."""
+    with tempfile.TemporaryDirectory(prefix="odradek-operator-") as directory:
+        chain, key = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        chain.write_text(chain_pem)
+        key.touch(0o600)
+        key.write_text(key_pem)
+        context.load_cert_chain(chain, key)
+
+
 def cluster_access(names: ClusterNames, spec: BrokerClusterSpec, *,
                    ca_pem: str | None = None,
-                   credentials: tuple[str, str] | None = None) -> ClusterAccess:
+                   credentials: tuple[str, str] | None = None,
+                   client_certificate: tuple[str, str] | None = None) -> ClusterAccess:
     """``ca_pem``: the TLS Secret's ``ca.crt`` (None: the system's trust store);
-    ``credentials``: (user, password) from ``spec.authentication.operatorSecretRef``.
+    ``credentials``: (user, password) from ``spec.authentication.operatorSecretRef``;
+    ``client_certificate``: (chain, key), the brokers' own, presented when
+    ``spec.tls.clientAuth`` asks for one (as brokers present it to each other).
 
     The certificate must name the bootstrap Service and every pod of the headless Service
     (``*.<cluster>-headless.<namespace>.svc.cluster.local``): the operator checks host names."""
@@ -45,6 +60,9 @@ def cluster_access(names: ClusterNames, spec: BrokerClusterSpec, *,
     if uses_tls(listener.protocol):
         context = ssl.create_default_context(cadata=ca_pem) if ca_pem \
             else ssl.create_default_context()
+        if client_certificate is not None and spec.tls is not None \
+                and spec.tls.client_auth != "none":
+            _load_chain(context, *client_certificate)
         settings["ssl_context"] = context
     if uses_sasl(listener.protocol):
         if credentials is None:
