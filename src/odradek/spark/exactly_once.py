@@ -95,6 +95,7 @@ def produce_exactly_once(options: SinkOptions, batches: Iterator[pa.RecordBatch]
 
     settings = dict(options.producer)
     settings.setdefault("client_id", "odradek-spark-sink")
+    settings.update(options.security)
     group = transactional_id
     try:
         producer = Producer(options.bootstrap_servers, transactional_id=transactional_id,
@@ -104,7 +105,7 @@ def produce_exactly_once(options: SinkOptions, batches: Iterator[pa.RecordBatch]
     committed = False
     try:
         producer.init_transactions()  # fences older attempts, ends what they left open
-        admin = AdminClient(options.bootstrap_servers)
+        admin = AdminClient(options.bootstrap_servers, **options.security)
         try:
             if committed_batches(admin, group) > batch_id:
                 return 0  # an earlier attempt committed this batch
