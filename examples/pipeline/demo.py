@@ -121,7 +121,8 @@ def main() -> int:
           "; ".join(f"{r.page} at {r.minute:%H:%M} {r.views} views, ctr {r.ctr:.2f}"
                     for r in top))
     sample = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-              .option("subscribe", METRICS).load().selectExpr("CAST(value AS STRING) v")
+              .option("subscribe", METRICS).option("kafka.isolation.level", "read_committed")
+              .load().selectExpr("CAST(value AS STRING) v")
               .limit(1).collect())
     if sample:
         print(f"{METRICS} topic: {_offsets(bootstrap, METRICS)} records, e.g. "

@@ -10,7 +10,11 @@ emitted once, when the watermark passes its end. Two queries share the plan:
 
 * Parquet under ``WAREHOUSE/page_metrics``, partitioned by ``date``/``hour`` (Spark's file
   sink: exactly-once through its commit log);
-* the ``metrics`` topic, one JSON record per window and page, keyed by page.
+* the ``metrics`` topic, one JSON record per window and page, keyed by page — exactly once
+  (``transactionalIdPrefix``: each micro-batch's records are committed in Kafka
+  transactions together with a marker of the batch, so a re-run batch is not written
+  twice; read the topic with ``isolation.level=read_committed``). ``--at-least-once``
+  writes without transactions, as Spark's Kafka sink does.
 
 Offsets live in each query's checkpoint, so a stopped or killed job resumes where it was.
 Progress (batches, input rows, rate, watermark) is printed as the queries run.
@@ -56,7 +60,7 @@ def page_metrics(spark: Any, bootstrap: str, max_offsets: int | None = None) -> 
 
 
 def start(spark: Any, bootstrap: str, warehouse: Path, *, available_now: bool,
-          max_offsets: int | None = None) -> list[Any]:
+          max_offsets: int | None = None, exactly_once: bool = True) -> list[Any]:
     """Start the two queries (Parquet, metrics topic); returns them."""
     metrics = page_metrics(spark, bootstrap, max_offsets)
     checkpoints = warehouse / "_checkpoints"
@@ -71,14 +75,17 @@ def start(spark: Any, bootstrap: str, warehouse: Path, *, available_now: bool,
                              .option("path", str(warehouse / "page_metrics"))
                              .option("checkpointLocation", str(checkpoints / "page_metrics"))
                              .outputMode("append")))
-    topic = _start(trigger(metrics.selectExpr(
+    topic_writer = (metrics.selectExpr(
         "page AS key",
         "to_json(named_struct('minute', CAST(minute AS STRING), 'page', page, "
         "'views', views, 'clicks', clicks, 'ctr', ctr)) AS value")
         .writeStream.queryName("page_metrics_topic").format("odradek")
         .option("kafka.bootstrap.servers", bootstrap).option("topic", METRICS)
         .option("checkpointLocation", str(checkpoints / "metrics_topic"))
-        .outputMode("append")))
+        .outputMode("append"))
+    if exactly_once:
+        topic_writer = topic_writer.option("transactionalIdPrefix", "page-metrics")
+    topic = _start(trigger(topic_writer))
     return [parquet, topic]
 
 
@@ -145,8 +152,9 @@ def show_progress(queries: list[Any], seconds: float, interval: float = 5.0) -> 
 
 
 def run(spark: Any, bootstrap: str, warehouse: Path, *, seconds: float,
-        available_now: bool) -> None:
-    queries = start(spark, bootstrap, warehouse, available_now=available_now)
+        available_now: bool, exactly_once: bool = True) -> None:
+    queries = start(spark, bootstrap, warehouse, available_now=available_now,
+                    exactly_once=exactly_once)
     try:
         show_progress(queries, seconds if not available_now else 3600)
     finally:
@@ -163,11 +171,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--available-now", action="store_true",
                         help="process what is in the topic now, then stop")
+    parser.add_argument("--at-least-once", action="store_true",
+                        help="write the metrics topic without transactions")
     args = parser.parse_args()
     ensure_topics(args.bootstrap_server)
     spark = local_session("pipeline-stream")
     run(spark, args.bootstrap_server, args.warehouse, seconds=args.seconds,
-        available_now=args.available_now)
+        available_now=args.available_now, exactly_once=not args.at_least_once)
 
 
 if __name__ == "__main__":

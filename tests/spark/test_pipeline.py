@@ -124,8 +124,10 @@ def test_stream_job_metrics_match_a_batch_computation(spark: Any, bootstrap: str
     # Every emitted window is final and exact; only the newest (still open) are missing.
     assert all(batch[key] == value for key, value in rows.items())
     assert max(m for m, _ in rows) < max(m for m, _ in batch)
+    # Written exactly once, in transactions: read committed data only.
     published = (spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap)
-                 .option("subscribe", METRICS).load().count())
+                 .option("subscribe", METRICS).option("kafka.isolation.level", "read_committed")
+                 .load().count())
     assert published == len(rows)
     png = plot.plot(spark, warehouse, tmp_path / "results.png")
     assert png.stat().st_size > 10_000

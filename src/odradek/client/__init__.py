@@ -31,6 +31,8 @@ from .offsets import EARLIEST, LATEST, OffsetAndTimestamp
 from .partitioner import murmur2, partition_for_key
 from .producer import AsyncProducer
 from .sync import AdminClient, Consumer, Producer
+from .transactions import ConsumerGroupMetadata
+from .txn_state import IllegalTransactionState, TransactionAbortable, TransactionFatal
 from .zk_consumer import AsyncZooKeeperConsumer, RebalanceFailed, ZooKeeperConsumer
 
 __all__ = [
@@ -46,9 +48,11 @@ __all__ = [
     "ConfigEntry",
     "ConnectionFailed",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
     "DeliveryTimeout",
     "GroupDescription",
+    "IllegalTransactionState",
     "KafkaClientError",
     "NewTopic",
     "NoOffsetForPartition",
@@ -57,6 +61,8 @@ __all__ = [
     "RecordFuture",
     "RecordMetadata",
     "TopicPartition",
+    "TransactionAbortable",
+    "TransactionFatal",
     "assign_cooperative_sticky",
     "assign_range",
     "assign_roundrobin",

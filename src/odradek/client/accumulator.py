@@ -225,12 +225,13 @@ class ProducerBatch:
     def size(self) -> int:
         return self.builder.size_in_bytes
 
-    def encode(self, compression: int) -> bytes:
+    def encode(self, compression: int, transactional: bool = False) -> bytes:
         """The wire bytes; built once and reused for every retry (same sequence numbers)."""
         if self.encoded is None:
             self.encoded = self.builder.build(
                 compression=compression, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence)
+                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+                transactional=transactional)
         return self.encoded
 
     def complete(self, base_offset: int, log_append_time: int = -1,

@@ -464,9 +464,11 @@ class AsyncAdminClient:
         _check(errors, "DeleteGroups")
 
     async def list_group_offsets(self, group_id: str,
-                                 partitions: Iterable[TopicPartition] | None = None
-                                 ) -> dict[TopicPartition, int]:
-        """Committed offsets of ``group_id`` (all partitions it committed when None)."""
+                                 partitions: Iterable[TopicPartition] | None = None, *,
+                                 require_stable: bool = False) -> dict[TopicPartition, int]:
+        """Committed offsets of ``group_id`` (all partitions it committed when None).
+        ``require_stable``: offsets a transaction has pending answer UNSTABLE_OFFSET_COMMIT
+        (raised) instead of the last stable value."""
         node = await self.client.find_coordinator(group_id)
         topics = None
         if partitions is not None:
@@ -475,7 +477,7 @@ class AsyncAdminClient:
                 grouped.setdefault(tp.topic, []).append(tp.partition)
             topics = [{"name": t, "partition_indexes": p} for t, p in grouped.items()]
         response = await self.client.send(node, ApiKey.OFFSET_FETCH, {
-            "group_id": group_id, "topics": topics, "require_stable": False})
+            "group_id": group_id, "topics": topics, "require_stable": require_stable})
         if int(getattr(response, "error_code", 0)):
             raise BrokerResponseError(response.error_code, f"OffsetFetch {group_id!r}")
         out = {}

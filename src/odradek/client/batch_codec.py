@@ -26,6 +26,7 @@ from odradek.protocol.records import (
     LOG_APPEND_TIME,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
     BatchHeader,
     build_batch,
     iter_batch_headers,
@@ -92,13 +93,19 @@ class RecordsBuilder:
         return len(self.buffer) + BATCH_HEADER_SIZE
 
     def build(self, *, compression: int = 0, producer_id: int = -1, producer_epoch: int = -1,
-              base_sequence: int = -1) -> bytes:
-        """Close the batch: compress once, write the header, checksum once."""
+              base_sequence: int = -1, transactional: bool = False) -> bytes:
+        """Close the batch: compress once, write the header, checksum once.
+        ``transactional`` sets the attribute bit that makes the batch part of its
+        producer's open transaction (held back from read_committed readers until the
+        marker)."""
+        attributes = compression & COMPRESSION_MASK
+        if transactional:
+            attributes |= TRANSACTIONAL_MASK
         return build_batch(self.buffer, record_count=self.count,
                            base_timestamp=self.base_timestamp,
                            max_timestamp=self.max_timestamp,
                            last_offset_delta=max(self.count - 1, 0),
-                           attributes=compression & COMPRESSION_MASK,
+                           attributes=attributes,
                            producer_id=producer_id, producer_epoch=producer_epoch,
                            base_sequence=base_sequence)
 

@@ -295,14 +295,16 @@ class ClusterClient:
             metadata = await self.refresh_metadata()
         return metadata.controller_id
 
-    async def find_coordinator(self, group_id: str, attempts: int = 10) -> int:
-        """Node id of ``group_id``'s group coordinator (FindCoordinator, key type 0),
-        retrying while the coordinator is loading or not yet available."""
+    async def find_coordinator(self, group_id: str, attempts: int = 10, *,
+                               key_type: int = 0) -> int:
+        """Node id of ``group_id``'s group coordinator (FindCoordinator, key type 0; key
+        type 1 finds a ``transactional.id``'s transaction coordinator), retrying while the
+        coordinator is loading or not yet available."""
         last: BaseException | None = None
         for attempt in range(attempts):
             try:
                 response = await self.send(None, ApiKey.FIND_COORDINATOR,
-                                           {"key": group_id, "key_type": 0})
+                                           {"key": group_id, "key_type": key_type})
             except KafkaClientError as exc:
                 last = exc
             else:

@@ -26,6 +26,7 @@ from .group import GroupMembership
 from .metadata import TopicPartition
 from .offsets import EARLIEST, LATEST, OffsetAndTimestamp, list_offsets
 from .security import ClientSecurity
+from .transactions import ConsumerGroupMetadata
 
 __all__ = ["AsyncConsumer", "RebalanceListener"]
 
@@ -295,6 +296,17 @@ class AsyncConsumer:
         self.fetcher.needs_reset.clear()
 
     # ------------------------------------------------------------------ commits
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, generation and member id, for a transactional producer's
+        ``send_offsets_to_transaction`` (a member rebalanced out cannot commit)."""
+        if self.group_id is None:
+            raise KafkaClientError("group_metadata needs a consumer with group_id")
+        group = self._group
+        if group is None:
+            return ConsumerGroupMetadata(self.group_id)
+        return ConsumerGroupMetadata(self.group_id, group.generation, group.member_id,
+                                     group.group_instance_id)
 
     async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         """Commit ``offsets`` (default: the current positions) to the group."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -28,6 +28,8 @@ from .metadata import ClusterMetadata, TopicPartition
 from .partitioner import DefaultPartitioner
 from .producer_config import ProducerConfig, to_bytes
 from .sender import Sender
+from .transactions import ConsumerGroupMetadata, TransactionManager
+from .txn_state import TransactionAbortable
 
 __all__ = ["AsyncProducer"]
 
@@ -60,6 +62,13 @@ class AsyncProducer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup = Wakeup()
         self.sender = Sender(config, self.client, self.accumulator, self._wakeup)
+        #: The transaction manager of a producer with ``transactional_id`` (else None).
+        self.transactions: TransactionManager | None = None
+        if config.transactional_id is not None:
+            self.transactions = TransactionManager(
+                config.transactional_id, config.transaction_timeout_ms, self.client,
+                self.sender, config.max_block_ms, config.retry_backoff_ms)
+            self.sender.txn = self.transactions
         self._sender: asyncio.Task[None] | None = None
         self._closing = False
         #: topic -> (metadata snapshot, all partitions, available partitions).
@@ -93,6 +102,11 @@ class AsyncProducer:
         still incomplete are reported in the :class:`TimeoutError`.
         """
         acc = self.accumulator
+        txn = self.transactions
+        if txn is not None and not txn.machine.may_drain:
+            # Outside a live transaction nothing queued can ever be sent: fail it now.
+            self.sender.drop_queued(TransactionAbortable(
+                f"no live transaction ({txn.machine.state.value}) to send the record in"))
         with acc.lock:
             acc.flushing += 1
         try:
@@ -166,7 +180,8 @@ class AsyncProducer:
         """
         if (value.__class__ is bytes and key is None and headers is None and partition is None
                 and timestamp is None and on_delivery is None and not self._closing
-                and self.sender.fatal is None and self._sender is not None):
+                and self.sender.fatal is None and self._sender is not None
+                and self.transactions is None):
             accumulator = self.accumulator
             if accumulator.used_bytes < accumulator.buffer_memory:
                 appended = self.append_value(topic, value)
@@ -181,8 +196,7 @@ class AsyncProducer:
             raise ClientClosed("producer is closed")
         if self._sender is None:
             await self.start()
-        if self.sender.fatal is not None:
-            raise self.sender.fatal
+        self.check_sendable()
         if not self._partitions(topic, self.client.metadata)[0]:
             await self._wait_for_topic(topic)
         deadline = time.monotonic() + self.config.max_block_ms / 1000
@@ -195,6 +209,69 @@ class AsyncProducer:
         if wake:
             self._wakeup.set()
         return future
+
+    def check_sendable(self) -> None:
+        """Raise what stops a send now: a fatal error, or (transactional producer) no live
+        transaction."""
+        if self.sender.fatal is not None:
+            raise self.sender.fatal
+        if self.transactions is not None:
+            self.transactions.machine.check_sendable()
+
+    # ------------------------------------------------------------------ transactions
+
+    def _transactions(self) -> TransactionManager:
+        if self.transactions is None:
+            raise KafkaClientError("transactional calls need a producer with "
+                                   "transactional_id set")
+        return self.transactions
+
+    async def init_transactions(self) -> None:
+        """Register the ``transactional.id`` with its transaction coordinator, fencing any
+        older producer with the same id and finishing (aborting) its open transaction.
+        Once per producer, before the first transaction."""
+        manager = self._transactions()
+        if self._sender is None:
+            await self.start()
+        await manager.init_transactions()
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now until commit/abort belong to it."""
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(
+            self, offsets: Mapping[TopicPartition, int],
+            group_metadata: ConsumerGroupMetadata | str) -> None:
+        """Commit ``offsets`` (the *next* offset to read, per partition) for the consumer
+        group as part of the transaction: the group sees them only if it commits."""
+        await self._transactions().send_offsets_to_transaction(offsets, group_metadata)
+
+    async def commit_transaction(self) -> None:
+        """Flush the transaction's records, then commit it. After a batch failed this
+        raises :class:`~.txn_state.TransactionAbortable`: call :meth:`abort_transaction`."""
+        await self._transactions().commit_transaction(
+            lambda: self.flush(self._flush_bound()))
+
+    async def abort_transaction(self) -> None:
+        """Drop the records not yet sent, wait for those in flight, abort the transaction:
+        read_committed consumers never see any of its records."""
+        await self._transactions().abort_transaction(self.sender.drop_queued,
+                                                     self._wait_aborted)
+
+    async def _wait_aborted(self) -> None:
+        """Wait for the in-flight batches of an aborted transaction (a retry they come
+        back as is dropped too), within ``max.block.ms``."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        while self.accumulator.has_incomplete:
+            self.sender.drop_queued(TransactionAbortable("the transaction was aborted"))
+            if not self.accumulator.has_incomplete:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("abort_transaction: batches still in flight after "
+                                   "max.block.ms")
+            self.sender.idle.clear()
+            await wait_event(self.sender.idle, min(remaining, 0.05))
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
                             **kwargs: Any) -> Any:

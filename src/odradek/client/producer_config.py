@@ -64,6 +64,7 @@ class ProducerConfig:
                  partitioner: PartitionerFn | None = None,
                  key_serializer: Callable[[Any], bytes | None] | None = None,
                  value_serializer: Callable[[Any], bytes | None] | None = None,
+                 transactional_id: str | None = None, transaction_timeout_ms: int = 60_000,
                  **security: Any) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.security = ClientSecurity.create(**security)  # kafka-python's names
@@ -74,6 +75,16 @@ class ProducerConfig:
         self.batch_size = max(batch_size, 1)
         self.buffer_memory = buffer_memory
         self.max_request_size = max_request_size
+        if transactional_id is not None:
+            # Kafka's rule: a transactional producer is idempotent (its batches carry the
+            # epoch and sequence numbers the transaction coordinator fences with).
+            if not transactional_id:
+                raise ValueError("transactional_id must not be empty")
+            if enable_idempotence is False or self.acks != -1:
+                raise ValueError("transactional_id requires enable_idempotence and acks=all")
+            enable_idempotence = True
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
         if enable_idempotence is None:
             enable_idempotence = self.acks == -1
         if enable_idempotence and self.acks != -1:

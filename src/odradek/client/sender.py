@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
@@ -39,6 +39,9 @@ from .errors import (
 from .metadata import TopicPartition
 from .producer_config import ProducerConfig
 
+if TYPE_CHECKING:
+    from .transactions import TransactionManager
+
 __all__ = ["Sender"]
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,9 @@ log = logging.getLogger(__name__)
 _SEQUENCE_WRAP = 1 << 31
 # The broker no longer knows this producer id/epoch: bump the epoch (or a new id), then retry.
 _PRODUCER_FENCED = (ErrorCode.unknown_producer_id, ErrorCode.invalid_producer_epoch)
+#: Sequence and epoch errors an idempotent producer recovers from by itself (new id or
+#: epoch, re-sequenced retry); in a transaction they fail it instead (see :mod:`.transactions`).
+_RESEQUENCE = (ErrorCode.out_of_order_sequence_number, *_PRODUCER_FENCED)
 
 
 class Sender:
@@ -71,6 +77,9 @@ class Sender:
         self._stopped = False
         self._responses: set[asyncio.Task[None]] = set()
         self._metadata_refresh: asyncio.Task[None] | None = None
+        #: Set by a transactional producer: batches are added to its transaction before
+        #: they are drained, and their failures fail it.
+        self.txn: TransactionManager | None = None
 
     def start(self, loop: asyncio.AbstractEventLoop) -> asyncio.Task[None]:
         self.task = loop.create_task(self._run_sender(), name="odradek-sender")
@@ -122,10 +131,16 @@ class Sender:
             # In the background: a refresh against an unreachable cluster can take minutes
             # of retries, and the sender must keep expiring batches meanwhile.
             self._refresh_metadata_soon()
-        if (self.config.enable_idempotence and self.producer_id < 0
+        txn = self.txn
+        if txn is not None:
+            if self.producer_id < 0 or not txn.machine.may_drain:
+                return backoff  # nothing is sent outside a live transaction
+        elif (self.config.enable_idempotence and self.producer_id < 0
                 and not await self._init_producer_id()):
             return backoff
         ready, delay = self.accumulator.ready(now, self._sequencing_id())
+        if txn is not None and ready:
+            ready = await txn.add_partitions(ready)
         if not ready:
             return delay
         metadata = self.client.metadata
@@ -191,7 +206,7 @@ class Sender:
                 batch.producer_epoch = self.producer_epoch
                 self._next_sequence[tp] = (sequence + batch.record_count) % _SEQUENCE_WRAP
             try:
-                encoded = batch.encode(compression)
+                encoded = batch.encode(compression, self.txn is not None)
             except Exception as exc:  # a codec failure fails this batch, not the sender
                 self.finish(batch, -1, error=KafkaClientError(
                     f"cannot encode batch for {tp.topic}-{tp.partition}: {exc}"))
@@ -211,7 +226,7 @@ class Sender:
             by_topic.setdefault(batch.tp.topic, []).append(
                 {"index": batch.tp.partition, "records": batch.encoded})
         body = {
-            "transactional_id": None,
+            "transactional_id": None if self.txn is None else self.txn.transactional_id,
             "acks": acks,
             "timeout": self.config.request_timeout_ms,
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
@@ -273,9 +288,9 @@ class Sender:
                                                 getattr(part, "error_message", None))
                     if code in STALE_METADATA_CODES:
                         self.client.invalidate()
-                    if code in _PRODUCER_FENCED or (
+                    if self.txn is None and (code in _PRODUCER_FENCED or (
                             code == ErrorCode.out_of_order_sequence_number
-                            and self.is_unfillable_gap(batch)):
+                            and self.is_unfillable_gap(batch))):
                         self.reset_producer_id()
                     self.retry_or_fail(batch, error)
         except Exception as exc:  # never leave a batch unresolved
@@ -289,9 +304,12 @@ class Sender:
 
     def retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
         now = time.monotonic()
-        retriable = getattr(error, "retriable", False) or (
-            isinstance(error, BrokerResponseError)
-            and error.code in (ErrorCode.out_of_order_sequence_number, *_PRODUCER_FENCED))
+        if self.txn is not None and isinstance(error, BrokerResponseError) and (
+                error.code in _RESEQUENCE or error.code == ErrorCode.producer_fenced):
+            retriable = False  # the transaction fails (fatally when fenced)
+        else:
+            retriable = getattr(error, "retriable", False) or (
+                isinstance(error, BrokerResponseError) and error.code in _RESEQUENCE)
         if (retriable and not self._closing_hard() and batch.attempts <= self.config.retries
                 and now < batch.deadline):
             log.debug("retrying %s after %s", batch.tp, error)
@@ -311,7 +329,7 @@ class Sender:
         self.finish(batch, -1, error=DeliveryTimeout(
             f"{batch.record_count} records for {batch.tp.topic}-{batch.tp.partition} not "
             f"delivered within delivery.timeout.ms={self.config.delivery_timeout_ms}{detail}"))
-        if (self.config.enable_idempotence and batch.base_sequence >= 0
+        if (self.config.enable_idempotence and batch.base_sequence >= 0 and self.txn is None
                 and batch.producer_id == self.producer_id):  # else reset already
             self.reset_producer_id()
 
@@ -322,6 +340,11 @@ class Sender:
                 error: BaseException | None = None) -> None:
         batch.complete(base_offset, log_append_time, error)
         self.accumulator.release(batch)
+        if error is not None and self.txn is not None:
+            if isinstance(error, BrokerResponseError):
+                self.txn.machine.on_error(error)
+            else:
+                self.txn.machine.abortable(error)
         self.space.set()
         if not self.accumulator.has_incomplete:
             self.idle.set()
@@ -372,6 +395,18 @@ class Sender:
             and other.producer_id == batch.producer_id
             and 0 <= other.base_sequence < batch.base_sequence
             for other in list(self.accumulator.incomplete))
+
+    def use_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        """A (transactional) InitProducerId answered: number batches from 0 under it."""
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self._next_sequence.clear()
+
+    def drop_queued(self, error: BaseException) -> None:
+        """Fail every batch not yet sent (an aborted transaction's); in-flight ones are
+        left to their responses."""
+        for batch in self.accumulator.abort_all():
+            self.finish(batch, -1, error=error)
 
     def reset_producer_id(self) -> None:
         """The broker forgot us (ErrorCode.unknown_producer_id): start a new id, re-sequence unsent

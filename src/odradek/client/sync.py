@@ -27,6 +27,7 @@ from .errors import ClientClosed, KafkaClientError
 from .metadata import TopicPartition
 from .offsets import OffsetAndTimestamp
 from .producer import AsyncProducer
+from .transactions import ConsumerGroupMetadata
 
 __all__ = ["AdminClient", "Consumer", "Producer", "run"]
 
@@ -99,7 +100,7 @@ class Producer:
             # The common record: no conversions, no partitioner call, no thread hop.
             producer = self._async
             accumulator = producer.accumulator
-            if (producer.sender.fatal is None
+            if (producer.sender.fatal is None and producer.transactions is None
                     and accumulator.used_bytes < accumulator.buffer_memory):
                 appended = producer.append_value(topic, value)
                 if appended is not None:
@@ -126,8 +127,7 @@ class Producer:
         producer = self._async
         if self._closed:
             raise ClientClosed("producer is closed")
-        if producer.sender.fatal is not None:
-            raise producer.sender.fatal
+        producer.check_sendable()
         if not producer._partitions(topic, producer.client.metadata)[0]:
             run(producer._wait_for_topic(topic))
         return producer
@@ -175,6 +175,24 @@ class Producer:
         """Wait for every buffered record (at most ``timeout`` s; without one, at most
         ``delivery.timeout.ms`` plus grace); ``TimeoutError`` says how many are left."""
         run(self._async.flush(timeout))
+
+    # Transactions (a producer made with ``transactional_id``); see AsyncProducer.
+
+    def init_transactions(self) -> None:
+        run(self._async.init_transactions())
+
+    def begin_transaction(self) -> None:
+        self._async.begin_transaction()
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int],
+                                    group_metadata: ConsumerGroupMetadata | str) -> None:
+        run(self._async.send_offsets_to_transaction(offsets, group_metadata))
+
+    def commit_transaction(self) -> None:
+        run(self._async.commit_transaction())
+
+    def abort_transaction(self) -> None:
+        run(self._async.abort_transaction())
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is buffered within ``timeout`` (default ``delivery.timeout.ms``),
@@ -272,6 +290,9 @@ class Consumer:
 
     def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         run(self._async.commit(offsets))
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return self._async.group_metadata()
 
     def committed(self, tp: TopicPartition | tuple[str, int]) -> int | None:
         return run(self._async.committed(tp))

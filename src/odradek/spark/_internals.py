@@ -17,7 +17,9 @@ from odradek.client import (
     RecordFuture,
     TopicPartition,
 )
+from odradek.client.errors import ErrorCode
 from odradek.client.range_reader import FetchedChunk, RangeReader
+from odradek.client.txn_state import TxnState
 from odradek.protocol.compression import CODEC_BY_NAME, decompress
 from odradek.protocol.errors import CorruptRecord
 from odradek.protocol.records import (
@@ -44,6 +46,7 @@ __all__ = [
     "BrokerResponseError",
     "ConnectionFailed",
     "CorruptRecord",
+    "ErrorCode",
     "FetchedChunk",
     "KafkaClientError",
     "NewTopic",
@@ -51,6 +54,7 @@ __all__ = [
     "RangeReader",
     "RecordFuture",
     "TopicPartition",
+    "TxnState",
     "decompress",
     "parse_batch_header",
 ]

@@ -60,6 +60,8 @@ _SPARK_OPTIONS = [
     "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "maxOffsetsPerTrigger",
     "minOffsetsPerTrigger", "maxTriggerDelay", "minPartitions", "maxRecordsPerPartition",
     "groupIdPrefix", "includeHeaders", "topic",
+    # odradek's own: exactly-once streaming writes (see odradek.spark.exactly_once).
+    "transactionalIdPrefix",
     # What Spark itself hands a streaming sink along with the user's options:
     "checkpointLocation", "queryName",
 ]
@@ -80,6 +82,7 @@ PRODUCER_SETTINGS = {
     "delivery.timeout.ms": "delivery_timeout_ms", "request.timeout.ms": "request_timeout_ms",
     "max.block.ms": "max_block_ms", "metadata.max.age.ms": "metadata_max_age_ms",
     "max.in.flight.requests.per.connection": "max_in_flight_requests_per_connection",
+    "transaction.timeout.ms": "transaction_timeout_ms",
 }
 #: Java-client tuning with no counterpart here: accepted so existing jobs run, no effect.
 INERT_CLIENT_OPTIONS = frozenset({
@@ -470,6 +473,8 @@ class SinkOptions:
     topic: str | None
     producer: dict[str, Any] = field(default_factory=dict)
     security: dict[str, Any] = field(default_factory=dict)
+    #: ``transactionalIdPrefix``: write each micro-batch exactly once (streaming only).
+    transactional_id_prefix: str | None = None
 
 
 def parse_sink(options: Mapping[str, str]) -> SinkOptions:
@@ -478,5 +483,14 @@ def parse_sink(options: Mapping[str, str]) -> SinkOptions:
     if topic is not None and not topic.strip():
         raise OptionError("topic", "empty topic name")
     producer = _client_settings(options, PRODUCER_SETTINGS)
+    prefix = _get(options, "transactionalIdPrefix")
+    if prefix is not None:
+        prefix = prefix.strip()
+        if not prefix:
+            raise OptionError("transactionalIdPrefix", "empty prefix")
+        if producer.get("enable_idempotence") is False or producer.get("acks", -1) not in (
+                -1, "-1", "all"):
+            raise OptionError("transactionalIdPrefix", "exactly-once writes need "
+                              "kafka.acks=all and kafka.enable.idempotence=true")
     return SinkOptions(_bootstrap(options), topic.strip() if topic else None, producer,
-                       _security(options))
+                       _security(options), prefix)

@@ -14,7 +14,9 @@ odradek's idempotent producer (acks=all unless ``kafka.acks`` says otherwise), k
 worker like Spark's cached Kafka producers, and flush before they finish: a task succeeds only
 when every record it sent is acknowledged. A delivery failure fails the task with the Kafka
 error's name (``UNKNOWN_TOPIC_OR_PARTITION``, ``MESSAGE_TOO_LARGE``, ...). Delivery is
-at-least-once, like Spark's Kafka sink: a retried task or micro-batch writes its records again.
+at-least-once, like Spark's Kafka sink: a retried task or micro-batch writes its records again
+— unless the ``transactionalIdPrefix`` option makes a streaming write exactly-once
+(:mod:`.exactly_once`).
 """
 
 from __future__ import annotations
@@ -107,34 +109,45 @@ def _producer(options: SinkOptions) -> Any:
         return producer
 
 
-def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
-    """Send every row of ``batches``; returns how many, once all are acknowledged.
+def send_rows(producer: Any, options: SinkOptions, batches: Iterator[pa.RecordBatch]
+              ) -> tuple[list[Any], int, list[str]]:
+    """Queue every row of ``batches`` on ``producer``: the futures, the row count and the
+    topics written (in first-written order).
 
     Each Arrow batch is partitioned and encoded by compiled passes (:mod:`.arrow_produce`)
     and handed to the producer a whole producer batch at a time (``send_encoded``), which
     sequences, sends and retries it like any other batch."""
+    config = producer.async_producer.config
+    futures: list[Any] = []
+    topics: list[str] = []
+    sent = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        timestamp = time.time_ns() // 1_000_000
+        try:
+            for topic, rows in topic_rows(batch, options.topic):
+                if topic not in topics:
+                    topics.append(topic)
+                all_partitions, available = producer.partitions(topic)
+                futures += producer.send_encoded(topic, (
+                    (encoded.partition, encoded.records, encoded.count)
+                    for encoded in encode_rows(batch, rows, all_partitions, available,
+                                               config.batch_size, BATCH_HEADER_SIZE)),
+                    timestamp)
+        except ValueError as exc:
+            raise SinkError(str(exc)) from exc
+        sent += batch.num_rows
+    return futures, sent, topics
+
+
+def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
+    """Send every row of ``batches``; returns how many, once all are acknowledged."""
     from ._internals import KafkaClientError
 
     producer = _producer(options)
-    config = producer.async_producer.config
-    futures = []
-    sent = 0
     try:
-        for batch in batches:
-            if not batch.num_rows:
-                continue
-            timestamp = time.time_ns() // 1_000_000
-            try:
-                for topic, rows in topic_rows(batch, options.topic):
-                    all_partitions, available = producer.partitions(topic)
-                    futures += producer.send_encoded(topic, (
-                        (encoded.partition, encoded.records, encoded.count)
-                        for encoded in encode_rows(batch, rows, all_partitions, available,
-                                                   config.batch_size, BATCH_HEADER_SIZE)),
-                        timestamp)
-            except ValueError as exc:
-                raise SinkError(str(exc)) from exc
-            sent += batch.num_rows
+        futures, sent, _topics = send_rows(producer, options, batches)
         producer.flush()
     except KafkaClientError as exc:
         raise SinkError(f"writing to odradek failed: {exc}") from exc
@@ -150,6 +163,10 @@ class BatchWriter(DataSourceArrowWriter):
         if overwrite:
             raise OptionError("mode", "save mode Overwrite is not allowed for a topic (it is "
                               "append-only): use mode('append')")
+        if options.transactional_id_prefix is not None:
+            raise OptionError("transactionalIdPrefix", "exactly-once writes are for "
+                              "writeStream (a batch write has no micro-batch id to "
+                              "recognize a retry by)")
         check_input(schema, options)
         self.opts = options
 
@@ -163,10 +180,15 @@ class StreamWriter(DataSourceStreamArrowWriter):
         self.opts = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
+        if self.opts.transactional_id_prefix is not None:
+            from .exactly_once import produce_in_task
+
+            return WriteCommit(produce_in_task(self.opts, iterator))
         return WriteCommit(produce(self.opts, iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Records are acknowledged when tasks finish; nothing is left to commit."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records already acknowledged stay (at-least-once, as with Spark's Kafka sink)."""
+        """Records already acknowledged stay (at-least-once, as with Spark's Kafka sink;
+        with ``transactionalIdPrefix`` a re-run of the batch skips what was committed)."""
