@@ -109,7 +109,16 @@ def blank(cls: type, /, **given: Any) -> Any:
 
 def error_answer(ctx: RequestContext, code: ErrorCode) -> Any:
     """The whole request denied, for APIs whose answer has a top-level ``error_code``."""
-    return blank(response_type(ctx.header.api_key, ctx.api_version), error_code=code)
+    return blank(response_type(ctx.header.api_key, ctx.api_version), error_code=code,
+                 error_message=_MESSAGES.get(code))
+
+
+_MESSAGES = {
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+}
 
 
 def cluster_rule(operation: Operation, code: ErrorCode = ErrorCode.cluster_authorization_failed,
