@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
@@ -34,6 +35,7 @@ from .inprocess import InProcessBroker, broker_config
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
 AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+ANY: Any = None  # a filter field matching everything (the client's stubs say str)
 
 
 def _config(connect: str, logs: Any, broker_id: int = 0) -> Any:
@@ -93,7 +95,11 @@ def _acl(kind: ResourceType, name: str, principal: str, operation: AclOperation,
 
 
 def _create_acls(broker: InProcessBroker, *acls: AclBinding) -> None:
-    admin = _admin(broker)  # kept alive until the futures are done
+    _create_acls_at(_bootstrap(broker, "PLAINTEXT"), *acls)
+
+
+def _create_acls_at(bootstrap: str, *acls: AclBinding) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the futures are done
     for future in admin.create_acls(list(acls)).values():
         future.result(20)
 
@@ -115,7 +121,8 @@ def _consume_error(settings: dict[str, Any], topic: str, group: str) -> KafkaErr
         while time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and message.error() is not None:
-                error: KafkaError = message.error()
+                error: KafkaError | None = message.error()
+                assert error is not None
                 return error
             assert message is None, "read a record without authorization"
     finally:
@@ -215,13 +222,13 @@ def test_prefixed_acls_and_deny_over_allow(acl_broker: InProcessBroker) -> None:
                        settings=_as(acl_broker, "alice")) == [b"value"]
     admin = _admin(acl_broker)
     described = admin.describe_acls(AclBindingFilter(
-        ResourceType.TOPIC, blocked, ResourcePatternType.MATCH, None, None, AclOperation.ANY,
+        ResourceType.TOPIC, blocked, ResourcePatternType.MATCH, ANY, ANY, AclOperation.ANY,
         AclPermissionType.ANY)).result(20)
     assert {(b.name, b.resource_pattern_type, b.permission_type) for b in described} == {
         (prefix, ResourcePatternType.PREFIXED, AclPermissionType.ALLOW),
         (blocked, ResourcePatternType.LITERAL, AclPermissionType.DENY)}
     deleted = admin.delete_acls([AclBindingFilter(
-        ResourceType.TOPIC, blocked, ResourcePatternType.LITERAL, "User:alice", None,
+        ResourceType.TOPIC, blocked, ResourcePatternType.LITERAL, "User:alice", ANY,
         AclOperation.ANY, AclPermissionType.DENY)])
     assert [len(f.result(20)) for f in deleted.values()] == [1]
     assert _produce_error(_as(acl_broker, "alice"), blocked) is None
@@ -237,7 +244,7 @@ def test_acl_apis_need_cluster_permissions(acl_broker: InProcessBroker) -> None:
     # (DescribeAcls is answered CLUSTER_AUTHORIZATION_FAILED too, but librdkafka 2.x drops
     # that top-level error and returns no ACLs: Kafka's kafka-acls test checks it.)
     assert alice_admin.describe_acls(AclBindingFilter(
-        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+        ResourceType.ANY, ANY, ResourcePatternType.ANY, ANY, ANY, AclOperation.ANY,
         AclPermissionType.ANY)).result(20) == []
 
 
@@ -260,3 +267,39 @@ def test_acl_changes_reach_a_second_broker_live(
             10, "the DENY on the second broker")
     finally:
         second.stop()
+
+
+def test_inter_broker_principal_with_cluster_action(start_broker: Any) -> None:
+    """Followers fetch over a SASL inter-broker listener as User:broker, which is no super
+    user: the ClusterAction ACL on the cluster is what lets acks=all complete."""
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            'username="broker" password="broker-secret";')
+    settings = dict(listeners="CLIENT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+                    listener_security_protocol_map="CLIENT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+                    inter_broker_listener_name="INTERNAL", sasl_enabled_mechanisms="SCRAM-SHA-256",
+                    sasl_mechanism_inter_broker_protocol="SCRAM-SHA-256", sasl_jaas_config=jaas,
+                    authorizer_class_name="acl", super_users="User:ANONYMOUS",
+                    replica_fetch_backoff_ms="100")
+    first = start_broker(0, **settings)
+    client = _bootstrap(first, "CLIENT")
+    admin = OdradekAdmin(client)
+    try:
+        admin.alter_user_scram_credentials(upsert=[("broker", "SCRAM-SHA-256", "broker-secret")])
+    finally:
+        admin.close()
+    _create_acls_at(client, _acl(ResourceType.BROKER, "kafka-cluster", "User:broker",
+                                 AclOperation.CLUSTER_ACTION))
+    second = start_broker(1, **settings)
+    assert second.broker is not None
+    librdkafka = AdminClient({"bootstrap.servers": client})
+    topic = f"replicated-{uuid.uuid4().hex[:8]}"
+    new = NewTopic(topic, 1, 2, config={"min.insync.replicas": "2"})
+    for future in librdkafka.create_topics([new]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": client, "acks": "all",
+                         "message.timeout.ms": 30000})
+    errors: list[Any] = []
+    for i in range(50):
+        producer.produce(topic, b"r%02d" % i, on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(40)
+    assert errors == [None] * 50

@@ -16,7 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.cluster.acls import alter_acls
-from odradek.protocol.builder import NO_THROTTLE, build
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import response_error
 from odradek.security.acl import (
     CLUSTER_NAME,
@@ -30,7 +30,6 @@ from odradek.security.acl import (
     ResourceType,
 )
 
-from ..access import response
 from ..context import RequestContext
 
 __all__ = ["handle_create_acls", "handle_delete_acls", "handle_describe_acls"]
@@ -66,6 +65,10 @@ def _filter(item: Any, name_field: str, pattern_field: str) -> AclFilter:
         permission=_enum(Permission, item.permission_type))
     acl_filter.validate()
     return acl_filter
+
+
+def response(ctx: RequestContext) -> Any:
+    return response_module(ctx.header.api_key, ctx.api_version)
 
 
 def _disabled(ctx: RequestContext) -> bool:
