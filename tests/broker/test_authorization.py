@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    ConfigResource,
     NewTopic,
     ResourcePatternType,
     ResourceType,
@@ -303,3 +304,34 @@ def test_inter_broker_principal_with_cluster_action(start_broker: Any) -> None:
         producer.produce(topic, b"r%02d" % i, on_delivery=lambda err, _m: errors.append(err))
     producer.flush(40)
     assert errors == [None] * 50
+
+
+def test_producer_ids_admin_and_transactions(acl_broker: InProcessBroker) -> None:
+    topic = f"idem-{uuid.uuid4().hex[:8]}"
+    create_topic(acl_broker, topic)
+    _create_acls(acl_broker, _acl(ResourceType.TOPIC, topic, "User:bob", AclOperation.WRITE))
+    # an idempotent producer needs IdempotentWrite on the cluster or Write on some topic
+    idempotent = {**_as(acl_broker, "bob"), "enable.idempotence": True}
+    assert _produce_error(idempotent, topic) is None
+    transactional = Producer({**_as(acl_broker, "bob"), "transactional.id": "tx-bob"})
+    with pytest.raises(KafkaException) as denied:
+        transactional.init_transactions(20)
+    assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    _create_acls(acl_broker, _acl(ResourceType.TRANSACTIONAL_ID, "tx-", "User:bob",
+                                  AclOperation.WRITE, pattern=ResourcePatternType.PREFIXED))
+    transactional = Producer({**_as(acl_broker, "bob"), "transactional.id": "tx-bob"})
+    transactional.init_transactions(20)
+    transactional.begin_transaction()
+    transactional.produce(topic, b"in-txn")
+    transactional.commit_transaction(20)
+    # admin requests: bob may not create topics or read a topic's configs
+    bob_admin = AdminClient(_as(acl_broker, "bob"))
+    created = bob_admin.create_topics([NewTopic(f"new-{uuid.uuid4().hex[:6]}", 1, 1)])
+    for future in created.values():
+        with pytest.raises(KafkaException) as refused:
+            future.result(20)
+        assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    with pytest.raises(KafkaException) as refused:
+        bob_admin.describe_configs([resource])[resource].result(20)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED

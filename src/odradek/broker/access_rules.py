@@ -159,6 +159,13 @@ def _offset_fetch(ctx: RequestContext, body: Any, handler: Handler, authz: Autho
     return items.rule(Op.READ, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
 
 
+def _offset_delete(ctx: RequestContext, body: Any, handler: Handler,
+                   authz: Authorizer) -> Outcome:
+    if not authz.authorize(ctx, Op.DELETE, GROUP, body.group_id):
+        return error_answer(ctx, GROUP_DENIED)
+    return _OFFSET_DELETE.rule(Op.READ, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
+
+
 def _group_of(body: Any) -> str:
     return str(body.group_id)
 
@@ -390,7 +397,7 @@ RULES: dict[int, Rule] = {
     ApiKey.LEAVE_GROUP: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
     ApiKey.OFFSET_COMMIT: _COMMIT.rule(Op.READ, TOPIC, TOPIC_DENIED, also=_group_read),
     ApiKey.OFFSET_FETCH: _offset_fetch,
-    ApiKey.OFFSET_DELETE: named_rule(Op.DELETE, GROUP, _group_of, GROUP_DENIED),
+    ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DELETE_GROUPS: Items("groups_names", str, "results", lambda c, g, code: blank(

@@ -39,6 +39,7 @@ __all__ = ["Authorizer", "client_host"]
 log = logging.getLogger(__name__)
 
 _LOG_LINES_PER_SECOND = 5
+_MAX_DECISIONS = 100_000
 
 
 def client_host(peer: str) -> str:
@@ -54,6 +55,10 @@ class Authorizer:
         self.allow_if_no_acl = security.allow_everyone_if_no_acl_found
         self.cache = cache
         self._metrics = metrics
+        # Decisions of the current ACL table (the produce path asks per topic and request);
+        # dropped whenever the cache swaps in a new table, and bounded.
+        self._decisions: dict[tuple[str, str, Operation, ResourceType, str], bool] = {}
+        self._decided_for: object = None
         self._window = 0.0
         self._logged = 0
         self._suppressed = 0
@@ -61,10 +66,16 @@ class Authorizer:
     def allowed(self, ctx: RequestContext, operation: Operation, resource_type: ResourceType,
                 name: str) -> bool:
         """The decision alone (no count, no log): for filtering and authorized operations."""
-        principal = ctx.principal
-        return decide(self.cache.acls, principal, client_host(ctx.peer), operation,
-                      resource_type, name, super_user=principal in self.super_users,
-                      allow_if_no_acl=self.allow_if_no_acl)
+        principal, host, acls = ctx.principal, client_host(ctx.peer), self.cache.acls
+        if acls is not self._decided_for or len(self._decisions) >= _MAX_DECISIONS:
+            self._decisions, self._decided_for = {}, acls
+        key = (principal, host, operation, resource_type, name)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = decide(
+                acls, principal, host, operation, resource_type, name,
+                super_user=principal in self.super_users, allow_if_no_acl=self.allow_if_no_acl)
+        return decision
 
     def authorize(self, ctx: RequestContext, operation: Operation,
                   resource_type: ResourceType, name: str) -> bool:

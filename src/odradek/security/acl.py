@@ -183,14 +183,38 @@ def matching_patterns(patterns: Iterable[ResourcePattern], resource_type: Resour
     return [p for p in patterns if p.matches(resource_type, name)]
 
 
+def _matching_entries(acls: Mapping[ResourcePattern, frozenset[AccessControlEntry]],
+                      resource_type: ResourceType, name: str) -> list[AccessControlEntry]:
+    """The entries of every pattern covering the resource, by lookups rather than a scan:
+    the literal name, the wildcard and each prefix of the name (what Kafka's index does)."""
+    entries: list[AccessControlEntry] = []
+    keys = [_key(resource_type, name, PatternType.LITERAL),
+            _key(resource_type, WILDCARD, PatternType.LITERAL)]
+    keys.extend(_key(resource_type, name[:end], PatternType.PREFIXED)
+                for end in range(1, len(name) + 1))
+    for key in keys:
+        found = acls.get(key)
+        if found:
+            entries.extend(found)
+    return entries
+
+
+def _key(resource_type: ResourceType, name: str, pattern_type: PatternType) -> ResourcePattern:
+    """A pattern for lookups only (no validation: the hot path builds many)."""
+    key = object.__new__(ResourcePattern)
+    object.__setattr__(key, "resource_type", resource_type)
+    object.__setattr__(key, "name", name)
+    object.__setattr__(key, "pattern_type", pattern_type)
+    return key
+
+
 def decide(acls: Mapping[ResourcePattern, frozenset[AccessControlEntry]], principal: str,
            host: str, operation: Operation, resource_type: ResourceType, name: str, *,
            super_user: bool = False, allow_if_no_acl: bool = False) -> bool:
     """Kafka's AclAuthorizer decision for one action (see the module docstring)."""
     if super_user:
         return True
-    entries = [entry for pattern in matching_patterns(acls, resource_type, name)
-               for entry in acls[pattern]]
+    entries = _matching_entries(acls, resource_type, name)
     if not entries:
         return allow_if_no_acl
     for entry in entries:
