@@ -5,6 +5,7 @@ librdkafka's admin client (CreateAcls/DescribeAcls/DeleteAcls)."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -335,3 +336,32 @@ def test_producer_ids_admin_and_transactions(acl_broker: InProcessBroker) -> Non
     with pytest.raises(KafkaException) as refused:
         bob_admin.describe_configs([resource])[resource].result(20)
     assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_odradek_acls_command(acl_broker: InProcessBroker) -> None:
+    from click.testing import CliRunner
+
+    from odradek.cli.main import cli
+
+    topic = f"cli-{uuid.uuid4().hex[:8]}"
+    base = ["acls", "--bootstrap-server", _bootstrap(acl_broker, "PLAINTEXT")]
+    runner = CliRunner()
+    added = runner.invoke(cli, [*base, "--add", "--allow-principal", "User:alice",
+                                "--operation", "Read", "--operation", "Describe",
+                                "--topic", topic])
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(cli, [*base, "--output", "json", "--list", "--topic", topic])
+    assert listed.exit_code == 0, listed.output
+    rows = json.loads(listed.output)
+    assert {(r["principal"], r["operation"], r["permission"]) for r in rows} == {
+        ("User:alice", "READ", "ALLOW"), ("User:alice", "DESCRIBE", "ALLOW")}
+    removed = runner.invoke(cli, [*base, "--output", "json", "--remove", "--operation",
+                                  "Describe", "--topic", topic])
+    assert removed.exit_code == 0, removed.output
+    assert [r["operation"] for r in json.loads(removed.output)] == ["DESCRIBE"]
+    listed = runner.invoke(cli, [*base, "--output", "json", "--list", "--topic", topic])
+    assert [r["operation"] for r in json.loads(listed.output)] == ["READ"]
+    refused = runner.invoke(cli, ["acls", "--bootstrap-server",
+                                  _bootstrap(acl_broker, "SASL_PLAINTEXT"), "--list"],
+                            env={})
+    assert refused.exit_code != 0

@@ -77,8 +77,8 @@ def decode_acls(data: bytes | None) -> frozenset[AccessControlEntry]:
         entries.add(AccessControlEntry(
             principal=str(item["principal"]),
             host=str(item["host"]),
-            operation=Operation.from_spelling(str(item["operation"])),  # type: ignore[arg-type]
-            permission=Permission.from_spelling(str(item["permissionType"])),  # type: ignore[arg-type]
+            operation=Operation.from_spelling(str(item["operation"])),
+            permission=Permission.from_spelling(str(item["permissionType"])),
         ))
     return frozenset(entries)
 
@@ -96,10 +96,10 @@ def decode_change(data: bytes, extended: bool) -> ResourcePattern:
     text = data.decode()
     if not extended:
         kind, _, name = text.partition(":")
-        return ResourcePattern(ResourceType.from_spelling(kind), name)  # type: ignore[arg-type]
+        return ResourcePattern(ResourceType.from_spelling(kind), name)
     document = json.loads(text)
     return ResourcePattern(
-        ResourceType.from_spelling(document["resourceType"]),  # type: ignore[arg-type]
+        ResourceType.from_spelling(document["resourceType"]),
         document["name"],
-        PatternType.from_spelling(document["patternType"]),  # type: ignore[arg-type]
+        PatternType.from_spelling(document["patternType"]),
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Self
 
 __all__ = [
     "CLUSTER_NAME",
@@ -39,65 +40,62 @@ CLUSTER_NAME = "kafka-cluster"
 
 
 class _Named(enum.IntEnum):
-    """An enum with Kafka's wire code (the value) and its ZooKeeper/tool spelling."""
+    """An enum of Kafka's wire codes whose ZooKeeper/tool spelling is the name in camel
+    case (``DESCRIBE_CONFIGS`` -> ``DescribeConfigs``)."""
 
-    spelling: str
-
-    def __new__(cls, code: int, spelling: str) -> _Named:
-        member = int.__new__(cls, code)
-        member._value_ = code
-        member.spelling = spelling
-        return member
+    @property
+    def spelling(self) -> str:
+        return "".join(part.capitalize() for part in self.name.split("_"))
 
     @classmethod
-    def from_spelling(cls, text: str) -> _Named:
-        """Kafka's name (``Read``), its enum form (``READ``) or ``Describe_Configs``-like."""
+    def from_spelling(cls, text: str) -> Self:
+        """Kafka's name (``Read``), the enum form (``READ``), any case, ``_`` or ``-``."""
         key = text.replace("_", "").replace("-", "").lower()
         for member in cls:
-            if member.spelling.lower() == key or member.name.replace("_", "").lower() == key:
+            if member.name.replace("_", "").lower() == key:
                 return member
         raise ValueError(f"unknown {cls.__name__}: {text!r}")
 
 
 class ResourceType(_Named):
-    UNKNOWN = 0, "Unknown"
-    ANY = 1, "Any"
-    TOPIC = 2, "Topic"
-    GROUP = 3, "Group"
-    CLUSTER = 4, "Cluster"
-    TRANSACTIONAL_ID = 5, "TransactionalId"
-    DELEGATION_TOKEN = 6, "DelegationToken"
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
 
 
 class PatternType(_Named):
-    UNKNOWN = 0, "Unknown"
-    ANY = 1, "Any"
-    MATCH = 2, "Match"
-    LITERAL = 3, "Literal"
-    PREFIXED = 4, "Prefixed"
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
 
 
 class Operation(_Named):
-    UNKNOWN = 0, "Unknown"
-    ANY = 1, "Any"
-    ALL = 2, "All"
-    READ = 3, "Read"
-    WRITE = 4, "Write"
-    CREATE = 5, "Create"
-    DELETE = 6, "Delete"
-    ALTER = 7, "Alter"
-    DESCRIBE = 8, "Describe"
-    CLUSTER_ACTION = 9, "ClusterAction"
-    DESCRIBE_CONFIGS = 10, "DescribeConfigs"
-    ALTER_CONFIGS = 11, "AlterConfigs"
-    IDEMPOTENT_WRITE = 12, "IdempotentWrite"
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
 
 
 class Permission(_Named):
-    UNKNOWN = 0, "Unknown"
-    ANY = 1, "Any"
-    DENY = 2, "Deny"
-    ALLOW = 3, "Allow"
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
 
 
 STORED_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
