@@ -57,10 +57,21 @@ def test_kafka_acls_adds_lists_and_removes(broker_factory: BrokerFactory,
     assert group_acls["acls"] == [{"principal": "User:alice", "permissionType": "Allow",
                                    "operation": "Read", "host": "*"}]
 
+    # Kafka's own AclAuthorizer, writing ZooKeeper directly: it reads what odradek stored,
+    # and its write reaches the broker through the change notification
+    direct = ("--authorizer-properties", f"zookeeper.connect={zk_connect}")
+    assert "operation=WRITE" in run_tool(apache_kafka, ACL_COMMAND, *direct, "--list",
+                                         "--topic", "orders")
+    run_tool(apache_kafka, ACL_COMMAND, *direct, "--add", "--allow-principal", "User:bob",
+             "--operation", "Describe", "--topic", "orders")
+    listed = run_tool(apache_kafka, ACL_COMMAND, *plain, "--list", "--topic", "orders")
+    assert "(principal=User:bob, host=*, operation=DESCRIBE, permissionType=ALLOW)" in listed
+
     run_tool(apache_kafka, ACL_COMMAND, *plain, "--remove", "--force", "--allow-principal",
              "User:alice", "--operation", "Write", "--topic", "orders")
     listed = run_tool(apache_kafka, ACL_COMMAND, *plain, "--list", "--topic", "orders")
     assert "operation=READ" in listed and "operation=WRITE" not in listed
+    assert "User:bob" in listed
 
     # alice over SASL: no ALTER on the cluster, so kafka-acls is refused
     run_tool(apache_kafka, CONFIG_COMMAND, *plain, "--alter", "--entity-type", "users",
