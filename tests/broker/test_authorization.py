@@ -365,3 +365,20 @@ def test_odradek_acls_command(acl_broker: InProcessBroker) -> None:
                                   _bootstrap(acl_broker, "SASL_PLAINTEXT"), "--list"],
                             env={})
     assert refused.exit_code != 0
+
+
+def test_authorized_operations_are_reported(acl_broker: InProcessBroker) -> None:
+    from confluent_kafka import TopicCollection
+
+    topic = f"ops-{uuid.uuid4().hex[:8]}"
+    create_topic(acl_broker, topic)
+    _create_acls(acl_broker, _acl(ResourceType.TOPIC, topic, "User:bob", AclOperation.READ),
+                 _acl(ResourceType.BROKER, "kafka-cluster", "User:bob", AclOperation.DESCRIBE))
+    bob_admin = AdminClient(_as(acl_broker, "bob"))
+    described = bob_admin.describe_topics(TopicCollection([topic]),
+                                          include_authorized_operations=True)
+    description = described[topic].result(20)
+    assert set(description.authorized_operations) == {AclOperation.READ,
+                                                      AclOperation.DESCRIBE}
+    cluster = bob_admin.describe_cluster(include_authorized_operations=True).result(20)
+    assert set(cluster.authorized_operations) == {AclOperation.DESCRIBE}
