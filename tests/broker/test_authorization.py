@@ -382,3 +382,13 @@ def test_authorized_operations_are_reported(acl_broker: InProcessBroker) -> None
                                                       AclOperation.DESCRIBE}
     cluster = bob_admin.describe_cluster(include_authorized_operations=True).result(20)
     assert set(cluster.authorized_operations) == {AclOperation.DESCRIBE}
+
+
+def test_without_an_authorizer_acl_requests_are_security_disabled(
+        shared_broker: InProcessBroker) -> None:
+    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    with pytest.raises(KafkaException) as disabled:
+        for future in admin.create_acls([_acl(ResourceType.TOPIC, "t", "User:alice",
+                                              AclOperation.READ)]).values():
+            future.result(20)
+    assert disabled.value.args[0].code() == KafkaError.SECURITY_DISABLED
