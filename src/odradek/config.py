@@ -338,6 +338,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Largest transaction.timeout.ms a producer may ask for.", at_least=1),
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
               "How often transactions past their timeout are aborted.", at_least=1),
+    ConfigDef("transactional.id.expiration.ms", INT, 604800000,
+              "How long a transactional id may stay idle (no transaction, no request) before "
+              "its coordinator forgets it (tombstone in __transaction_state).", at_least=1),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000,
+              "How often expired transactional ids are removed.", at_least=1),
+    ConfigDef("producer.id.expiration.ms", INT, 86400000,
+              "How long a partition keeps the state of a producer that wrote nothing (and has "
+              "no open transaction) before forgetting it.", at_least=1),
+    ConfigDef("producer.id.expiration.check.interval.ms", INT, 600000,
+              "How often idle producers are removed from partitions' producer state.",
+              at_least=1),
     # Quotas
     ConfigDef("quota.window.num", INT, 11,
               "Samples a client quota's rate is measured over (fewer: smoother, less bursty).",

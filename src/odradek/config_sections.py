@@ -87,6 +87,9 @@ class LogManagerConfig(Section):
     cleaner_enable: bool = setting("log.cleaner.enable")
     cleaner_backoff_ms: int = setting("log.cleaner.backoff.ms")
     cleaner_dedupe_buffer_size: int = setting("log.cleaner.dedupe.buffer.size")
+    producer_id_expiration_ms: int = setting("producer.id.expiration.ms")
+    producer_id_expiration_check_interval_ms: int = setting(
+        "producer.id.expiration.check.interval.ms")
     # Not broker properties: the cadence of odradek's own background checks. (Kafka's
     # log.flush.scheduler.interval.ms only feeds topics' flush.ms default here.)
     flush_check_interval_ms: int = 1000
@@ -143,6 +146,9 @@ class TransactionCoordinatorConfig(Section):
     max_timeout_ms: int = setting("transaction.max.timeout.ms")
     abort_timed_out_cleanup_interval_ms: int = setting(
         "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    transactional_id_expiration_ms: int = setting("transactional.id.expiration.ms")
+    remove_expired_cleanup_interval_ms: int = setting(
+        "transaction.remove.expired.transaction.cleanup.interval.ms")
 
 
 @dataclass(frozen=True, slots=True)

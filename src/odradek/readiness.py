@@ -20,6 +20,8 @@ import contextlib
 import os
 import re
 import socket
+from collections.abc import Mapping
+from typing import Any
 
 from odradek.client.metadata import ClusterMetadata
 
@@ -74,12 +76,15 @@ def readiness_problems(broker_id: int, metadata: ClusterMetadata, *, limit: int 
     return [f"broker {broker_id} is not in the ISR of {len(lagging)} partition(s): {shown}{more}"]
 
 
-async def check_broker_ready(bootstrap: str, broker_id: int, timeout: float) -> None:
-    """Raise :class:`BrokerNotReady` unless the broker at ``bootstrap`` is ready."""
+async def check_broker_ready(bootstrap: str, broker_id: int, timeout: float,
+                             security: Mapping[str, Any] | None = None) -> None:
+    """Raise :class:`BrokerNotReady` unless the broker at ``bootstrap`` is ready.
+    ``security``: the client's settings for a TLS/SASL listener (kafka-python's names)."""
     from odradek.client.admin import AsyncAdminClient
 
     admin = AsyncAdminClient(bootstrap, client_id="odradek-readiness",
-                             request_timeout_ms=max(1, int(timeout * 1000)))
+                             request_timeout_ms=max(1, int(timeout * 1000)),
+                             **dict(security or {}))
     try:
         metadata = await asyncio.wait_for(admin.describe_cluster(), timeout)
     except Exception as exc:  # refused, timed out, protocol error: all mean "not ready"

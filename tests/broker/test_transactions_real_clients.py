@@ -217,6 +217,35 @@ def test_send_offsets_to_transaction_commits_offsets_atomically_with_output(
         b"x%d" % i for i in range(10))
 
 
+def test_a_restarted_producer_commits_offsets_in_its_first_transaction(
+    shared_broker: InProcessBroker,
+) -> None:
+    """A new incarnation (same transactional.id, epoch bumped by InitProducerId with no
+    transaction open) commits offsets to the __consumer_offsets partition its predecessor
+    wrote to: that write carries the new epoch and no sequence, and is accepted (it once
+    failed OUT_OF_ORDER_SEQUENCE_NUMBER, seen in CI's exactly-once kill test)."""
+    suffix = uuid.uuid4().hex[:8]
+    sink, group = f"out-{suffix}", f"g-{suffix}"
+    create_topic(shared_broker, sink)
+    bootstrap = shared_broker.bootstrap
+    metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        for incarnation in range(3):
+            producer = _producer(bootstrap, f"restart-{suffix}")
+            producer.init_transactions(30)
+            producer.begin_transaction()
+            producer.produce(sink, value=b"%d" % incarnation, partition=0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(sink, 0, incarnation + 1)], metadata.consumer_group_metadata(),
+                30)
+            producer.commit_transaction(30)
+        (committed,) = metadata.committed([TopicPartition(sink, 0)], timeout=10)
+        assert committed.offset == 3
+    finally:
+        metadata.close()
+    assert _consume(bootstrap, sink, "read_committed", partitions=1) == [b"0", b"1", b"2"]
+
+
 def test_empty_transactional_id_is_an_invalid_request(shared_broker: InProcessBroker) -> None:
     from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
     from kio.schema.types import ProducerId, TransactionalId

@@ -218,7 +218,7 @@ def test_operator_rbac_is_the_documented_least_privilege_set():
              for g in rule["apiGroups"] for r in rule["resources"]}
     assert "*" not in {v for vs in verbs.values() for v in vs}
     assert verbs[("", "pods")] == {"list", "delete"}
-    assert ("", "secrets") not in verbs
+    assert verbs[("", "secrets")] == {"get"}  # by name: never listed or watched
 
 
 @needs_helm
@@ -277,3 +277,50 @@ def test_uninstall_hook_runs_before_delete_with_its_own_narrow_role():
     assert command[:3] == ["python3", "-m", "odradek_operator.uninstall"]
     assert "--selector=app.kubernetes.io/instance=rel,app.kubernetes.io/managed-by=Helm" \
         in command
+
+
+@needs_helm
+def test_listeners_tls_and_users_reach_the_cluster_its_policy_and_the_helm_test():
+    docs = render(str(FULL_VALUES))
+    (cluster,) = by_kind(docs, "BrokerCluster")
+    parsed = BrokerClusterSpec.parse(cluster["spec"])
+    assert [(lst.name, lst.port, lst.protocol) for lst in parsed.listeners] == [
+        ("INTERNAL", 9091, "SASL_SSL"), ("CLIENTS", 9092, "SASL_SSL"),
+        ("LEGACY", 9093, "PLAINTEXT")]
+    assert parsed.tls is not None and parsed.tls.secret_name == "events-tls"
+    assert parsed.tls.client_auth == "requested"
+    assert [(u.name, u.mechanism, u.password.name, u.password.key)
+            for u in parsed.authentication.users] == [
+        ("pipeline", "SCRAM-SHA-512", "pipeline-user", "password"),
+        ("dashboards", "SCRAM-SHA-256", "dashboards-user", "pw")]
+    assert parsed.authentication.operator_secret is not None
+    # Every listener port and the metrics port are open on the brokers.
+    policy = next(p for p in by_kind(docs, "NetworkPolicy")
+                  if p["metadata"]["name"] == "events-brokers")
+    ports = {port["port"] for rule in policy["spec"]["ingress"] for port in rule["ports"]}
+    assert ports == {9091, 9092, 9093, 9404}
+    # helm test connects like the operator: inter-broker listener, TLS trust, SCRAM login.
+    (test_pod,) = [p for p in by_kind(docs, "Pod")
+                   if p["metadata"]["annotations"].get("helm.sh/hook") == "test"]
+    container = test_pod["spec"]["containers"][0]
+    script = container["command"][-1]
+    assert "events-bootstrap.streaming.svc:9091" in script
+    assert "security.protocol=SASL_SSL" in script and "ODRADEK_COMMAND_CONFIG" in script
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SASL_MECHANISM"]["value"] == "SCRAM-SHA-512"
+    assert env["SASL_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "events-operator"
+    assert test_pod["spec"]["volumes"][0]["secret"]["secretName"] == "events-tls"
+
+
+@needs_helm
+def test_the_single_port_cluster_renders_as_before():
+    docs = render(set_=("cluster.enabled=true",))
+    (cluster,) = by_kind(docs, "BrokerCluster")
+    assert cluster["spec"]["listeners"] == {"port": 9092}
+    assert "tls" not in cluster["spec"] and "authentication" not in cluster["spec"]
+    policy = next(p for p in by_kind(docs, "NetworkPolicy")
+                  if p["metadata"]["name"].endswith("-brokers"))
+    assert [port["port"] for port in policy["spec"]["ingress"][0]["ports"]] == [9092]
+    (test_pod,) = [p for p in by_kind(docs, "Pod")
+                   if p["metadata"]["annotations"].get("helm.sh/hook") == "test"]
+    assert "ODRADEK_COMMAND_CONFIG" not in test_pod["spec"]["containers"][0]["command"][-1]

@@ -148,3 +148,48 @@ def test_requests_wait_for_the_partition_to_load() -> None:
         await coordinator.close()
 
     asyncio.run(scenario())
+
+
+def test_idle_transactional_ids_expire_with_a_tombstone_and_ongoing_ones_stay() -> None:
+    async def scenario() -> None:
+        log, markers = InMemoryOffsetsLog(), RecordingMarkers()
+        coordinator = _coordinator(log, markers, transactional_id_expiration_ms=5)
+        coordinator.on_become_leader(0)
+        await _settle()
+        idle = await coordinator.init_producer_id("idle", 60_000)
+        busy = await coordinator.init_producer_id("busy", 60_000)
+        assert await coordinator.add_partitions("busy", busy.producer_id, 0, [TP]) == (
+            ErrorCode.none)
+        await asyncio.sleep(0.02)
+        assert await coordinator.remove_expired_once() == 1
+        tombstone = log.partitions[0][-1]
+        assert tombstone.value is None
+        assert coordinator.describe("idle") == (ErrorCode.transactional_id_not_found, None)
+        assert coordinator.describe("busy")[1] is not None
+        # a reloaded coordinator sees the same: the tombstone removed the id
+        shard = TxnShard(0)
+        shard.replay(log.partitions[0])
+        assert set(shard.transactions) == {"busy"}
+        # the expired id starts afresh with a new producer id
+        again = await coordinator.init_producer_id("idle", 60_000)
+        assert again.error == ErrorCode.none and again.producer_id != idle.producer_id
+        assert again.producer_epoch == 0
+        await coordinator.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_tombstone_write_keeps_the_id() -> None:
+    async def scenario() -> None:
+        log, markers = InMemoryOffsetsLog(), RecordingMarkers()
+        coordinator = _coordinator(log, markers, transactional_id_expiration_ms=1)
+        coordinator.on_become_leader(0)
+        await _settle()
+        await coordinator.init_producer_id("tx", 60_000)
+        await asyncio.sleep(0.01)
+        log.fail_next.append(NotLeaderOrFollower("moved"))
+        assert await coordinator.remove_expired_once() == 0
+        assert coordinator.describe("tx")[0] == ErrorCode.none
+        await coordinator.close()
+
+    asyncio.run(scenario())

@@ -48,7 +48,7 @@ def _stand_in(tmp_path: Path, name: str) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     program = bin_dir / name
-    program.write_text('#!/bin/sh\nfor a in "$@"; do echo "ARG $a"; done\n'
+    program.write_text('#!/bin/sh\nfor a in "$@"; do printf "ARG %s\\n" "$a"; done\n'
                        '[ -z "${SHOW_FILE:-}" ] || sed "s/^/CFG /" "$SHOW_FILE"\n')
     program.chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
@@ -68,6 +68,60 @@ def test_broker_entrypoint_derives_id_and_advertised_listener_from_the_pod(tmp_p
                          "advertised.listeners=PLAINTEXT://odradek-2.kafka-hl.prod.svc.cluster.local:9092",
                          "log.dirs=/var/lib/odradek/data", "zookeeper.connect=zk:2181/odradek",
                          "num.partitions=6"]
+
+
+def test_broker_entrypoint_wires_named_listeners_tls_and_the_inter_broker_user(
+        tmp_path: Path) -> None:
+    """What the operator's StatefulSet hands a secured broker: every listener advertised at the
+    pod's name, the TLS Secret turned into one PEM key store, the SCRAM user into
+    sasl.jaas.config, and client properties the readiness probe can read."""
+    from odradek.client.security import settings_from_properties
+    from odradek.config import parse_properties
+    from odradek.security.jaas import parse_jaas
+
+    tls, run = tmp_path / "tls", tmp_path / "run"
+    tls.mkdir()
+    (tls / "tls.crt").write_text("CERT\n")
+    (tls / "tls.key").write_text("KEY\n")
+    (tls / "ca.crt").write_text("CA\n")
+    env = _stand_in(tmp_path, "odradek") | {
+        "HOSTNAME": "odr-1", "POD_NAMESPACE": "prod", "ODRADEK_HEADLESS_SERVICE": "odr-headless",
+        "ODRADEK_CONFIG": str(tmp_path / "absent.properties"),
+        "ODRADEK_LISTENERS": "INTERNAL:9091 CLIENTS:9092",
+        "ODRADEK_INTER_BROKER_PROTOCOL": "SASL_SSL", "ODRADEK_TLS_DIR": str(tls),
+        "ODRADEK_RUN_DIR": str(run), "ODRADEK_PROBE_CONFIG": str(run / "probe.properties"),
+        "ODRADEK_SASL_MECHANISM": "SCRAM-SHA-256", "ODRADEK_SASL_USERNAME": "admin",
+        "ODRADEK_SASL_PASSWORD": 'pa"ss\\word'}
+    out = subprocess.run(["sh", str(REPO / "broker-image" / "entrypoint.sh")], env=env,
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    args = [line[4:] for line in out.splitlines()]
+    overrides = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--override")
+    fqdn = "odr-1.odr-headless.prod.svc.cluster.local"
+    assert overrides["listeners"] == "INTERNAL://0.0.0.0:9091,CLIENTS://0.0.0.0:9092"
+    assert overrides["advertised.listeners"] == f"INTERNAL://{fqdn}:9091,CLIENTS://{fqdn}:9092"
+    assert overrides["ssl.keystore.location"] == f"{run}/keystore.pem"
+    assert (run / "keystore.pem").read_text() == "KEY\nCERT\n"
+    assert (run / "keystore.pem").stat().st_mode & 0o077 == 0
+    assert overrides["ssl.truststore.location"] == f"{tls}/ca.crt"
+    assert parse_jaas(overrides["sasl.jaas.config"]) == ("admin", 'pa"ss\\word')
+    probe = settings_from_properties(parse_properties(
+        (run / "probe.properties").read_text()))
+    assert probe["security_protocol"] == "SASL_SSL" and probe["ssl_cafile"] == f"{tls}/ca.crt"
+    assert probe["sasl_mechanism"] == "SCRAM-SHA-256"
+    assert probe["sasl_plain_username"] == "admin"
+    assert probe["ssl_check_hostname"] is False  # the probe dials 127.0.0.1
+    assert probe["ssl_certfile"] == f"{run}/keystore.pem"  # for clientAuth, as brokers do
+
+
+def test_broker_entrypoint_refuses_a_tls_secret_without_a_key(tmp_path: Path) -> None:
+    tls = tmp_path / "tls"
+    tls.mkdir()
+    (tls / "tls.crt").write_text("CERT\n")
+    env = _stand_in(tmp_path, "odradek") | {"HOSTNAME": "odr-0", "ODRADEK_TLS_DIR": str(tls),
+                                            "ODRADEK_RUN_DIR": str(tmp_path / "run")}
+    result = subprocess.run(["sh", str(REPO / "broker-image" / "entrypoint.sh")], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "no tls.key" in result.stderr
 
 
 def test_broker_entrypoint_refuses_a_pod_name_without_an_ordinal(tmp_path: Path) -> None:

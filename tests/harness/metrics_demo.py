@@ -62,12 +62,17 @@ class DemoBroker:
         self.metrics.describe(cluster_id="demo-cluster-id", rack=f"rack-{broker_id % 2}")
         self.metrics.attach(partitions=self.replicas, controller=self.controller,
                             purgatory=self.purgatory, groups=self.coordinator, logs=logs,
-                            log_dirs=["/"], quotas=self.quotas)
+                            log_dirs=["/"], quotas=self.quotas, transactions=self)
         self.metrics.zookeeper.state_changed("CONNECTED")
         self.metrics.storage.recovered(0.4 + broker_id / 10, clean=9, unclean=0)
         self.committed: dict[tuple[str, str, int], int] = {}
         self.connections = 0
         self.ticks = 0
+
+    def transaction_states(self) -> dict[str, int]:
+        """The transaction coordinator's ids by state (a TransactionSource)."""
+        return {"Ongoing": self.rng.randint(0, 4), "CompleteCommit": 12 + self.broker_id,
+                "CompleteAbort": 1, "Empty": 2}
 
     def leads(self, partition: int) -> bool:
         return partition % self.brokers == self.broker_id
@@ -105,6 +110,12 @@ class DemoBroker:
                                      (QuotaType.FETCH, "ingest", 90_000)):
             self.quotas.record(kind, "ANONYMOUS", client, rng.randint(0, amount))
         self.quotas.record(QuotaType.REQUEST, "etl", "spark", rng.uniform(0, 5))
+        for _ in range(rng.randint(1, 4)):
+            m.transactions.started()
+            m.transactions.markers_written(rng.expovariate(1 / 0.004))
+            m.transactions.completed(committed=rng.random() < 0.9)
+        if self.ticks % 10 == 1:
+            m.transactions.timed_out()
         m.storage.flushed(rng.expovariate(1 / 0.0003))
         m.storage.fsynced(rng.expovariate(1 / 0.003))
         m.zookeeper.request("getData", rng.expovariate(1 / 0.001))
@@ -127,7 +138,11 @@ class DemoBroker:
                     log_start_offset=log.start, log_end_offset=log.end,
                     is_leader=self.leads(partition), replicas=3, in_sync_replicas=isr,
                     min_insync_replicas=2,
-                    leader_end_offset=None if self.leads(partition) else seen_on_leader))
+                    leader_end_offset=None if self.leads(partition) else seen_on_leader,
+                    last_stable_offset=log.end - rng.randint(0, 30) if self.leads(partition)
+                    else -1,
+                    open_transactions=rng.randint(0, 2) if self.leads(partition) else 0,
+                    oldest_open_transaction_ms=int(now * 1000) - rng.randint(0, 5000)))
         self.replicas.states = states
         self.purgatory.sizes = {"produce": rng.randint(0, 5), "fetch": rng.randint(5, 30)}
         if self.broker_id == 0:

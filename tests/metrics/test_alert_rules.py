@@ -103,6 +103,14 @@ CASES: dict[str, list[dict[str, Any]]] = {
                  "1 0 1 0 0 0 1"),
          _series("odradek_zookeeper_session_state", {**BROKER0, "state": "connected"}, "1x6")],
         "5m", {**BROKER1, "state": "connected"}, "0", quiet_at=("1m", "2m", "3m", "6m"))],
+    # a hanging transaction on broker 1: older than 20 minutes from t=2m, fires after 5m;
+    # broker 0's transactions come and go
+    "OdradekTransactionStuckOpen": [_case(
+        "OdradekTransactionStuckOpen",
+        [_series("odradek_broker_oldest_open_transaction_age_seconds", BROKER1,
+                 "1140+60x10 0"),
+         _series("odradek_broker_oldest_open_transaction_age_seconds", BROKER0, "0 30 0x9")],
+        "8m", BROKER1, "1620", quiet_at=("0m", "6m", "11m"))],
     "OdradekMetricsSeriesDropped": [_case(
         "OdradekMetricsSeriesDropped",
         [_series("odradek_metrics_series_dropped_total",

@@ -191,3 +191,49 @@ def test_every_metrics_option_has_a_documented_broker_config() -> None:
     options = MetricsConfig.from_config(config).options()
     for key, option in CONFIG_KEYS.items():
         assert getattr(options, option) == (True if option == "topic_labels" else 7), key
+
+
+def test_transaction_metrics_follow_real_transactions(start_broker: BrokerStarter,
+                                                      topic_name: str) -> None:
+    """librdkafka's transactional producer: started/committed/aborted counters, marker
+    latency and ids by state at the coordinator; open transactions, their age and (with
+    per-topic labels on) the LSO lag at the partition's leader."""
+    import uuid
+
+    broker = start_broker(metrics_topic_labels_enable="true")
+    metrics = _metrics(broker)
+    _create(broker.bootstrap, topic_name, partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5,
+                         "transactional.id": f"m-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    for commit in (True, False):
+        producer.begin_transaction()
+        producer.produce(topic_name, b"x", partition=0)
+        producer.flush(30)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic_name, b"open", partition=0)
+    producer.flush(30)
+    labels = {"topic": topic_name, "partition": "0"}
+    wait_until_true(lambda: metrics.sample("odradek_broker_open_transactions") == 1, 10,
+                    "the open transaction counted")
+    assert metrics.sample("odradek_transactions_started_total") == 3
+    assert metrics.sample("odradek_transactions_committed_total") == 1
+    assert metrics.sample("odradek_transactions_aborted_total") == 1
+    assert metrics.sample("odradek_transactions_timed_out_total") == 0
+    assert metrics.sample("odradek_transaction_marker_write_duration_seconds_count") == 2
+    assert metrics.sample("odradek_transaction_coordinator_transactional_ids",
+                          {"state": "Ongoing"}) == 1
+    age = metrics.sample("odradek_broker_oldest_open_transaction_age_seconds")
+    assert age is not None and 0 <= age < 60
+    # offsets 0-1 committed, 2-3 aborted, 4 open: the LSO stays at 4, one record behind
+    assert metrics.sample("odradek_partition_last_stable_offset_lag_records", labels) == 1
+    producer.commit_transaction(30)
+    wait_until_true(lambda: metrics.sample("odradek_broker_open_transactions") == 0, 10,
+                    "the committed transaction no longer open")
+    assert metrics.sample("odradek_broker_oldest_open_transaction_age_seconds") == 0
+    assert metrics.sample("odradek_partition_last_stable_offset_lag_records", labels) == 0
+    assert metrics.sample("odradek_transactions_committed_total") == 2

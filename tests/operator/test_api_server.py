@@ -5,12 +5,14 @@ subresource, printer columns, finalizers. Skipped with one line when no cluster 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +45,7 @@ def namespace() -> Iterator[str]:
 
 
 def test_examples_are_accepted_and_defaults_applied(namespace):
-    for example in ("cluster.yaml", "topic.yaml", "consumergroup.yaml"):
+    for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml"):
         kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / example))
     policy = kubectl("get", "-n", namespace, "topic", "page-views",
                      "-o", "jsonpath={.spec.deletionPolicy}").stdout
@@ -64,6 +66,33 @@ spec:
 """
     result = kubectl("apply", "-f", "-", stdin=bad, check=False)
     assert result.returncode != 0 and "managed by the operator" in result.stderr
+
+
+SECURITY_CEL: list[tuple[dict[str, Any], str]] = [
+    ({"listeners": {"named": [{"name": "A", "port": 9092, "securityProtocol": "SSL"}]}},
+     "need tls.secretName"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092}]}, "tls": {"secretName": "t"}},
+     "no listener uses SSL"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092}, {"name": "B", "port": 9092}]}},
+     "ports must be unique"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092}], "interBrokerListener": "B"}},
+     "must name one of listeners.named"),
+    ({"listeners": {"port": 9092, "interBrokerListener": "A"}},
+     "must name one of listeners.named"),
+    ({"listeners": {"named": [{"name": "METRICS", "port": 9092}]}},
+     "reserved for the metrics port"),
+    ({"config": {"sasl.jaas.config": "x"}}, "managed by the operator"),
+]
+
+
+@pytest.mark.parametrize(("spec", "message"), SECURITY_CEL,
+                         ids=[m for _, m in SECURITY_CEL])
+def test_cel_rules_reject_inconsistent_listener_security(namespace, spec, message):
+    bad = {"apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+           "metadata": {"name": "bad-security", "namespace": namespace},
+           "spec": {"zookeeper": {"connect": "zk:2181"}, **spec}}
+    result = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
 def test_status_is_a_subresource(namespace):

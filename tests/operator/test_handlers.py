@@ -24,6 +24,8 @@ from odradek_operator.handlers.broker_cluster import (
 from odradek_operator.handlers.topic import reconcile_topic
 from odradek_operator.metrics import REGISTRY
 
+from tests.harness.certs import make_certs
+
 pytestmark = pytest.mark.asyncio
 
 LOGGER = logging.getLogger("test.operator")
@@ -195,3 +197,67 @@ async def test_deleting_a_cluster_stops_its_brokers_before_their_managed_zookeep
     del api.objects[kmock.resource("v1/pods"), "kafka", "odr-0"]
     coro, _ = call(stop_brokers_then_release, body)
     await coro
+
+
+def _secret(name: str, data: dict[str, str], version: str = "1") -> dict[str, Any]:
+    import base64
+
+    return {"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": "kafka", "resourceVersion": version},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}}
+
+
+async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation_rolls(
+        api, tmp_path):
+    """The Secret is the user's to create: Ready says which and what is missing, the reconcile
+    is retried, and once it is there the brokers mount it; new certificate data changes the
+    pod template's restart hash (the ISR-aware roll picks that up)."""
+    capture_events()
+    secure = {"listeners": {"named": [{"name": "INTERNAL", "port": 9091,
+                                       "securityProtocol": "SSL"}]},
+              "tls": {"secretName": "odr-tls", "clientAuth": "required"}}
+    coro, patch = call(reconcile_broker_cluster, cluster_body(**secure))
+    with pytest.raises(kopf.TemporaryError):
+        await coro
+    ready = conditions(patch)["Ready"]
+    assert ready["status"] == "False" and ready["reason"] == "SecretNotFound"
+    assert "kafka/odr-tls" in ready["message"] and "spec.tls.secretName" in ready["message"]
+
+    tls_key = kmock.resource("v1/secrets"), "kafka", "odr-tls"
+    api.objects[tls_key] = _secret("odr-tls", {"tls.crt": "C1", "tls.key": "K"})
+    coro, patch = call(reconcile_broker_cluster, cluster_body(**secure))
+    with pytest.raises(kopf.TemporaryError):
+        await coro
+    ready = conditions(patch)["Ready"]
+    assert ready["reason"] == "SecretInvalid" and "no ca.crt" in ready["message"]
+
+    api.objects[tls_key] = _secret("odr-tls", {"tls.crt": "C1", "tls.key": "K", "ca.crt": "x"})
+    coro, patch = call(reconcile_broker_cluster, cluster_body(**secure))
+    with pytest.raises(kopf.TemporaryError):
+        await coro
+    ready = conditions(patch)["Ready"]
+    assert ready["reason"] == "SecretInvalid" and "no usable PEM" in ready["message"]
+    certs = make_certs(tmp_path)
+    ca = certs.ca.read_text()
+    first_pair = {"tls.crt": certs.broker_cert.read_text(),
+                  "tls.key": certs.broker_key.read_text()}
+    rotated_pair = {"tls.crt": certs.client_cert.read_text(),
+                    "tls.key": certs.client_key.read_text()}
+
+    def restart_hash() -> str:
+        sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
+        return str(sts["spec"]["template"]["metadata"]["annotations"]["odradek.dev/restart-hash"])
+
+    api.objects[tls_key] = _secret("odr-tls", {**first_pair, "ca.crt": ca})
+    coro, patch = call(reconcile_broker_cluster, cluster_body(**secure))
+    await coro
+    sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
+    volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "odr-tls"
+    assert patch["status"]["listeners"] == [{"name": "INTERNAL", "securityProtocol": "SSL",
+                                             "bootstrapServers": "odr-bootstrap.kafka.svc:9091"}]
+    first = restart_hash()
+    api.objects[tls_key] = _secret("odr-tls", {**rotated_pair, "ca.crt": ca}, "2")
+    coro, _ = call(reconcile_broker_cluster, cluster_body(**secure))
+    await coro
+    assert restart_hash() != first

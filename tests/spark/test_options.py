@@ -38,6 +38,17 @@ def _source(streaming: bool = False, **options: str) -> Any:
     ({"subscribe": "t", "startingTimestamp": "yesterday"}, "startingTimestamp"),
     ({"subscribe": "t", "kafka.auto.offset.reset": "earliest"}, "kafka.auto.offset.reset"),
     ({"subscribe": "t", "kafka.security.protocol": "SASL_SSL"}, "kafka.security.protocol"),
+    ({"subscribe": "t", "kafka.security.protocol": "TLS"}, "kafka.security.protocol"),
+    ({"subscribe": "t", "kafka.security.protocol": "SSL",
+      "kafka.ssl.truststore.location": "/nonexistent/ca.pem"}, "kafka.security.protocol"),
+    ({"subscribe": "t", "kafka.security.protocol": "SSL",
+      "kafka.ssl.truststore.type": "JKS"}, "kafka.security.protocol"),
+    ({"subscribe": "t", "kafka.ssl.truststore.password": "x"}, "kafka.ssl.truststore.password"),
+    ({"subscribe": "t", "kafka.security.protocol": "SASL_PLAINTEXT",
+      "kafka.sasl.jaas.config": "no login module"}, "kafka.sasl.jaas.config"),
+    ({"subscribe": "t", "kafka.security.protocol": "SASL_PLAINTEXT",
+      "kafka.sasl.mechanism": "GSSAPI", "kafka.sasl.username": "u",
+      "kafka.sasl.password": "p"}, "kafka.security.protocol"),
     ({"subscribe": "t", "kafka.bootstrap.servers": "nohost"}, "kafka.bootstrap.servers"),
     ({"subscribe": "t", "kafka.bootstrap.servers": ""}, "kafka.bootstrap.servers"),
     ({"subscribe": "t", "subscribePattern": "(", }, "subscribePattern"),
@@ -104,3 +115,21 @@ def test_errors_surface_through_spark(spark: Any, bootstrap: str) -> None:
     message = _spark_error(lambda: read(**{"kafka.bootstrap.servers": dead,
                                            "subscribe": "t"}).collect())
     assert "option 'kafka.bootstrap.servers'" in message and dead in message
+
+
+def test_security_options_reach_the_client_settings_of_source_and_sink() -> None:
+    jaas = ('org.apache.kafka.common.security.scram.ScramLoginModule required '
+            'username="alice" password="s3cret";')
+    options = {"kafka.security.protocol": "sasl_plaintext",
+               "kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas}
+    source = parse_source({**BOOT, "subscribe": "t", **options}, streaming=False)
+    assert source.security["security_protocol"] == "SASL_PLAINTEXT"
+    assert source.security["sasl_mechanism"] == "SCRAM-SHA-512"
+    assert (source.security["sasl_plain_username"],
+            source.security["sasl_plain_password"]) == ("alice", "s3cret")
+    del options["kafka.sasl.jaas.config"]
+    sink = parse_sink({**BOOT, **options, "kafka.sasl.username": "bob",
+                       "kafka.sasl.password": "pw"})
+    assert (sink.security["sasl_plain_username"], sink.security["sasl_plain_password"]) == \
+        ("bob", "pw")
+    assert _source(subscribe="t").security == {}

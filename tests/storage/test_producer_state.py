@@ -117,3 +117,37 @@ def test_coordinator_writes_for_a_producer_are_checked_by_epoch_only(tmp_path: P
     with pytest.raises(InvalidProducerEpoch):
         offsets_commit(2, from_coordinator=True)  # a fenced incarnation's epoch
     assert log.log_end_offset == 3
+
+
+def test_idle_producers_expire_but_not_those_with_an_open_transaction(tmp_path: Path) -> None:
+    from odradek.protocol.records import encode_batch as encode
+    from tests.storage.helpers import BASE_TS
+
+    log = new_log(tmp_path)
+    produce(log, 0, pid=1)  # timestamps BASE_TS, BASE_TS + 1
+    open_txn = encode([Record(timestamp=BASE_TS, key=None, value=b"t")], producer_id=2,
+                      producer_epoch=0, base_sequence=0, is_transactional=True)
+    log.append(open_txn, leader_epoch=0)
+    later = encode([Record(timestamp=BASE_TS + 10_000, key=None, value=b"x")], producer_id=3,
+                   producer_epoch=0, base_sequence=0)
+    log.append(later, leader_epoch=0)
+    assert log.producer_state.producers[1].last_timestamp == BASE_TS + 1
+    # 5 s after the last batches: nobody idle for 10 s yet
+    assert log.remove_expired_producers(BASE_TS + 5_000, 10_000) == 0
+    # producer 1 idle past 10 s goes; 2 is idle as long but has an open transaction; 3 is new
+    assert log.remove_expired_producers(BASE_TS + 10_001, 10_000) == 1
+    assert set(log.producer_state.producers) == {2, 3}
+    # a forgotten producer is unknown: only sequence 0 starts it again
+    with pytest.raises(UnknownProducerId):
+        produce(log, 2, pid=1)
+    produce(log, 0, pid=1)
+    # the snapshot no longer carries it once expired again, and restarts keep timestamps
+    log.remove_expired_producers(BASE_TS + 10**9, 10_000)
+    end = log.log_end_offset
+    log.close()
+    reopened = open_log(tmp_path / "topic-0", small_config(), recovery_point=end,
+                        high_watermark=end, had_clean_shutdown=True)
+    assert set(reopened.producer_state.producers) == {2}
+    assert reopened.producer_state.producers[2].last_timestamp == BASE_TS
+    assert reopened.producer_state.producers[2].current_txn_first_offset == 2
+    reopened.close()

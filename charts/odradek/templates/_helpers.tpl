@@ -90,3 +90,27 @@ print as 6.048e+08: whole numbers are printed as integers.
 {{- toString . | quote -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+The cluster's inter-broker listener as JSON {name, port, securityProtocol}: the one the
+operator and `helm test` connect to (cluster.interBrokerListener, else the first of
+cluster.listeners, else the single PLAINTEXT listener on cluster.port).
+*/}}
+{{- define "odradek.interBrokerListener" -}}
+{{- $c := .Values.cluster -}}
+{{- $l := dict "name" "PLAINTEXT" "port" $c.port "securityProtocol" "PLAINTEXT" -}}
+{{- if $c.listeners -}}
+{{- $l = index $c.listeners 0 -}}
+{{- range $c.listeners }}{{ if eq .name $c.interBrokerListener }}{{ $l = . }}{{ end }}{{ end -}}
+{{- end -}}
+{{- toJson (dict "name" $l.name "port" $l.port "securityProtocol" ($l.securityProtocol | default "PLAINTEXT")) -}}
+{{- end -}}
+
+{{/* Every broker listener port (the named listeners', else cluster.port). */}}
+{{- define "odradek.listenerPorts" -}}
+{{- $c := .Values.cluster -}}
+{{- $ports := list -}}
+{{- range $c.listeners }}{{ $ports = append $ports .port }}{{ end -}}
+{{- if not $ports }}{{ $ports = list $c.port }}{{ end -}}
+{{- toJson $ports -}}
+{{- end -}}

@@ -14,6 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import InvalidSpec
+from .security_spec import (
+    Authentication,
+    Listener,
+    TlsSpec,
+    parse_authentication,
+    parse_listeners,
+    parse_tls,
+    uses_sasl,
+    uses_tls,
+)
 
 __all__ = [
     "OPERATOR_OWNED_BROKER_KEYS",
@@ -26,9 +36,13 @@ __all__ = [
     "config_values",
 ]
 
-#: Broker keys the operator derives per pod or per cluster; a user value would break the pod.
+#: Broker keys the operator derives per pod or per cluster; a user value would break the pod
+#: (the security ones follow spec.listeners, spec.tls and spec.authentication).
 OPERATOR_OWNED_BROKER_KEYS = frozenset({
     "broker.id", "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect",
+    "listener.security.protocol.map", "inter.broker.listener.name", "ssl.keystore.location",
+    "ssl.truststore.location", "ssl.client.auth", "sasl.enabled.mechanisms",
+    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",
 })
 RESET_STRATEGIES = ("earliest", "latest", "timestamp", "offset", "shiftBy")
 
@@ -101,13 +115,32 @@ class BrokerClusterSpec:
     delete_claim: bool
     resources: Mapping[str, Any]
     config: Mapping[str, str]
-    port: int
+    listeners: tuple[Listener, ...]
+    inter_broker_listener: str
+    legacy_listeners: bool  # the single-port form (one PLAINTEXT listener, port "kafka")
     metrics_enabled: bool
     metrics_port: int
     rack_topology_key: str | None
     rebalance_on_scale_up: bool
     zookeeper_connect: str | None
     managed_zookeeper: ManagedZooKeeper | None
+    tls: TlsSpec | None = None
+    authentication: Authentication = field(default_factory=Authentication)
+
+    @property
+    def inter_broker(self) -> Listener:
+        """The brokers' own listener: replication, the operator and the readiness probe."""
+        return next(listener for listener in self.listeners
+                    if listener.name == self.inter_broker_listener)
+
+    @property
+    def port(self) -> int:
+        """The port the operator (and Topic/ConsumerGroup reconciles) connect to."""
+        return self.inter_broker.port
+
+    @property
+    def operator_uses_sasl(self) -> bool:
+        return uses_sasl(self.inter_broker.protocol)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> BrokerClusterSpec:
@@ -139,6 +172,27 @@ class BrokerClusterSpec:
                 resources=dict(managed_raw.get("resources") or ZOOKEEPER_RESOURCES))
         metrics = raw.get("metrics") or {}
         rack = raw.get("rack")
+        metrics_enabled = bool(metrics.get("enabled", True))
+        metrics_port = _int(metrics, "port", 9404, "spec.metrics")
+        listeners, inter, legacy = parse_listeners(raw.get("listeners"),
+                                                   metrics_port if metrics_enabled else None)
+        tls = parse_tls(raw.get("tls"))
+        authentication = parse_authentication(raw.get("authentication"))
+        tls_listeners = [item.name for item in listeners if uses_tls(item.protocol)]
+        if tls is not None and not tls_listeners:
+            raise InvalidSpec("spec.tls is set but no listener uses SSL or SASL_SSL: name "
+                              "the listeners in spec.listeners.named")
+        if tls_listeners and tls is None:
+            raise InvalidSpec(f"listener(s) {', '.join(tls_listeners)} use TLS: set "
+                              "spec.tls.secretName (a Secret with tls.crt and tls.key)")
+        if uses_sasl(next(item.protocol for item in listeners if item.name == inter)) \
+                and authentication.operator_secret is None:
+            raise InvalidSpec(f"the inter-broker listener {inter} uses SASL: set "
+                              "spec.authentication.operatorSecretRef (the brokers' and the "
+                              "operator's user)")
+        if authentication.users and not any(uses_sasl(item.protocol) for item in listeners):
+            raise InvalidSpec("spec.authentication.users are SASL users, but no listener "
+                              "uses SASL_PLAINTEXT or SASL_SSL")
         return cls(
             replicas=_int(raw, "replicas", 3, "spec", minimum=1),
             image=str(raw.get("image") or "odradek/broker:dev"),
@@ -148,14 +202,18 @@ class BrokerClusterSpec:
             delete_claim=bool(storage.get("deleteClaim", False)),
             resources=dict(raw.get("resources") or {}),
             config=config,
-            port=_int(raw.get("listeners") or {}, "port", 9092, "spec.listeners"),
-            metrics_enabled=bool(metrics.get("enabled", True)),
-            metrics_port=_int(metrics, "port", 9404, "spec.metrics"),
+            listeners=listeners,
+            inter_broker_listener=inter,
+            legacy_listeners=legacy,
+            metrics_enabled=metrics_enabled,
+            metrics_port=metrics_port,
             rack_topology_key=(str(rack.get("topologyKey") or "topology.kubernetes.io/zone")
                                if isinstance(rack, Mapping) else None),
             rebalance_on_scale_up=bool(raw.get("rebalanceOnScaleUp", False)),
             zookeeper_connect=str(connect) if connect else None,
             managed_zookeeper=managed,
+            tls=tls,
+            authentication=authentication,
         )
 
 

@@ -110,6 +110,9 @@ def _fetch(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) 
 _LIST_OFFSETS = Items("topics", _name, "topics", topic_partitions(
     "ListOffsetsTopicResponse", "name", "partitions", "ListOffsetsPartitionResponse",
     "partition_index", "partitions", "partition_index"))
+_DESCRIBE_PRODUCERS = Items("topics", _name, "topics", topic_partitions(
+    "TopicResponse", "name", "partitions", "PartitionResponse", "partition_index",
+    "partition_indexes", None))
 _EPOCHS = Items("topics", _name, "topics", topic_partitions(
     "OffsetForLeaderTopicResult", "topic", "partitions", "EpochEndOffset", "partition",
     "partitions", "partition"))
@@ -380,6 +383,7 @@ RULES: dict[int, Rule] = {
     ApiKey.METADATA: metadata_rule,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _epochs,
     ApiKey.DELETE_RECORDS: _DELETE_RECORDS.rule(Op.DELETE, TOPIC, TOPIC_DENIED),
+    ApiKey.DESCRIBE_PRODUCERS: _DESCRIBE_PRODUCERS.rule(Op.READ, TOPIC, TOPIC_DENIED),
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.CREATE_PARTITIONS: _CREATE_PARTITIONS.rule(Op.ALTER, TOPIC, TOPIC_DENIED),

@@ -62,12 +62,21 @@ class ReplicaPartitions:
         for key, partition in self._replicas.partitions().items():
             partition_log = partition.log
             leader = partition.is_leader
+            if leader:
+                producers = partition_log.producer_state
+                append(PartitionState(
+                    partition.topic, partition.index, partition_log.size_bytes(),
+                    len(partition_log.segments), partition_log.log_start_offset,
+                    partition_log.log_end_offset, True, len(partition.replicas),
+                    len(partition.isr), partition.min_insync_replicas, None,
+                    partition_log.last_stable_offset, producers.open_transactions,
+                    producers.oldest_open_txn_timestamp))
+                continue
             append(PartitionState(
                 partition.topic, partition.index, partition_log.size_bytes(),
                 len(partition_log.segments), partition_log.log_start_offset,
-                partition_log.log_end_offset, leader, len(partition.replicas),
-                len(partition.isr), partition.min_insync_replicas,
-                None if leader else leader_ends.get(key)))
+                partition_log.log_end_offset, False, len(partition.replicas),
+                len(partition.isr), partition.min_insync_replicas, leader_ends.get(key)))
         return states
 
     def purgatory_sizes(self) -> Mapping[str, int]:

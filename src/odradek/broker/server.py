@@ -337,7 +337,7 @@ class Broker:
             logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
-            quotas=self.quotas,
+            quotas=self.quotas, transactions=services.transaction_coordinator,
             groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
             logs=logs, log_dirs=[str(d) for d in self.sections.log.log_dirs],
         )

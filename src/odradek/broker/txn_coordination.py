@@ -43,6 +43,8 @@ def start_transaction_coordinator(
             num_partitions=settings.state_log_num_partitions,
             max_timeout_ms=settings.max_timeout_ms,
             cleanup_interval_ms=settings.abort_timed_out_cleanup_interval_ms,
+            transactional_id_expiration_ms=settings.transactional_id_expiration_ms,
+            remove_expired_interval_ms=settings.remove_expired_cleanup_interval_ms,
         ),
         ReplicatedOffsetsLog(
             replica_manager, topic=TRANSACTION_STATE_TOPIC,
@@ -51,6 +53,7 @@ def start_transaction_coordinator(
         writer,
         services.producer_ids.next_id,
         coordinator_epoch,
+        services.metrics.transactions if services.metrics is not None else None,
     )
 
     def on_leadership(topic: str, partition: int, is_leader: bool) -> None:

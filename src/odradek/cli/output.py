@@ -22,7 +22,7 @@ bootstrap_option = click.option(
     metavar="HOST:PORT[,HOST:PORT]", help="Broker(s) to connect to first.")
 
 
-def _load_command_config(_ctx: click.Context, _param: click.Parameter,
+def load_command_config(_ctx: click.Context, _param: click.Parameter,
                          path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
@@ -39,7 +39,7 @@ def _load_command_config(_ctx: click.Context, _param: click.Parameter,
 
 command_config_option = click.option(
     "--command-config", "security", type=click.Path(exists=True, dir_okay=False),
-    callback=_load_command_config, envvar="ODRADEK_COMMAND_CONFIG",
+    callback=load_command_config, envvar="ODRADEK_COMMAND_CONFIG",
     help="Client properties file, as for Kafka's tools: security.protocol, sasl.mechanism, "
          "sasl.jaas.config (or sasl.username/sasl.password), ssl.truststore.location.")
 output_option = click.option(

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import click
+
+from odradek.cli.output import load_command_config
 
 
 @click.command("broker-ready")
@@ -20,7 +23,12 @@ import click
               help="Default: $BROKER_ID, else the ordinal at the end of $HOSTNAME.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
               help="Seconds to wait for the broker's answer.")
-def broker_ready(bootstrap: str | None, broker_id: int | None, timeout: float) -> None:
+@click.option("--command-config", "security", type=click.Path(dir_okay=False),
+              callback=load_command_config, envvar="ODRADEK_PROBE_CONFIG",
+              help="Client properties for a TLS/SASL listener (the image's entrypoint writes "
+                   "them to $ODRADEK_PROBE_CONFIG).")
+def broker_ready(bootstrap: str | None, broker_id: int | None, timeout: float,
+                 security: dict[str, Any]) -> None:
     """Exit 0 if the broker is registered and caught up (in every ISR it belongs to)."""
     from odradek.readiness import BrokerNotReady, broker_id_from_environment, check_broker_ready
 
@@ -32,7 +40,7 @@ def broker_ready(bootstrap: str | None, broker_id: int | None, timeout: float) -
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     try:
-        asyncio.run(check_broker_ready(bootstrap, broker_id, timeout))
+        asyncio.run(check_broker_ready(bootstrap, broker_id, timeout, security))
     except BrokerNotReady as exc:
         click.echo(f"not ready: {exc}", err=True)
         raise SystemExit(1) from None

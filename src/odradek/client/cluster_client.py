@@ -265,7 +265,7 @@ class ClusterClient:
                 await asyncio.sleep(self.retry_backoff * (attempt + 1))
         else:
             self._stale = True
-            raise ConnectionFailed(f"metadata refresh failed: {last}")
+            raise ConnectionFailed(f"metadata refresh failed: {last}") from last
         self.metadata = ClusterMetadata.from_response(response, self.metadata,
                                                       full=names is None)
         self._last_refresh = time.monotonic()

@@ -30,6 +30,7 @@ from .errors import BrokerResponseError, ConnectionFailed, KafkaClientError
 from .metadata import TopicPartition
 from .offsets import EARLIEST, list_offsets
 from .read_committed import aborted_batch_offsets, without_batches
+from .security import ClientSecurity
 from .sync import run
 
 __all__ = ["AsyncRangeReader", "FetchedChunk", "RangeReader", "next_fetch_offset"]
@@ -79,14 +80,17 @@ class AsyncRangeReader:
                  client_id: str = "odradek-range-reader", request_timeout_ms: int = 30_000,
                  retry_backoff_ms: int = 100, metadata_max_age_ms: int = 300_000,
                  max_partition_fetch_bytes: int = 8 * 1024 * 1024,
-                 fetch_max_wait_ms: int = 500, isolation_level: str = "read_uncommitted"
-                 ) -> None:
+                 fetch_max_wait_ms: int = 500, isolation_level: str = "read_uncommitted",
+                 **security: Any) -> None:
+        """``security``: kafka-python's names (``security_protocol``, ``ssl_cafile``,
+        ``sasl_mechanism``, ...; :class:`~odradek.client.security.ClientSecurity`)."""
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation_level must be read_uncommitted or read_committed")
         self.client = ClusterClient(bootstrap_servers, client_id=client_id,
                                     request_timeout_ms=request_timeout_ms,
                                     retry_backoff_ms=retry_backoff_ms,
-                                    metadata_max_age_ms=metadata_max_age_ms)
+                                    metadata_max_age_ms=metadata_max_age_ms,
+                                    security=ClientSecurity.create(**security))
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.isolation_level = 1 if isolation_level == "read_committed" else 0

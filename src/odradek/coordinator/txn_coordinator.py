@@ -15,6 +15,10 @@ All decisions are the pure rules of :mod:`odradek.coordinator.txn_state`; this a
   Meanwhile the id answers CONCURRENT_TRANSACTIONS, which clients retry;
 * aborts transactions older than their timeout every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``;
+* removes ids idle for ``transactional.id.expiration.ms`` (no transaction in progress) every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms``: the id goes Dead, its
+  tombstone is written (acks=all) and only then is it dropped from the shard, so a failed
+  write leaves the id as it was;
 * loads a partition's shard when this broker becomes its leader and resumes whatever the
   previous coordinator left prepared (markers are idempotent per partition), and drops it
   on resignation (NOT_COORDINATOR).
@@ -25,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,7 +43,7 @@ from .coordinator import append_error_to_coordinator_error
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_transactional_id
 from .txn_log_format import TxnStatus
-from .txn_shard import TxnShard, txn_record
+from .txn_shard import TxnShard, kafka_state_name, txn_record, txn_tombstone
 from .txn_state import (
     MAX_EPOCH,
     TxnDecision,
@@ -46,10 +52,11 @@ from .txn_state import (
     add_partitions,
     complete_end,
     end_txn,
+    expire,
     init_producer_id,
 )
 
-__all__ = ["MarkerWriter", "TransactionCoordinator", "TxnCoordinatorConfig"]
+__all__ = ["MarkerWriter", "TransactionCoordinator", "TxnCoordinatorConfig", "TxnObserver"]
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +70,39 @@ class MarkerWriter(Protocol):
                             partitions: frozenset[TopicPartition]) -> None: ...
 
 
+class TxnObserver(Protocol):
+    """What the coordinator reports as it goes (the broker's transaction metrics)."""
+
+    def started(self) -> None: ...
+
+    def completed(self, *, committed: bool) -> None: ...
+
+    def timed_out(self) -> None: ...
+
+    def markers_written(self, seconds: float) -> None: ...
+
+
+class _NoObserver:
+    def started(self) -> None:
+        pass
+
+    def completed(self, *, committed: bool) -> None:
+        pass
+
+    def timed_out(self) -> None:
+        pass
+
+    def markers_written(self, seconds: float) -> None:
+        pass
+
+
 @dataclass(frozen=True, slots=True)
 class TxnCoordinatorConfig:
     num_partitions: int = 50
     max_timeout_ms: int = 900_000
     cleanup_interval_ms: int = 10_000
+    transactional_id_expiration_ms: int = 604_800_000
+    remove_expired_interval_ms: int = 3_600_000
 
 
 @dataclass
@@ -99,22 +134,31 @@ class TransactionCoordinator:
         markers: MarkerWriter,
         new_producer_id: Callable[[], Awaitable[int]],
         coordinator_epoch: Callable[[int], int],
+        observer: TxnObserver | None = None,
     ) -> None:
         self.config = config
+        self._observer: TxnObserver = observer or _NoObserver()
         self._log = txn_log
         self._markers = markers
         self._new_producer_id = new_producer_id
         self._coordinator_epoch = coordinator_epoch
         self._slots: dict[int, _Slot] = {}
-        self._expiry: asyncio.Task[None] | None = None
+        self._periodic: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._expiry = asyncio.get_running_loop().create_task(self._expiry_loop())
+        loop = asyncio.get_running_loop()
+        self._periodic = [
+            loop.create_task(self._every(self.config.cleanup_interval_ms,
+                                         self.abort_timed_out_once,
+                                         "aborting timed-out transactions")),
+            loop.create_task(self._every(self.config.remove_expired_interval_ms,
+                                         self.remove_expired_once,
+                                         "removing expired transactional ids")),
+        ]
 
     async def close(self) -> None:
         tasks = [task for slot in self._slots.values() for task in slot.tasks]
-        if self._expiry is not None:
-            tasks.append(self._expiry)
+        tasks += self._periodic
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -229,13 +273,26 @@ class TransactionCoordinator:
             if slot.loaded:
                 yield from slot.shard.listing(states, producer_ids)
 
+    def transaction_states(self) -> dict[str, int]:
+        """Transactional ids by Kafka state name over the loaded partitions (metrics)."""
+        counts: Counter[str] = Counter()
+        for slot in list(self._slots.values()):
+            if slot.loaded:
+                counts.update(kafka_state_name(meta.status)
+                              for meta in slot.shard.transactions.values())
+        return dict(counts)
+
     # Writing and ending ----------------------------------------------------------------------
     async def _apply(self, slot: _Slot, decision: TxnDecision) -> None:
         """Write the decided state (under the id's lock); start its markers once written."""
         meta = decision.write
         if meta is None:
             return
+        previous = slot.shard.get(meta.transactional_id)
         await self._write(slot, meta)
+        if meta.status == TxnStatus.ONGOING and (
+                previous is None or previous.status != TxnStatus.ONGOING):
+            self._observer.started()
         if decision.sends_markers:
             self._spawn(slot, self._complete(slot, meta))
 
@@ -253,16 +310,19 @@ class TransactionCoordinator:
     async def _complete(self, slot: _Slot, prepared: TxnMetadata) -> None:
         """Markers for a Prepare{Commit,Abort}, then Complete{Commit,Abort}."""
         commit = prepared.status == TxnStatus.PREPARE_COMMIT
+        began = time.monotonic()
         await self._markers.write_markers(
             prepared.producer_id, prepared.producer_epoch, commit,
             self._coordinator_epoch(slot.shard.partition), prepared.partitions,
         )
+        self._observer.markers_written(time.monotonic() - began)
         async with slot.lock(prepared.transactional_id):
             current = slot.shard.get(prepared.transactional_id)
             if current != prepared:
                 return  # resigned or changed meanwhile: the new owner finishes it
             with contextlib.suppress(_Refused):  # resumed by the next coordinator
                 await self._write(slot, complete_end(current, wall_ms()))
+                self._observer.completed(committed=commit)
 
     async def abort_timed_out_once(self) -> int:
         """Abort every timed-out transaction this broker coordinates; returns how many."""
@@ -279,16 +339,45 @@ class TransactionCoordinator:
                              meta.transactional_id, meta.producer_id)
                     with contextlib.suppress(_Refused):
                         await self._apply(slot, abort_timed_out(meta, now))
+                        self._observer.timed_out()
                         count += 1
         return count
 
-    async def _expiry_loop(self) -> None:
+    async def remove_expired_once(self) -> int:
+        """Write a tombstone for every id idle past ``transactional.id.expiration.ms``
+        (state Dead meanwhile) and forget it; returns how many were removed."""
+        count = 0
+        now = wall_ms()
+        expiration = self.config.transactional_id_expiration_ms
+        for slot in list(self._slots.values()):
+            if not slot.loaded:
+                continue
+            for meta in list(slot.shard.expired(now, expiration)):
+                async with slot.lock(meta.transactional_id):
+                    if slot.shard.get(meta.transactional_id) != meta:
+                        continue  # used meanwhile
+                    dead = expire(meta, now)
+                    tombstone = txn_tombstone(dead.transactional_id, now)
+                    try:
+                        await self._log.append(slot.shard.partition, [tombstone])
+                    except KafkaError as exc:
+                        log.warning("expiring %s failed: %s", dead.transactional_id, exc)
+                        continue
+                    if self._slots.get(slot.shard.partition) is slot:
+                        slot.shard.apply(tombstone)
+                    log.info("transactional id %s expired (idle since %d)",
+                             dead.transactional_id, meta.last_update_ms)
+                    count += 1
+        return count
+
+    async def _every(self, period_ms: int, task: Callable[[], Awaitable[int]],
+                     what: str) -> None:
         while True:
-            await asyncio.sleep(self.config.cleanup_interval_ms / 1000)
+            await asyncio.sleep(period_ms / 1000)
             try:
-                await self.abort_timed_out_once()
+                await task()
             except Exception:
-                log.exception("aborting timed-out transactions failed")
+                log.exception("%s failed", what)
 
     def _spawn(self, slot: _Slot, coroutine: Any) -> None:
         task = asyncio.get_running_loop().create_task(coroutine)

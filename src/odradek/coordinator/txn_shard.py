@@ -12,6 +12,7 @@ After loading, :meth:`TxnShard.unfinished` names the work the previous coordinat
 have left half done: transactions in PrepareCommit/PrepareAbort whose markers must be
 (re)sent before they can be completed — markers are idempotent per partition, so sending
 them again is safe — and :meth:`TxnShard.timed_out` the ongoing transactions to abort.
+:meth:`TxnShard.expired` the idle ids ``transactional.id.expiration.ms`` removes, and
 :meth:`TxnShard.listing` answers ListTransactions' filters.
 """
 
@@ -31,9 +32,9 @@ from .txn_log_format import (
     encode_txn_key,
     encode_txn_value,
 )
-from .txn_state import TxnMetadata, is_timed_out
+from .txn_state import TxnMetadata, is_expired, is_timed_out
 
-__all__ = ["TxnShard", "kafka_state_name", "txn_record"]
+__all__ = ["TxnShard", "kafka_state_name", "txn_record", "txn_tombstone"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,11 @@ def txn_record(meta: TxnMetadata, timestamp_ms: int) -> Record:
     """The ``__transaction_state`` record that stores ``meta`` (keyed by its id)."""
     return Record(timestamp=timestamp_ms, key=encode_txn_key(meta.transactional_id),
                   value=encode_txn_value(meta.to_log_value()))
+
+
+def txn_tombstone(transactional_id: str, timestamp_ms: int) -> Record:
+    """The record that removes an expired id (compaction later drops its older values)."""
+    return Record(timestamp=timestamp_ms, key=encode_txn_key(transactional_id), value=None)
 
 
 @dataclass
@@ -83,6 +89,10 @@ class TxnShard:
 
     def timed_out(self, now_ms: int) -> Iterator[TxnMetadata]:
         return (meta for meta in self.transactions.values() if is_timed_out(meta, now_ms))
+
+    def expired(self, now_ms: int, expiration_ms: int) -> Iterator[TxnMetadata]:
+        return (meta for meta in self.transactions.values()
+                if is_expired(meta, now_ms, expiration_ms))
 
     def listing(
         self, states: Iterable[str] = (), producer_ids: Iterable[int] = ()

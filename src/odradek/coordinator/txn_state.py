@@ -42,7 +42,9 @@ __all__ = [
     "add_partitions",
     "complete_end",
     "end_txn",
+    "expire",
     "init_producer_id",
+    "is_expired",
     "is_timed_out",
 ]
 
@@ -235,3 +237,16 @@ def abort_timed_out(current: TxnMetadata, now_ms: int) -> TxnDecision:
     that let it time out is fenced if it comes back (Kafka does the same)."""
     decision = _fence_and_abort(current, now_ms)
     return replace(decision, error=ErrorCode.none)
+
+
+def is_expired(current: TxnMetadata, now_ms: int, expiration_ms: int) -> bool:
+    """``transactional.id.expiration.ms``: an id with no transaction in progress whose state
+    was last written that long ago (Kafka measures from the last update, too)."""
+    return current.status in _COMPLETED and current.last_update_ms <= now_ms - expiration_ms
+
+
+def expire(current: TxnMetadata, now_ms: int) -> TxnMetadata:
+    """The id's last state, Dead: what it is while its tombstone is written (the tombstone,
+    not this state, is what ``__transaction_state`` stores; once written the id is gone and
+    a later InitProducerId starts afresh with a new producer id)."""
+    return current.to(S.DEAD, now_ms)

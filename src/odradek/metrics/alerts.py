@@ -103,6 +103,19 @@ REPLICATION = (
     ),
 )
 
+TRANSACTIONS = (
+    AlertRule(
+        "OdradekTransactionStuckOpen",
+        f"max by ({BROKER}) ({m.OLDEST_OPEN_TRANSACTION.name}) > 1200",
+        "5m", "warning",
+        "A transaction has been open for over 20 minutes on broker {{ $labels.broker }}",
+        "A partition led by broker {{ $labels.broker }} of "
+        "{{ $labels.namespace }}/{{ $labels.cluster }} has had a transaction open for "
+        "{{ $value }} seconds, longer than any coordinator allows (transaction.max.timeout.ms): "
+        "its last stable offset does not advance and read_committed consumers are stuck.",
+    ),
+)
+
 CONSUMERS = (
     AlertRule(
         "OdradekConsumerGroupLagGrowing",
@@ -147,6 +160,7 @@ RESOURCES = (
 ALERT_GROUPS: dict[str, tuple[AlertRule, ...]] = {
     "odradek.availability": AVAILABILITY,
     "odradek.replication": REPLICATION,
+    "odradek.transactions": TRANSACTIONS,
     "odradek.consumers": CONSUMERS,
     "odradek.resources": RESOURCES,
 }

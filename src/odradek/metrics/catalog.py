@@ -280,6 +280,50 @@ UNCLEAN_LEADER_ELECTIONS = MetricSpec(
     "Leader elections that picked a replica outside the ISR (data may be lost).",
     source="controller.leader_elected")
 
+# --- transactions -----------------------------------------------------------------------
+TXN_IDS = MetricSpec(
+    "odradek_transaction_coordinator_transactional_ids", G,
+    "Transactional ids this broker coordinates, by Kafka state (Empty, Ongoing, "
+    "PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, ...).", ("state",), SCRAPED,
+    "TransactionSource.transaction_states")
+TXN_STARTED = MetricSpec(
+    "odradek_transactions_started_total", C,
+    "Transactions begun at this coordinator (an id's first partition added).",
+    source="transactions.started")
+TXN_COMMITTED = MetricSpec(
+    "odradek_transactions_committed_total", C,
+    "Transactions committed at this coordinator (every COMMIT marker written).",
+    source="transactions.completed")
+TXN_ABORTED = MetricSpec(
+    "odradek_transactions_aborted_total", C,
+    "Transactions aborted at this coordinator (every ABORT marker written), timed-out and "
+    "fenced ones included.", source="transactions.completed")
+TXN_TIMED_OUT = MetricSpec(
+    "odradek_transactions_timed_out_total", C,
+    "Transactions this coordinator aborted because they outlived transaction.timeout.ms.",
+    source="transactions.timed_out")
+TXN_MARKER_DURATION = MetricSpec(
+    "odradek_transaction_marker_write_duration_seconds", H,
+    "Time from PrepareCommit/PrepareAbort being written to every partition having its "
+    "marker (how long an ending transaction keeps its partitions' LSO back).",
+    source="transactions.markers_written", buckets=COORDINATION_SECONDS)
+OPEN_TRANSACTIONS = MetricSpec(
+    "odradek_broker_open_transactions", G,
+    "Open transactions (transactional data without a marker yet) over the partitions led "
+    "here; each holds its partition's last stable offset back.", (), SCRAPED,
+    "PartitionSource.partitions")
+OLDEST_OPEN_TRANSACTION = MetricSpec(
+    "odradek_broker_oldest_open_transaction_age_seconds", G,
+    "Age of the oldest open transaction on the partitions led here, by its first batch's "
+    "timestamp (0 = none). Past transaction.max.timeout.ms its coordinator should have "
+    "aborted it: a hanging transaction (kafka-transactions find-hanging).", (), SCRAPED,
+    "PartitionSource.partitions")
+PARTITION_LSO_LAG = MetricSpec(
+    "odradek_partition_last_stable_offset_lag_records", G,
+    "Log end offset minus last stable offset of a partition (by its leader; only with "
+    "per-topic labels on): what read_committed consumers cannot read yet.", PARTITION,
+    SCRAPED, "PartitionSource.partitions")
+
 # --- ZooKeeper ----------------------------------------------------------------------------
 ZK_SESSION_STATE = MetricSpec(
     "odradek_zookeeper_session_state", G,

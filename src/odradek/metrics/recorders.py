@@ -31,6 +31,7 @@ __all__ = [
     "RequestMetrics",
     "StorageMetrics",
     "TrafficMetrics",
+    "TransactionMetrics",
     "ZooKeeperMetrics",
     "api_name",
     "error_name",
@@ -317,6 +318,33 @@ class ControllerMetrics(_Recorder):
         self._elections.labels().inc(partitions)
         if unclean:
             self._unclean.labels().inc(partitions)
+
+
+class TransactionMetrics(_Recorder):
+    """The transaction coordinator's events (on the event loop: single writer)."""
+
+    def __init__(self) -> None:
+        self._started = MetricFamily(m.TXN_STARTED)
+        self._committed = MetricFamily(m.TXN_COMMITTED)
+        self._aborted = MetricFamily(m.TXN_ABORTED)
+        self._timed_out = MetricFamily(m.TXN_TIMED_OUT)
+        self._markers = MetricFamily(m.TXN_MARKER_DURATION)
+        for family in (self._started, self._committed, self._aborted, self._timed_out):
+            family.labels()
+        self.families = (self._started, self._committed, self._aborted, self._timed_out,
+                         self._markers)
+
+    def started(self) -> None:
+        self._started.labels().inc()
+
+    def completed(self, *, committed: bool) -> None:
+        (self._committed if committed else self._aborted).labels().inc()
+
+    def timed_out(self) -> None:
+        self._timed_out.labels().inc()
+
+    def markers_written(self, seconds: float) -> None:
+        self._markers.labels().observe(seconds)
 
 
 class ZooKeeperMetrics(_Recorder):

@@ -34,6 +34,7 @@ from .recorders import (
     RequestMetrics,
     StorageMetrics,
     TrafficMetrics,
+    TransactionMetrics,
     ZooKeeperMetrics,
 )
 from .sources import (
@@ -42,6 +43,7 @@ from .sources import (
     PartitionSource,
     PurgatorySource,
     QuotaSource,
+    TransactionSource,
 )
 from .state import StateCollector
 
@@ -84,6 +86,7 @@ class BrokerMetrics:
             m.TOPIC_BYTES_IN.name: options.max_topics,
             LAG.name: options.max_lag_series,
             MEMBERS.name: options.max_groups,
+            m.PARTITION_LSO_LAG.name: options.max_topics,
         })
         self.traffic = TrafficMetrics(per_topic=options.topic_labels, limit=self.limits)
         self.requests = RequestMetrics()
@@ -94,14 +97,17 @@ class BrokerMetrics:
         self.replication = ReplicationMetrics()
         self.controller = ControllerMetrics()
         self.zookeeper = ZooKeeperMetrics()
+        self.transactions = TransactionMetrics()
         self.recorders = (self.traffic, self.requests, self.connections, self.purgatory,
                           self.storage, self.cleaner, self.replication, self.controller,
-                          self.zookeeper)
+                          self.zookeeper, self.transactions)
         self.event_loop_lag = MetricFamily(m.EVENT_LOOP_LAG)
         self._probe = EventLoopLagProbe(self.event_loop_lag.labels(),
                                         options.loop_lag_interval_seconds)
         self._info = BrokerInfo(version=_version())
-        self.state = StateCollector(lambda: self._info)
+        self.state = StateCollector(
+            lambda: self._info,
+            partition_lso_lag=self.limits if options.topic_labels else None)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))  # type: ignore[arg-type]  # GaugeRows too
         if process_metrics:  # process_* from /proc/self: the same for brokers sharing a process
@@ -121,6 +127,7 @@ class BrokerMetrics:
                controller: ControllerSource | None = None,
                purgatory: PurgatorySource | None = None,
                quotas: QuotaSource | None = None,
+               transactions: TransactionSource | None = None,
                groups: GroupSource | None = None, logs: LogOffsetsSource | None = None,
                log_dirs: Sequence[str] | None = None) -> None:
         """Connect state read at scrape time. ``groups`` and ``logs`` come together (lag)."""
@@ -133,6 +140,8 @@ class BrokerMetrics:
             sources.purgatory = purgatory
         if quotas is not None:
             sources.quotas = quotas
+        if transactions is not None:
+            sources.transactions = transactions
         if (groups is None) != (logs is None):
             raise ValueError("consumer lag needs both the group source and the log source")
         if groups is not None and logs is not None:

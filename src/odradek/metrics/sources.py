@@ -29,6 +29,7 @@ __all__ = [
     "PartitionState",
     "PurgatorySource",
     "QuotaSource",
+    "TransactionSource",
 ]
 
 
@@ -55,6 +56,10 @@ class PartitionState(NamedTuple):
     in_sync_replicas: int
     min_insync_replicas: int
     leader_end_offset: int | None = None
+    # Leaders only: the LSO, open transactions and the oldest one's start (ms, -1: none).
+    last_stable_offset: int = -1
+    open_transactions: int = 0
+    oldest_open_transaction_ms: int = -1
 
 
 @runtime_checkable
@@ -86,6 +91,14 @@ class PurgatorySource(Protocol):
     """Delayed operations waiting, by operation name (``produce``, ``fetch``, ...)."""
 
     def purgatory_sizes(self) -> Mapping[str, int]: ...
+
+
+@runtime_checkable
+class TransactionSource(Protocol):
+    """Transactional ids by Kafka state name, over the transaction-state partitions this
+    broker coordinates (the transaction coordinator)."""
+
+    def transaction_states(self) -> Mapping[str, int]: ...
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -34,6 +35,7 @@ from odradek.quota import QuotaState, QuotaType
 from . import catalog as m
 from .exposition import GaugeRows
 from .lag import LagCollector, LagInput, LagSnapshot
+from .limits import SeriesLimit
 from .sources import (
     BrokerInfo,
     ControllerSource,
@@ -42,6 +44,7 @@ from .sources import (
     PartitionState,
     PurgatorySource,
     QuotaSource,
+    TransactionSource,
 )
 
 __all__ = ["StateCollector", "StateSources"]
@@ -59,6 +62,7 @@ class StateSources:
     controller: ControllerSource | None = None
     purgatory: PurgatorySource | None = None
     quotas: QuotaSource | None = None
+    transactions: TransactionSource | None = None
     lag: LagCollector | None = None
     log_dirs: Sequence[str] = ()
 
@@ -69,6 +73,7 @@ class _Snapshot:
     controller: ControllerState | None
     purgatory: dict[str, int] | None
     quotas: tuple[QuotaState, ...] | None
+    transactions: dict[str, int] | None
     lag: LagInput | None
     tasks: int | None
 
@@ -78,8 +83,12 @@ def _gauge(spec: m.MetricSpec) -> GaugeRows:
 
 
 class StateCollector:
-    def __init__(self, info: Callable[[], BrokerInfo], *, timeout: float = 5.0) -> None:
+    def __init__(self, info: Callable[[], BrokerInfo], *, timeout: float = 5.0,
+                 partition_lso_lag: SeriesLimit | None = None) -> None:
+        """``partition_lso_lag``: the caps when per-topic labels are on (then the LSO lag is
+        exported per partition, for at most that many topics); None leaves it out."""
         self.sources = StateSources()
+        self._lso_lag_limit = partition_lso_lag
         self.loop: asyncio.AbstractEventLoop | None = None
         self._info = info
         self._timeout = timeout
@@ -148,6 +157,7 @@ class StateCollector:
     def _snapshot(self) -> _Snapshot:
         sources = self.sources
         partitions, purgatory, quotas = sources.partitions, sources.purgatory, sources.quotas
+        transactions = sources.transactions
         return _Snapshot(
             partitions=_guard("partitions", lambda: tuple(partitions.partitions()))
             if partitions else None,
@@ -156,6 +166,8 @@ class StateCollector:
             purgatory=_guard("purgatory", lambda: dict(purgatory.purgatory_sizes()))
             if purgatory else None,
             quotas=_guard("quotas", lambda: tuple(quotas.quota_states())) if quotas else None,
+            transactions=_guard("transactions", lambda: dict(transactions.transaction_states()))
+            if transactions else None,
             lag=_guard("lag", sources.lag.read) if sources.lag else None,
             tasks=len(asyncio.all_tasks(self.loop)) if self.loop is not None else None,
         )
@@ -164,6 +176,12 @@ class StateCollector:
                   lag: LagSnapshot | None) -> Iterator[Metric | GaugeRows]:
         if snapshot.partitions is not None:
             yield from _partition_families(snapshot.partitions)
+            yield from _transaction_partition_families(snapshot.partitions, self._lso_lag_limit)
+        if snapshot.transactions is not None:
+            family = _gauge(m.TXN_IDS)
+            for state_name, count in sorted(snapshot.transactions.items()):
+                family.add((state_name,), count)
+            yield family
         if snapshot.controller is not None:
             state = snapshot.controller
             for spec, value in (
@@ -254,6 +272,38 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
         family = _gauge(spec)
         family.add((), value)
         yield family
+
+
+def _transaction_partition_families(
+    partitions: tuple[PartitionState, ...], lso_lag_limit: SeriesLimit | None
+) -> Iterator[GaugeRows]:
+    """Open transactions and the oldest one's age over the partitions led here, and (with
+    per-topic labels on, capped by topics) each led partition's LSO lag."""
+    open_count = 0
+    oldest = -1
+    for p in partitions:
+        if p.open_transactions:
+            open_count += p.open_transactions
+            if oldest < 0 or 0 <= p.oldest_open_transaction_ms < oldest:
+                oldest = p.oldest_open_transaction_ms
+    age = max(0.0, time.time() - oldest / 1000) if oldest >= 0 else 0.0
+    for spec, value in ((m.OPEN_TRANSACTIONS, float(open_count)),
+                        (m.OLDEST_OPEN_TRANSACTION, age)):
+        family = _gauge(spec)
+        family.add((), value)
+        yield family
+    if lso_lag_limit is None:
+        return
+    leaders = [p for p in partitions if p.is_leader and p.last_stable_offset >= 0]
+    name = m.PARTITION_LSO_LAG.name
+    topics = sorted({p.topic for p in leaders})
+    lso_lag_limit.retain_only(name, topics)
+    admitted = set(lso_lag_limit.admit_all(name, topics))
+    lag = _gauge(m.PARTITION_LSO_LAG)
+    for p in leaders:
+        if p.topic in admitted:
+            lag.add((p.topic, str(p.partition)), p.log_end_offset - p.last_stable_offset)
+    yield lag
 
 
 _QUOTA_RATES = {QuotaType.PRODUCE: (m.QUOTA_PRODUCE_RATE, 1.0),

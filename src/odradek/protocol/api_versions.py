@@ -74,6 +74,7 @@ class ApiKey(IntEnum):
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
 
@@ -148,7 +149,8 @@ ADVERTISED.update(_CONTROLLER_APIS)
 # sent by transaction coordinators to partition leaders; its v2 adds a transaction version
 # the handler does not interpret (KIP-890), so only v1 is offered, and AddPartitionsToTxn
 # stops at v3 (v4+ is KIP-890's broker-to-broker batch form). EndTxn v4+ and
-# InitProducerId v5+ are KIP-890's too.
+# InitProducerId v5+ are KIP-890's too. DescribeProducers (``describe_producers.py``) is the
+# partition leaders' side of the admin's hanging-transaction tools.
 _TRANSACTION_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.WRITE_TXN_MARKERS: VersionRange(1, 1),
     ApiKey.ADD_PARTITIONS_TO_TXN: VersionRange(0, 3),
@@ -157,6 +159,7 @@ _TRANSACTION_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.TXN_OFFSET_COMMIT: VersionRange(0, 3),
     ApiKey.DESCRIBE_TRANSACTIONS: VersionRange(0, 0),
     ApiKey.LIST_TRANSACTIONS: VersionRange(0, 1),
+    ApiKey.DESCRIBE_PRODUCERS: VersionRange(0, 0),
 }
 ADVERTISED.update(_TRANSACTION_APIS)
 

@@ -5,6 +5,15 @@ documentation spells them. Every problem is an :class:`OptionError` naming the o
 while the query is analysed, so a typo never becomes a silently ignored setting: unlike Spark's
 own connector (which ignores unknown names), an unknown option is an error.
 
+Security is Kafka's client properties with the ``kafka.`` prefix, as with Spark's own
+connector: ``kafka.security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL),
+``kafka.sasl.mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), ``kafka.sasl.jaas.config`` or
+``kafka.sasl.username``/``kafka.sasl.password``, ``kafka.ssl.truststore.location`` (a PEM CA
+file), ``kafka.ssl.keystore.location``/``kafka.ssl.key.location`` (PEM client certificate and
+key). They are read by odradek's client (:func:`odradek.client.security.
+settings_from_properties`) for the driver and every executor, source and sink alike; JKS
+stores are refused with the reason (convert them to PEM).
+
 Options that only steer the JVM Kafka client (socket buffers, reconnect backoff, group
 session settings) are accepted and have no effect; :data:`INERT_CLIENT_OPTIONS` lists them.
 Those Spark itself rejects (``kafka.auto.offset.reset``, deserializers, ...) are rejected here
@@ -80,7 +89,13 @@ INERT_CLIENT_OPTIONS = frozenset({
     "max.poll.records", "max.poll.interval.ms", "client.rack", "default.api.timeout.ms",
     "check.crcs", "socket.connection.setup.timeout.ms",
     "socket.connection.setup.timeout.max.ms", "metrics.recording.level",
-    "security.protocol",
+})
+#: Kafka client security properties (after ``kafka.``), handed to odradek's client.
+SECURITY_SETTINGS = frozenset({
+    "security.protocol", "sasl.mechanism", "sasl.jaas.config", "sasl.username",
+    "sasl.password", "ssl.truststore.location", "ssl.truststore.type",
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.key.location",
+    "ssl.endpoint.identification.algorithm",
 })
 _REJECTED = {
     "auto.offset.reset": "set the source option 'startingOffsets' instead",
@@ -94,14 +109,19 @@ _REJECTED = {
     "interceptor.classes": "interceptors are Java classes",
     "partitioner.class": "the 'partition' column chooses a partition; otherwise keys hash "
                          "with murmur2 as in the Java client",
-    "sasl.mechanism": "the Spark connector connects over PLAINTEXT listeners only",
-    "sasl.jaas.config": "the Spark connector connects over PLAINTEXT listeners only",
+    "ssl.truststore.password": "only PEM trust stores are read (no password): convert the "
+                               "JKS/PKCS12 store to a PEM CA file",
+    "ssl.keystore.password": "only PEM key stores are read (no password): convert the "
+                             "JKS/PKCS12 store to PEM certificate and key files",
+    "ssl.key.password": "encrypted private keys are not supported: give an unencrypted PEM "
+                        "key file (kafka.ssl.key.location)",
+    "sasl.login.callback.handler.class": "login callbacks are Java classes",
 }
 
 
 def check_names(options: Mapping[str, str]) -> None:
     """Every option must be a Spark Kafka option or a ``kafka.*`` client setting."""
-    for key, value in options.items():
+    for key in options:
         lower = key.lower()
         if lower in CANONICAL:
             continue
@@ -109,15 +129,13 @@ def check_names(options: Mapping[str, str]) -> None:
             name = key[len("kafka."):]
             if name in _REJECTED:
                 raise OptionError(key, f"not supported: {_REJECTED[name]}")
-            if name == "security.protocol" and str(value).upper() != "PLAINTEXT":
-                raise OptionError(key, "the Spark connector connects over PLAINTEXT listeners "
-                                  f"only, got {value!r}")
             if name in CONSUMER_SETTINGS or name in PRODUCER_SETTINGS \
-                    or name in INERT_CLIENT_OPTIONS:
+                    or name in INERT_CLIENT_OPTIONS or name in SECURITY_SETTINGS:
                 continue
             raise OptionError(key, "unknown Kafka client setting (odradek honours "
                               + ", ".join(f"kafka.{n}" for n in sorted(
-                                  {*CONSUMER_SETTINGS, *PRODUCER_SETTINGS})) + ")")
+                                  {*CONSUMER_SETTINGS, *PRODUCER_SETTINGS,
+                                   *SECURITY_SETTINGS})) + ")")
         close = difflib.get_close_matches(lower, CANONICAL, n=1, cutoff=0.8)
         hint = f" (did you mean '{CANONICAL[close[0]]}'?)" if close else ""
         raise OptionError(key, f"unknown option for format(\"odradek\"){hint}")
@@ -279,6 +297,8 @@ class SourceOptions:
     fetch_retry_interval_ms: int = 10
     client: dict[str, Any] = field(default_factory=dict)
     check_crcs: bool = True
+    #: TLS/SASL settings of odradek's client (:func:`_security`), for every connection.
+    security: dict[str, Any] = field(default_factory=dict)
 
     @property
     def strategy(self) -> str:
@@ -325,6 +345,28 @@ def _client_settings(options: Mapping[str, str], table: Mapping[str, str]) -> di
         raise OptionError("kafka.isolation.level", "expected read_uncommitted or "
                           "read_committed")
     return out
+
+
+def _security(options: Mapping[str, str]) -> dict[str, Any]:
+    """The ``kafka.security.*``/``ssl.*``/``sasl.*`` options as odradek's client settings
+    (kafka-python's names: plain values, so the options pickle to every executor), checked
+    now: a bad protocol, a missing password or an unreadable CA file fails the query's
+    analysis, not its first task."""
+    from odradek.client.security import ClientSecurity, settings_from_properties
+
+    properties = {key[len("kafka."):]: str(value) for key, value in options.items()
+                  if key.lower().startswith("kafka.") and key[len("kafka."):] in
+                  SECURITY_SETTINGS}
+    if not properties:
+        return {}
+    option = "kafka." + ("sasl.jaas.config" if "sasl.jaas.config" in properties
+                         else "security.protocol")
+    try:
+        settings = settings_from_properties(properties)
+        ClientSecurity.create(**settings)  # builds the TLS context: files exist, PEM parses
+    except (ValueError, OSError) as exc:
+        raise OptionError(option, str(exc)) from None
+    return settings
 
 
 def parse_source(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -402,7 +444,7 @@ def parse_source(options: Mapping[str, str], *, streaming: bool) -> SourceOption
         fetch_retries=_int(options, "fetchOffset.numRetries", 3, minimum=0) or 0,
         fetch_retry_interval_ms=_int(options, "fetchOffset.retryIntervalMs", 10,
                                      minimum=0) or 0,
-        client=client, check_crcs=check_crcs)
+        client=client, check_crcs=check_crcs, security=_security(options))
 
 
 def _check_covered(spec: OffsetSpec, subscribe: tuple[str, ...],
@@ -427,6 +469,7 @@ class SinkOptions:
     bootstrap_servers: str
     topic: str | None
     producer: dict[str, Any] = field(default_factory=dict)
+    security: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_sink(options: Mapping[str, str]) -> SinkOptions:
@@ -435,4 +478,5 @@ def parse_sink(options: Mapping[str, str]) -> SinkOptions:
     if topic is not None and not topic.strip():
         raise OptionError("topic", "empty topic name")
     producer = _client_settings(options, PRODUCER_SETTINGS)
-    return SinkOptions(_bootstrap(options), topic.strip() if topic else None, producer)
+    return SinkOptions(_bootstrap(options), topic.strip() if topic else None, producer,
+                       _security(options))

@@ -130,6 +130,7 @@ class OffsetResolver:
         settings = {k: v for k, v in options.client.items()
                     if k in ("client_id", "request_timeout_ms")}
         settings.setdefault("client_id", "odradek-spark-driver")
+        settings.update(options.security)
         try:
             self.admin = AdminClient(options.bootstrap_servers, **settings)
         except ValueError as exc:

@@ -43,6 +43,7 @@ def data_loss_message(detail: str) -> str:
 def _reader(options: SourceOptions) -> RangeReader:
     settings = dict(options.client)
     settings.setdefault("client_id", "odradek-spark")
+    settings.update(options.security)
     key = (options.bootstrap_servers, tuple(sorted(settings.items())))
     with _lock:
         reader = _readers.get(key)

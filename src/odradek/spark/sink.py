@@ -98,6 +98,7 @@ def _producer(options: SinkOptions) -> Any:
 
     settings = dict(options.producer)
     settings.setdefault("client_id", "odradek-spark-sink")
+    settings.update(options.security)
     key = (options.bootstrap_servers, tuple(sorted(settings.items())))
     with _lock:
         producer = _producers.get(key)

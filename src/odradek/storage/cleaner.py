@@ -27,9 +27,20 @@ One pass over a log (:func:`clean_log`), as in Kafka's ``Cleaner``:
    entries) neither enter the offset map nor survive: left in place, an aborted value
    would replace the committed one it shadows, and a reader that skips aborted data (a
    read_committed consumer, the group coordinator loading transactional offset commits)
-   would find neither. Control batches are copied unchanged, and so is every
-   aborted-transaction entry of the group's ``.txnindex`` files (the markers and offsets
-   they name do not move), so read_committed consumers still skip aborted data.
+   would find neither.
+
+   **Markers** (control batches) follow Kafka's two-pass rule. A marker stays while any
+   batch of its transaction is still in the cleaned log (kept whole, in part, or as the
+   producer's empty last batch): rebuilding producer state from the log would otherwise
+   find that data's transaction open forever and hold the last stable offset back, and a
+   read_committed reader needs the ABORT marker to stop skipping. The first pass that finds
+   a marker's transaction gone stamps it with a *delete horizon* (now +
+   ``delete.retention.ms``, in the batch's base timestamp with attribute bit 0x40, as
+   Kafka since KIP-534); a later pass past that horizon removes it together with its
+   ``.txnindex`` entry. A consumer that read the aborted data before it was removed thus
+   has ``delete.retention.ms`` to reach the marker. The other aborted-transaction entries
+   of the group's ``.txnindex`` files are copied unchanged (the markers and offsets they
+   name do not move), so read_committed consumers still skip aborted data.
 4. **Swap.** The cleaned files are fsynced, renamed ``.cleaned`` -> ``.swap``, the originals
    renamed ``.deleted`` (removed later: readers may hold regions), and ``.swap`` renamed to the
    final name. A crash in between is finished by recovery (see
@@ -54,13 +65,22 @@ from odradek.protocol.records import BatchHeader
 from odradek.storage.log import PartitionLog
 from odradek.storage.segment import LogSegment
 
-__all__ = ["CleanResult", "OffsetMap", "clean_log", "dirty_ratio", "first_uncleanable_offset"]
+__all__ = [
+    "DELETE_HORIZON_FLAG",
+    "CleanResult",
+    "OffsetMap",
+    "clean_log",
+    "delete_horizon_of",
+    "dirty_ratio",
+    "first_uncleanable_offset",
+]
 
 log = logging.getLogger(__name__)
 
 ENTRY_BYTES = 24  # 16-byte digest + 8-byte offset, as Kafka's SkimpyOffsetMap accounts
 LOAD_FACTOR = 0.9
 _WRITE_BUFFER = 256 * 1024
+DELETE_HORIZON_FLAG = 0x40  # RecordBatch attribute: baseTimestamp holds the delete horizon
 
 
 _FREE = bytes(16)
@@ -132,6 +152,9 @@ class CleanResult:
     bytes_written: int
     segments_cleaned: int
     keys: int
+    # The earliest delete horizon of a marker kept for now (None: none): a pass after it
+    # is due even when nothing new is dirty (the log manager schedules it).
+    next_delete_horizon: int | None = None
 
 
 def first_uncleanable_offset(log_: PartitionLog, now: int) -> int:
@@ -205,6 +228,52 @@ class _AbortedBatches:
                    for first, last in self._ranges.get(header.producer_id, ()))
 
 
+def delete_horizon_of(header: BatchHeader) -> int | None:
+    """The delete horizon a cleaner stamped on this batch, if any (KIP-534)."""
+    return header.base_timestamp if header.attributes & DELETE_HORIZON_FLAG else None
+
+
+class _Markers:
+    """Decides, over one whole pass from the log start, which markers may go: a producer's
+    transactional batches kept since its previous marker belong to the transaction its next
+    marker closes (a producer has one transaction open at a time)."""
+
+    def __init__(self, now: int, delete_retention_ms: int) -> None:
+        self.now = now
+        self.delete_retention_ms = delete_retention_ms
+        self._with_data: set[int] = set()  # producers with kept batches in an open txn
+        self.removed: set[int] = set()  # offsets of the markers dropped
+        self.next_horizon: int | None = None  # earliest horizon of a marker kept for now
+
+    def _pending(self, horizon: int) -> None:
+        if self.next_horizon is None or horizon < self.next_horizon:
+            self.next_horizon = horizon
+
+    def kept_data(self, header: BatchHeader) -> None:
+        if header.is_transactional:
+            self._with_data.add(header.producer_id)
+
+    def on_marker(self, data: bytes, header: BatchHeader) -> bytes | None:
+        """The marker batch to write (maybe stamped with its horizon), or None to drop it."""
+        if header.producer_id in self._with_data:
+            self._with_data.discard(header.producer_id)
+            return data
+        horizon = delete_horizon_of(header)
+        if horizon is None:
+            horizon = self.now + self.delete_retention_ms
+            self._pending(horizon)
+            stamped = header._replace(attributes=header.attributes | DELETE_HORIZON_FLAG,
+                                      base_timestamp=horizon)
+            _header, payload = rec.batch_payload(data)
+            return rec.rebuild_batch(stamped, payload, header.record_count,
+                                     header.max_timestamp)
+        if horizon > self.now:
+            self._pending(horizon)
+            return data
+        self.removed.add(header.base_offset)
+        return None
+
+
 def _build_offset_map(
     log_: PartitionLog, start: int, end: int, offset_map: OffsetMap, aborted: _AbortedBatches
 ) -> tuple[int, int]:
@@ -263,8 +332,6 @@ def _filter_batch(
     and timestamp deltas stay valid: base offset and base timestamp are kept), so cleaning
     never decodes values or re-encodes records.
     """
-    if header.is_control:
-        return data
     discard = header in aborted
     _header, payload = rec.batch_payload(data)
     kept: list[rec.RecordSpan] = []
@@ -297,6 +364,7 @@ def _clean_group(
     delete_horizon_ms: int,
     producer_last_offsets: dict[int, int],
     aborted: _AbortedBatches,
+    markers: _Markers,
 ) -> tuple[LogSegment, int]:
     directory: Path = log_.dir
     base = group[0].base_offset
@@ -327,8 +395,14 @@ def _clean_group(
         retain_tombstones = mtime > delete_horizon_ms
         for position, header in segment.iter_headers():
             data = segment.read_bytes(position, header.size)
-            out = _filter_batch(data, header, offset_map, retain_tombstones, producer_last_offsets,
-                                aborted)
+            out: bytes | None
+            if header.is_control:
+                out = markers.on_marker(data, header)
+            else:
+                out = _filter_batch(data, header, offset_map, retain_tombstones,
+                                    producer_last_offsets, aborted)
+                if out is not None:
+                    markers.kept_data(header)
             if out is None:
                 continue
             new_header = rec.parse_batch_header(out)
@@ -340,7 +414,8 @@ def _clean_group(
     flush_buffer()
     for segment in group:
         for entry in segment.txn_index.entries:
-            cleaned.txn_index.append(entry)
+            if entry.last_offset not in markers.removed:
+                cleaned.txn_index.append(entry)
     cleaned.next_offset = group[-1].next_offset
     cleaned.on_become_inactive()
     cleaned.flush()
@@ -354,17 +429,22 @@ def clean_log(
     *,
     dedupe_buffer_size: int = 128 * 1024 * 1024,
     now: int | None = None,
+    horizon_due: bool = False,
 ) -> CleanResult | None:
-    """One cleaning pass; returns None when there was nothing to clean."""
+    """One cleaning pass; returns None when there was nothing to clean. ``horizon_due``: a
+    marker's delete horizon passed, so the clean part is copied again even when nothing new
+    is dirty (the offset map is then empty: no record is shadowed that was not before)."""
     now = now if now is not None else wall_ms()
     start = max(first_dirty_offset, log_.log_start_offset)
     end = first_uncleanable_offset(log_, now)
-    if end <= start:
+    if end <= start and not horizon_due:
         return None
     offset_map = OffsetMap(dedupe_buffer_size)
     aborted = _AbortedBatches(log_)
-    mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map, aborted)
-    if mapped_end <= start:
+    mapped_end, bytes_read = start, 0
+    if end > start:
+        mapped_end, bytes_read = _build_offset_map(log_, start, end, offset_map, aborted)
+    if mapped_end <= start and not horizon_due:
         return None
     producer_last_offsets = {
         pid: entry.last_offset for pid, entry in log_.producer_state.producers.items()
@@ -375,11 +455,12 @@ def clean_log(
         if segment.base_offset < mapped_end and segment.base_offset < end
     ]
     delete_horizon = now - log_.config.delete_retention_ms
+    markers = _Markers(now, log_.config.delete_retention_ms)
     cleaned_count = 0
     written_total = 0
     for group in _group_segments(sources, log_.config.segment_bytes):
         cleaned, written = _clean_group(
-            log_, group, offset_map, delete_horizon, producer_last_offsets, aborted
+            log_, group, offset_map, delete_horizon, producer_last_offsets, aborted, markers
         )
         bytes_read += sum(segment.size for segment in group)
         if not log_.replace_segments([cleaned], group):
@@ -395,4 +476,5 @@ def clean_log(
         mapped_end,
         len(offset_map),
     )
-    return CleanResult(mapped_end, bytes_read, written_total, cleaned_count, len(offset_map))
+    return CleanResult(mapped_end, bytes_read, written_total, cleaned_count, len(offset_map),
+                       markers.next_horizon)

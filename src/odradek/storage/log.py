@@ -508,6 +508,12 @@ class PartitionLog(SegmentDeletion):
 
     # ------------------------------------------------------------------ producer state
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """``producer.id.expiration.ms``: drop idle producers without an open transaction
+        (under the append lock: the append path reads the same entries)."""
+        with self._lock:
+            return self.producer_state.remove_expired_producers(now_ms, expiration_ms)
+
     def _rebuild_producer_state(self) -> None:
         end = self._state.log_end_offset
         self.producer_state.delete_snapshots_after(end)

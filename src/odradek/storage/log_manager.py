@@ -14,11 +14,14 @@ Background work (``background=True``), on one scheduler thread plus a cleaner th
 
 * flusher, every second: flushes logs whose ``flush.ms`` elapsed;
 * retention, every ``log.retention.check.interval.ms``;
+* idle producers dropped from producer state (``producer.id.expiration.ms``), every
+  ``producer.id.expiration.check.interval.ms``;
 * checkpoints: recovery points every ``log.flush.offset.checkpoint.interval.ms`` and log
   start offsets every 60 s, high watermarks every
   ``replica.high.watermark.checkpoint.interval.ms``;
 * removal of ``.deleted`` segment files whose ``file.delete.delay.ms`` passed, every second;
-* the cleaner, every ``log.cleaner.backoff.ms`` (compacted logs only).
+* the cleaner, every ``log.cleaner.backoff.ms`` (compacted logs only; also once a
+  transaction marker's delete horizon passes, to remove it).
 
 Shutdown flushes and closes every log, writes every checkpoint, then the marker.
 """
@@ -107,6 +110,10 @@ class LogManager:
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
+        # Earliest delete horizon of a transaction marker the cleaner kept, per log: a pass
+        # is due then even if nothing is dirty (in memory: after a restart, the next
+        # ordinary pass removes them).
+        self._marker_horizons: dict[TopicPartition, int] = {}
         self._deleted_dirs: list[tuple[int, Path]] = []
         self._closed = False
         self._scheduler = Scheduler() if background else None
@@ -127,6 +134,8 @@ class LogManager:
             for name, task, period_ms in (
                 ("flusher", self._flush_due_logs, settings.flush_check_interval_ms),
                 ("retention", self.run_retention_once, settings.retention_check_interval_ms),
+                ("producer-expiration", self.remove_expired_producers,
+                 settings.producer_id_expiration_check_interval_ms),
                 ("recovery-point-checkpoint", self._checkpoint_recovery_points,
                  settings.recovery_point_checkpoint_interval_ms),
                 ("log-start-checkpoint", self._checkpoint_log_start_offsets,
@@ -258,6 +267,7 @@ class LogManager:
             partition_log = self._logs.pop(key, None)
             directory = self._log_dir_of.pop(key, None)
             self._cleaner_offsets.pop(key, None)
+            self._marker_horizons.pop(key, None)
         if partition_log is None or directory is None:
             return
         partition_log.close()
@@ -279,6 +289,14 @@ class LogManager:
                 total += apply_retention(partition_log, now)
         return total
 
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """``producer.id.expiration.ms`` on every log; returns producers removed. Uses the
+        settings of the moment (a dynamic change applies at the next check)."""
+        now = now if now is not None else wall_ms()
+        expiration = self.settings.producer_id_expiration_ms
+        return sum(partition_log.remove_expired_producers(now, expiration)
+                   for partition_log in self.all_logs() if not partition_log.closed)
+
     def run_cleaner_once(self, now: int | None = None) -> int:
         """One cleaning pass over every compacted log that needs it; returns logs cleaned."""
         cleaned = 0
@@ -290,7 +308,9 @@ class LogManager:
             if truncated is not None and truncated < first_dirty:
                 first_dirty = self._cleaner_offsets[key] = truncated
             current = now if now is not None else wall_ms()
-            if not needs_cleaning(partition_log, first_dirty, current):
+            horizon = self._marker_horizons.get(key)
+            horizon_due = horizon is not None and horizon <= current
+            if not horizon_due and not needs_cleaning(partition_log, first_dirty, current):
                 continue
             began = time.monotonic()
             result = clean_log(
@@ -298,7 +318,14 @@ class LogManager:
                 first_dirty,
                 dedupe_buffer_size=self.settings.cleaner_dedupe_buffer_size,
                 now=current,
+                horizon_due=horizon_due,
             )
+            if result is not None or horizon_due:
+                next_horizon = result.next_delete_horizon if result is not None else None
+                if next_horizon is None:
+                    self._marker_horizons.pop(key, None)
+                else:
+                    self._marker_horizons[key] = next_horizon
             if result is not None and self._observer is not None:
                 self._observer.cleaned(time.monotonic() - began, read_bytes=result.bytes_read,
                                        written_bytes=result.bytes_written)

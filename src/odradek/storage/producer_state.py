@@ -107,6 +107,12 @@ class ProducerStateEntry:
     )
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
+    # Max timestamp of the producer's last batch or marker: what DescribeProducers reports
+    # and what producer.id.expiration.ms is measured from (Kafka's lastTimestamp).
+    last_timestamp: int = -1
+    # Timestamp of the open transaction's first batch (its last timestamp after a restart):
+    # the age of the oldest open transaction is what an operator alerts on.
+    txn_start_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -146,6 +152,10 @@ class ProducerStateManager:
         # (first offset, marker offset) of every transaction holding the LSO back, in first
         # offset order; replaced whole on change so lock-free readers see a consistent tuple.
         self.unstable: tuple[tuple[int, int], ...] = ()
+        # Open transactions here and the earliest start timestamp among them (-1: none),
+        # published with ``unstable`` for the metrics.
+        self.open_transactions = 0
+        self.oldest_open_txn_timestamp = -1
 
     # ------------------------------------------------------------------- leader path
 
@@ -229,11 +239,13 @@ class ProducerStateManager:
             if header.producer_epoch != entry.epoch:
                 entry.epoch = header.producer_epoch
                 entry.batches.clear()
+            entry.last_timestamp = max(entry.last_timestamp, header.max_timestamp)
             if header.is_control:
                 if marker is not None:
                     completed = self._end_txn(entry, header.base_offset, marker)
             elif header.is_transactional and entry.current_txn_first_offset < 0:
                 entry.current_txn_first_offset = header.base_offset
+                entry.txn_start_timestamp = header.max_timestamp
                 self._publish_unstable()
             if not header.is_control and header.base_sequence >= 0:
                 entry.batches.append(
@@ -280,11 +292,13 @@ class ProducerStateManager:
             self._publish_unstable()
 
     def _publish_unstable(self) -> None:
-        pairs = [
-            (entry.current_txn_first_offset, NO_MARKER)
-            for entry in self.producers.values()
-            if entry.current_txn_first_offset >= 0
+        open_entries = [
+            entry for entry in self.producers.values() if entry.current_txn_first_offset >= 0
         ]
+        self.open_transactions = len(open_entries)
+        self.oldest_open_txn_timestamp = min(
+            (entry.txn_start_timestamp for entry in open_entries), default=-1)
+        pairs = [(entry.current_txn_first_offset, NO_MARKER) for entry in open_entries]
         pairs += [(txn.first_offset, txn.marker_offset) for txn in self._unreplicated]
         self.unstable = tuple(sorted(pairs))
 
@@ -308,10 +322,27 @@ class ProducerStateManager:
             if offset < log_start_offset:
                 self._snapshot_path(offset).unlink(missing_ok=True)
 
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``producer.id.expiration.ms`` (by their last batch's
+        timestamp) that have no open transaction, as Kafka does, so the state and its
+        snapshots do not grow with every producer that ever wrote; returns how many.
+        A forgotten producer that comes back is a new one to this partition (its next
+        sequence is accepted only from 0, or refused UNKNOWN_PRODUCER_ID)."""
+        gone = [
+            pid for pid, entry in self.producers.items()
+            if entry.current_txn_first_offset < 0
+            and now_ms - entry.last_timestamp >= expiration_ms
+        ]
+        for pid in gone:
+            del self.producers[pid]
+        return len(gone)
+
     def clear(self) -> None:
         self.producers.clear()
         self._unreplicated = []
         self.unstable = ()
+        self.open_transactions = 0
+        self.oldest_open_txn_timestamp = -1
         self.map_end_offset = 0
 
     # --------------------------------------------------------------------- snapshots
@@ -334,7 +365,8 @@ class ProducerStateManager:
         entries = bytearray()
         count = 0
         for entry in self.producers.values():
-            if not entry.batches and entry.current_txn_first_offset < 0:
+            if (not entry.batches and entry.current_txn_first_offset < 0
+                    and entry.last_timestamp < 0):
                 continue
             last = entry.batches[-1] if entry.batches else BatchMetadata(-1, -1, -1, -1, -1)
             entries += _SNAPSHOT_ENTRY.pack(
@@ -343,7 +375,7 @@ class ProducerStateManager:
                 last.last_seq,
                 last.last_offset,
                 last.last_offset - last.first_offset,
-                last.timestamp,
+                entry.last_timestamp,
                 entry.coordinator_epoch,
                 entry.current_txn_first_offset,
             )
@@ -365,7 +397,8 @@ class ProducerStateManager:
         for values in _SNAPSHOT_ENTRY.iter_unpack(data[_SNAPSHOT_HEADER.size :]):
             pid, epoch, last_seq, last_offset, delta, timestamp, coordinator, txn_first = values
             entry = ProducerStateEntry(
-                pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first
+                pid, epoch, coordinator_epoch=coordinator, current_txn_first_offset=txn_first,
+                last_timestamp=timestamp, txn_start_timestamp=timestamp if txn_first >= 0 else -1,
             )
             if last_offset >= 0:
                 first_seq = (last_seq - delta) % (INT_MAX + 1) if last_seq >= 0 else -1

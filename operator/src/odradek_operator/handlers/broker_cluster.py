@@ -2,10 +2,13 @@
 
 Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
 
-1. builds every child (pure builders) and server-side-applies it;
+1. reads the Secrets the spec names (TLS certificate, the operator's credentials; missing or
+   incomplete is a ``SecretNotFound``/``SecretInvalid`` condition), builds every child (pure
+   builders) and server-side-applies it;
 2. observes pods and Kafka (Kafka unreachable is not fatal here: children still converge,
    Kafka-dependent steps wait);
-3. takes at most one step of: drain before scale-down, live config change, restart of one
+3. brings the SCRAM users in line with spec.authentication.users, then takes at most one
+   step of: drain before scale-down, live config change, restart of one
    outdated pod (ISR-aware, controller last), rebalance after scale-up;
 4. reports progress in status and comes back soon while work remains.
 """
@@ -29,6 +32,7 @@ from ..decisions.cluster_plan import (
 from ..decisions.config_change import plan_dynamic_config, restart_relevant_config, split_config
 from ..decisions.state import ClusterState
 from ..errors import ClusterUnreachable
+from ..kafka.access import ClusterAccess
 from ..kafka.brokers import apply_dynamic_config, reassign
 from ..kafka.observe import observe_cluster
 from ..kafka.session import admin_session
@@ -40,6 +44,8 @@ from ..metrics import UNDER_REPLICATED
 from ..runtime import kube
 from ..spec import BrokerClusterSpec
 from .common import ReconcileResult, reconcile_guarded
+from .scram_users import reconcile_users
+from .secrets import load_cluster_secrets
 
 __all__ = ["RECONCILE_INTERVAL_S", "desired_children"]
 
@@ -51,9 +57,11 @@ REVISION_LABEL = "controller-revision-hash"
 
 
 def desired_children(names: ClusterNames, owner: Owner, spec: BrokerClusterSpec, *,
-                     replicas: int, dynamic_supported: bool, pod_monitor: bool
+                     replicas: int, dynamic_supported: bool, pod_monitor: bool,
+                     secret_inputs: Mapping[str, str] | None = None
                      ) -> list[dict[str, Any]]:
-    """Every child object, in apply order (pure)."""
+    """Every child object, in apply order (pure). ``secret_inputs``: what of the mounted
+    Secrets restarts brokers when it changes (:class:`.secrets.ClusterSecrets`)."""
     children: list[dict[str, Any]] = []
     if spec.managed_zookeeper is not None:
         children += zookeeper_manifests(names, owner, spec.managed_zookeeper)
@@ -63,6 +71,8 @@ def desired_children(names: ClusterNames, owner: Owner, spec: BrokerClusterSpec,
         connect = spec.zookeeper_connect
     config = broker_manifests.broker_config(spec, connect)
     restart_hash = config_hash(restart_relevant_config(config, dynamic_supported))
+    if secret_inputs:  # without Secrets the hash stays what it was before they existed
+        restart_hash = config_hash({"config": restart_hash, "secrets": dict(secret_inputs)})
     if spec.rack_topology_key:
         children += broker_manifests.rack_rbac(names, owner)
     children += [
@@ -103,18 +113,37 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     dynamic = dict(status.get("dynamicConfig") or {})
     dynamic_supported = bool(dynamic.get("supported", True)) \
         if dynamic.get("image") == spec.image else True
-    bootstrap = names.bootstrap_servers(spec.port)
+    secrets = await load_cluster_secrets(api, names, spec)
+    access = secrets.access
+    bootstrap = access.bootstrap_servers
     result = ReconcileResult({"bootstrapServers": bootstrap})
+    if not spec.legacy_listeners:
+        result.status["listeners"] = [
+            {"name": listener.name, "securityProtocol": listener.protocol,
+             "bootstrapServers": names.bootstrap_servers(listener.port)}
+            for listener in spec.listeners]
 
     existing = await api.get("StatefulSet", namespace, names.statefulset)
     current_replicas = int(existing["spec"]["replicas"]) if existing else spec.replicas
-    kafka = await _observe_kafka(bootstrap, spec) if existing else None
+    kafka, unreachable = await _observe_kafka(access, spec) if existing else (None, None)
     replicas = decide_replicas(spec.replicas, current_replicas, kafka)
 
     pod_monitor = await api.serves("monitoring.coreos.com/v1")
     for child in desired_children(names, owner, spec, replicas=replicas.statefulset_replicas,
-                                  dynamic_supported=dynamic_supported, pod_monitor=pod_monitor):
+                                  dynamic_supported=dynamic_supported, pod_monitor=pod_monitor,
+                                  secret_inputs=secrets.restart_inputs):
         await api.apply(child)
+
+    problems: list[tuple[str, str]] = []
+    if unreachable is not None:
+        problems.append(unreachable)
+    if kafka is not None and (spec.authentication.users or status.get("scramUsers")):
+        outcome = await _with_admin(access, lambda admin: reconcile_users(
+            api, admin, namespace, spec, status.get("scramUsers")))
+        result.status["scramUsers"] = outcome.applied
+        problems += outcome.problems
+        for message in outcome.events:
+            result.event("UsersUpdated", message)
 
     statefulset = await api.get("StatefulSet", namespace, names.statefulset) or {}
     sts_status = statefulset.get("status") or {}
@@ -123,7 +152,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
 
     busy: list[str] = []
     if replicas.moves and kafka is not None:
-        await _with_admin(bootstrap, lambda admin: reassign(admin, replicas.moves))
+        await _with_admin(access, lambda admin: reassign(admin, replicas.moves))
         result.event("Draining", replicas.message)
     if replicas.phase in ("Draining", "WaitingForKafka"):
         busy.append(replicas.message)
@@ -132,7 +161,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     if kafka is not None and not restart.pending and all(p.ready for p in pods):
         plan = plan_dynamic_config(spec.config, dynamic.get("applied") or {})
         if not plan.empty and dynamic_supported:
-            ok = await _with_admin(bootstrap, lambda admin: apply_dynamic_config(admin, plan))
+            ok = await _with_admin(access, lambda admin: apply_dynamic_config(admin, plan))
             keys = ", ".join(k for k, _, _ in plan.operations)
             if ok:
                 dynamic = {"applied": split_config(spec.config)[1], "supported": True,
@@ -172,7 +201,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
         moves = decide_rebalance(spec.replicas, kafka, scaling.get("rebalancedForReplicas"))
         if moves is not None:
             if moves:
-                await _with_admin(bootstrap, lambda admin: reassign(admin, moves))
+                await _with_admin(access, lambda admin: reassign(admin, moves))
                 result.event("Rebalancing", f"moving {len(moves)} partition(s) onto the "
                                             f"{spec.replicas} brokers")
             scaling["rebalancedForReplicas"] = spec.replicas
@@ -186,18 +215,21 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
                               "underReplicatedPartitions": kafka.under_replicated_partitions})
         UNDER_REPLICATED.labels(namespace, name).set(kafka.under_replicated_partitions)
     result.conditions += _conditions(spec, replicas.phase, replicas.message, kafka,
-                                     ready_replicas, busy)
+                                     ready_replicas, busy, problems)
     if busy:
         result.requeue_after, result.requeue_reason = STEP_DELAY_S, "; ".join(busy)
     return result
 
 
 def _conditions(spec: BrokerClusterSpec, phase: str, phase_message: str,
-                kafka: ClusterState | None, ready_replicas: int, busy: list[str]
-                ) -> list[Condition]:
-    problems = []
+                kafka: ClusterState | None, ready_replicas: int, busy: list[str],
+                known: list[tuple[str, str]] | None = None) -> list[Condition]:
+    """``known``: problems found on the way, (reason, message), most important first (a
+    refused login, a user's missing Secret)."""
+    problems = list(known or [])
     if kafka is None:
-        problems.append(("ClusterUnreachable", "the brokers do not answer yet"))
+        if not any(reason == "AuthenticationFailed" for reason, _ in problems):
+            problems.append(("ClusterUnreachable", "the brokers do not answer yet"))
     elif kafka.under_replicated_partitions:
         problems.append(("UnderReplicated",
                          f"{kafka.under_replicated_partitions} partition(s) under-replicated"))
@@ -219,17 +251,22 @@ def _conditions(spec: BrokerClusterSpec, phase: str, phase_message: str,
     return conditions
 
 
-async def _observe_kafka(bootstrap: str, spec: BrokerClusterSpec) -> ClusterState | None:
+async def _observe_kafka(access: ClusterAccess, spec: BrokerClusterSpec
+                         ) -> tuple[ClusterState | None, tuple[str, str] | None]:
+    """The cluster's state, or None and why (a refused login is worth its own reason)."""
     default_min_isr = int(spec.config.get("min.insync.replicas", "1"))
     try:
-        async with admin_session(bootstrap) as admin:
-            return await observe_cluster(admin, default_min_isr)
-    except ClusterUnreachable:
-        return None
+        async with admin_session(access.bootstrap_servers,
+                                 security=access.settings) as admin:
+            return await observe_cluster(admin, default_min_isr), None
+    except ClusterUnreachable as exc:
+        if exc.reason == "AuthenticationFailed":
+            return None, (exc.reason, str(exc))
+        return None, None
 
 
-async def _with_admin(bootstrap: str, action: Any) -> Any:
-    async with admin_session(bootstrap) as admin:
+async def _with_admin(access: ClusterAccess, action: Any) -> Any:
+    async with admin_session(access.bootstrap_servers, security=access.settings) as admin:
         return await action(admin)
 
 

@@ -19,17 +19,20 @@ import kopf
 from ..conditions import READY, RECONCILING, Condition, merge_conditions, now_rfc3339
 from ..errors import (
     ClusterUnreachable,
+    InvalidSpec,
     PermanentReconcileError,
     TemporaryReconcileError,
     backoff_delay,
 )
+from ..kafka.access import ClusterAccess
 from ..kube.api import KubeApi
 from ..manifests.common import ClusterNames
 from ..metrics import observe_reconcile
-from ..spec import ClusterRef
+from ..spec import BrokerClusterSpec, ClusterRef
+from .secrets import load_cluster_secrets
 
 __all__ = ["MANAGED_ANNOTATION", "ReconcileResult", "is_managed", "reconcile_guarded",
-           "resolve_bootstrap"]
+           "resolve_access"]
 
 MANAGED_ANNOTATION = "odradek.dev/managed"
 
@@ -119,22 +122,29 @@ async def reconcile_guarded(kind: str, kwargs: Mapping[str, Any],
                                       delay=result.requeue_after)
 
 
-async def resolve_bootstrap(api: KubeApi, namespace: str, ref: ClusterRef) -> str:
-    """Bootstrap servers of a clusterRef: given directly, or the BrokerCluster's bootstrap
-    Service (its status once it reported one)."""
+async def resolve_access(api: KubeApi, namespace: str, ref: ClusterRef) -> ClusterAccess:
+    """How to reach a clusterRef: bootstrap servers given directly (PLAINTEXT), or the
+    BrokerCluster's inter-broker listener (its status once it reported one, else its
+    bootstrap Service), with its TLS trust and the operator's credentials: the same access
+    as the BrokerCluster's own reconcile."""
     if ref.bootstrap_servers:
-        return ref.bootstrap_servers
+        return ClusterAccess(ref.bootstrap_servers)
     assert ref.name is not None
     cluster = await api.get("BrokerCluster", namespace, ref.name)
     if cluster is None:
         raise TemporaryReconcileError(
             f"BrokerCluster {ref.name!r} does not exist in namespace {namespace!r}",
             reason="ClusterNotFound", delay=30)
+    try:
+        spec = BrokerClusterSpec.parse(cluster.get("spec") or {})
+    except InvalidSpec as exc:
+        raise TemporaryReconcileError(f"BrokerCluster {ref.name!r} has an invalid spec: {exc}",
+                                      reason="ClusterInvalid", delay=30) from None
+    access = (await load_cluster_secrets(api, ClusterNames(ref.name, namespace), spec)).access
     status_servers = (cluster.get("status") or {}).get("bootstrapServers")
-    if status_servers:
-        return str(status_servers)
-    port = ((cluster.get("spec") or {}).get("listeners") or {}).get("port", 9092)
-    return ClusterNames(ref.name, namespace).bootstrap_servers(int(port))
+    if status_servers:  # what the BrokerCluster's own reconcile reached
+        return ClusterAccess(str(status_servers), access.settings)
+    return access
 
 
 def sync_time() -> str:

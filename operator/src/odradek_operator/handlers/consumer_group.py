@@ -19,7 +19,7 @@ from ..kafka.session import admin_session
 from ..metrics import GROUP_LAG
 from ..runtime import kube
 from ..spec import ConsumerGroupSpec
-from .common import ReconcileResult, reconcile_guarded, resolve_bootstrap, sync_time
+from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_time
 
 __all__ = ["OBSERVE_INTERVAL_S", "group_result"]
 
@@ -70,9 +70,10 @@ def group_result(spec: ConsumerGroupSpec, outcome: GroupOutcome) -> ReconcileRes
 
 async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileResult:
     spec = ConsumerGroupSpec.parse(body.spec, name)
-    bootstrap = await resolve_bootstrap(kube(), namespace, spec.cluster)
+    access = await resolve_access(kube(), namespace, spec.cluster)
     last_reset = (body.get("status") or {}).get("lastReset")
-    async with admin_session(bootstrap) as admin:
+    async with admin_session(access.bootstrap_servers,
+                             security=access.settings) as admin:
         outcome = await sync_group(admin, spec, last_reset)
     GROUP_LAG.labels(namespace, name, spec.group_id).set(outcome.total_lag)
     return group_result(spec, outcome)

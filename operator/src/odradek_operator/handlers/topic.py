@@ -18,7 +18,7 @@ from ..kafka.session import admin_session
 from ..kafka.topics import TopicOutcome, delete_topic, sync_topic
 from ..runtime import kube
 from ..spec import TopicSpec
-from .common import ReconcileResult, is_managed, reconcile_guarded, resolve_bootstrap, sync_time
+from .common import ReconcileResult, is_managed, reconcile_guarded, resolve_access, sync_time
 
 __all__ = ["DRIFT_INTERVAL_S", "topic_result"]
 
@@ -72,8 +72,9 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
             READY, None, "Unmanaged", 'annotation odradek.dev/managed is "false": the topic '
                                       "is neither changed nor deleted")])
     spec = TopicSpec.parse(body.spec, name)
-    bootstrap = await resolve_bootstrap(kube(), namespace, spec.cluster)
-    async with admin_session(bootstrap) as admin:
+    access = await resolve_access(kube(), namespace, spec.cluster)
+    async with admin_session(access.bootstrap_servers,
+                             security=access.settings) as admin:
         outcome = await sync_topic(admin, spec)
     return topic_result(spec, outcome, body.metadata.get("generation"))
 
@@ -104,14 +105,15 @@ async def delete_kafka_topic(*, body: kopf.Body, namespace: str | None, name: st
                     f"{spec.deletion_policy}, managed {is_managed(body.metadata)})")
         return
     try:
-        bootstrap = await resolve_bootstrap(kube(), namespace or "", spec.cluster)
+        access = await resolve_access(kube(), namespace or "", spec.cluster)
     except TemporaryReconcileError as exc:
         if exc.reason == "ClusterNotFound":
             logger.info(f"cluster gone; nothing to delete for {spec.topic_name}")
             return
         raise
     try:
-        async with admin_session(bootstrap) as admin:
+        async with admin_session(access.bootstrap_servers,
+                                 security=access.settings) as admin:
             deleted = await delete_topic(admin, spec.topic_name)
     except ClusterUnreachable as exc:
         raise kopf.TemporaryError(str(exc), delay=min(300, 10 * (retry + 1))) from exc

@@ -43,6 +43,7 @@ class ResourcePath:
 
 KIND_PATHS: dict[str, ResourcePath] = {
     "ConfigMap": ResourcePath("v1", "configmaps"),
+    "Secret": ResourcePath("v1", "secrets"),
     "Service": ResourcePath("v1", "services"),
     "ServiceAccount": ResourcePath("v1", "serviceaccounts"),
     "Pod": ResourcePath("v1", "pods"),

@@ -1,8 +1,13 @@
 """The broker side of a BrokerCluster as Kubernetes objects: pure functions, spec in, dict out.
 
-Contract with ``broker-image/`` (its entrypoint): broker.id is the pod ordinal, the advertised
-listener is ``<pod>.<headless service>.<namespace>.svc.cluster.local:<port>``, the rest comes
-from ``/etc/odradek/server.properties`` (the ConfigMap) and ``ODRADEK_OVERRIDES``.
+Contract with ``broker-image/`` (its entrypoint): broker.id is the pod ordinal; every listener
+of ``ODRADEK_LISTENERS`` (``NAME:PORT ...``; else one PLAINTEXT listener on ``ODRADEK_PORT``)
+is advertised as ``<pod>.<headless service>.<namespace>.svc.cluster.local:<port>``; with
+``ODRADEK_TLS_DIR`` (the TLS Secret, read-only) it builds the broker's PEM key store in
+``ODRADEK_RUN_DIR``; with ``ODRADEK_SASL_USERNAME``/``_PASSWORD`` (from the operator's
+credentials Secret) it sets ``sasl.jaas.config``, and writes the readiness probe's client
+properties (``ODRADEK_PROBE_CONFIG``) for a secured inter-broker listener. The rest comes from
+``/etc/odradek/server.properties`` (the ConfigMap) and ``ODRADEK_OVERRIDES``.
 
 The StatefulSet uses ``updateStrategy: OnDelete``: a template change never restarts pods by
 itself; the operator deletes one pod at a time when no partition would drop below
@@ -14,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..security_spec import uses_sasl, uses_tls
 from ..spec import BrokerClusterSpec
 from .common import (
     RESTART_HASH_ANNOTATION,
@@ -43,6 +49,9 @@ BROKER = "broker"
 DATA_DIR = "/var/lib/odradek/data"
 CONFIG_DIR = "/etc/odradek"
 RACK_DIR = "/etc/odradek-rack"
+TLS_DIR = "/etc/odradek-tls"
+RUN_DIR = "/var/run/odradek"  # derived key store, probe properties: memory, pod-private
+PROBE_CONFIG = f"{RUN_DIR}/probe.properties"
 BROKER_UID = 10001  # the broker image's user
 TERMINATION_GRACE_SECONDS = 180  # controlled shutdown moves leadership away first
 
@@ -53,6 +62,29 @@ def broker_config(spec: BrokerClusterSpec, zookeeper_connect: str) -> dict[str, 
     config = dict(spec.config)
     config["zookeeper.connect"] = zookeeper_connect
     config["metrics.port"] = str(spec.metrics_port if spec.metrics_enabled else 0)
+    config.update(security_config(spec))
+    return config
+
+
+def security_config(spec: BrokerClusterSpec) -> dict[str, str]:
+    """The cluster-wide listener and security keys (none for the single-port form, so a
+    cluster created before named listeners keeps its ConfigMap). Key store paths and the
+    inter-broker password are the entrypoint's: they come from mounted Secrets."""
+    if spec.legacy_listeners:
+        return {}
+    protocols = {listener.protocol for listener in spec.listeners}
+    config = {
+        "listener.security.protocol.map": ",".join(
+            f"{listener.name}:{listener.protocol}" for listener in spec.listeners),
+        "inter.broker.listener.name": spec.inter_broker_listener,
+    }
+    if spec.tls is not None and any(uses_tls(p) for p in protocols):
+        config["ssl.client.auth"] = spec.tls.client_auth
+    if any(uses_sasl(p) for p in protocols):
+        config["sasl.enabled.mechanisms"] = ",".join(spec.authentication.mechanisms)
+        if spec.operator_uses_sasl:
+            config["sasl.mechanism.inter.broker.protocol"] = \
+                spec.authentication.operator_mechanism
     return config
 
 
@@ -64,7 +96,9 @@ def config_map(names: ClusterNames, owner: Owner | None, config: Mapping[str, st
 
 
 def _ports(spec: BrokerClusterSpec) -> list[dict[str, Any]]:
-    ports = [{"name": "kafka", "port": spec.port, "targetPort": "kafka", "protocol": "TCP"}]
+    ports = [{"name": listener.port_name, "port": listener.port,
+              "targetPort": listener.port_name, "protocol": "TCP"}
+             for listener in spec.listeners]
     if spec.metrics_enabled:
         ports.append({"name": "metrics", "port": spec.metrics_port, "targetPort": "metrics",
                       "protocol": "TCP"})
@@ -87,7 +121,7 @@ def bootstrap_service(names: ClusterNames, owner: Owner | None, spec: BrokerClus
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": metadata(names.bootstrap_service, names, BROKER, owner),
             "spec": {"type": "ClusterIP", "selector": names.selector(BROKER),
-                     "ports": [p for p in _ports(spec) if p["name"] == "kafka"]}}
+                     "ports": [p for p in _ports(spec) if p["name"] != "metrics"]}}
 
 
 def pod_disruption_budget(names: ClusterNames, owner: Owner | None) -> dict[str, Any]:
@@ -168,10 +202,37 @@ def stop_brokers_patch(delete_claim: bool) -> dict[str, Any]:
         "whenScaled": when_deleted, "whenDeleted": when_deleted}}}
 
 
+def _security_env(spec: BrokerClusterSpec, env: list[dict[str, Any]],
+                  mounts: list[dict[str, Any]], volumes: list[dict[str, Any]]) -> None:
+    """Named listeners, the TLS Secret (read-only) and the inter-broker credentials."""
+    env.append({"name": "ODRADEK_LISTENERS", "value": " ".join(
+        f"{listener.name}:{listener.port}" for listener in spec.listeners)})
+    env.append({"name": "ODRADEK_INTER_BROKER_PROTOCOL", "value": spec.inter_broker.protocol})
+    env.append({"name": "ODRADEK_RUN_DIR", "value": RUN_DIR})
+    env.append({"name": "ODRADEK_PROBE_CONFIG", "value": PROBE_CONFIG})
+    volumes.append({"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}})
+    mounts.append({"name": "run", "mountPath": RUN_DIR})
+    if spec.tls is not None:
+        env.append({"name": "ODRADEK_TLS_DIR", "value": TLS_DIR})
+        volumes.append({"name": "tls", "secret": {"secretName": spec.tls.secret_name,
+                                                  "defaultMode": 0o440}})
+        mounts.append({"name": "tls", "mountPath": TLS_DIR, "readOnly": True})
+    operator = spec.authentication.operator_secret
+    if operator is not None and spec.operator_uses_sasl:
+        env += [
+            {"name": "ODRADEK_SASL_MECHANISM", "value": spec.authentication.operator_mechanism},
+            {"name": "ODRADEK_SASL_USERNAME", "valueFrom": {"secretKeyRef": {
+                "name": operator.name, "key": operator.key}}},
+            {"name": "ODRADEK_SASL_PASSWORD", "valueFrom": {"secretKeyRef": {
+                "name": operator.name, "key": spec.authentication.operator_password_key}}},
+        ]
+
+
 def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpec, *,
                 replicas: int, restart_hash: str) -> dict[str, Any]:
     """``replicas`` is the operator's decision (it lags spec.replicas while a scale-down
-    drains brokers); ``restart_hash`` digests the restart-relevant config."""
+    drains brokers); ``restart_hash`` digests the restart-relevant config and the data of the
+    Secrets the brokers mount (a rotated certificate rolls the brokers, ISR-aware)."""
     selector = names.selector(BROKER)
     env: list[dict[str, Any]] = [
         {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -180,14 +241,19 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         {"name": "ODRADEK_DATA_DIR", "value": DATA_DIR},
         {"name": "ODRADEK_CONFIG", "value": f"{CONFIG_DIR}/server.properties"},
     ]
-    mounts = [{"name": "data", "mountPath": DATA_DIR},
-              {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
+    mounts: list[dict[str, Any]] = [
+        {"name": "data", "mountPath": DATA_DIR},
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}]
     volumes: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": names.config_map}}]
+    if not spec.legacy_listeners:
+        _security_env(spec, env, mounts, volumes)
+    probe_port: int | str = "kafka" if spec.legacy_listeners else spec.port
     container: dict[str, Any] = {
         "name": BROKER, "image": spec.image, "imagePullPolicy": spec.image_pull_policy,
         "env": env,
-        "ports": [{"name": "kafka", "containerPort": spec.port, "protocol": "TCP"}],
+        "ports": [{"name": listener.port_name, "containerPort": listener.port,
+                   "protocol": "TCP"} for listener in spec.listeners],
         # Ready = registered in ZooKeeper and in the ISR of everything it replicates (the
         # image's probe): the bootstrap Service then routes only to caught-up brokers. The
         # probe is a Python process: on a busy node its start-up alone took over 8 s (e2e at
@@ -198,9 +264,9 @@ def statefulset(names: ClusterNames, owner: Owner | None, spec: BrokerClusterSpe
         # A broker listens only once it has registered in ZooKeeper, which on a busy node (or
         # behind a slow ensemble) can take minutes: the startup probe gives it ten, so the
         # liveness probe never kills a broker that is still starting (a restart starts over).
-        "startupProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+        "startupProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 10,
                          "failureThreshold": 60},
-        "livenessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 10,
+        "livenessProbe": {"tcpSocket": {"port": probe_port}, "periodSeconds": 10,
                           "failureThreshold": 6},
         "volumeMounts": mounts,
         "securityContext": container_security_context(),

@@ -1,4 +1,5 @@
-"""Broker detail: where a broker's time goes (request phases, purgatory, event loop, disk)."""
+"""Broker detail: where a broker's time goes (request phases, purgatory, event loop, disk),
+and its transactions (as coordinator, and open on the partitions it leads)."""
 
 from __future__ import annotations
 
@@ -90,5 +91,38 @@ def dashboard() -> Dashboard:
         .with_panel(timeseries_panel(
             "Recovery at start", "How long loading the logs took at the last start.", "s",
             (f"max by (broker) ({m.LOG_RECOVERY_DURATION.name}{{{BROKERS}}})", "{{broker}}"),
+            width=8))
+        .with_row(Row("Transactions"))
+        .with_panel(timeseries_panel(
+            "Transactions ended", "Per second at the coordinators: committed, aborted, and "
+            "aborted for outliving transaction.timeout.ms.", "ops",
+            (rate_sum(m.TXN_STARTED.name, BROKERS, "broker"), "started {{broker}}"),
+            (rate_sum(m.TXN_COMMITTED.name, BROKERS, "broker"), "committed {{broker}}"),
+            (rate_sum(m.TXN_ABORTED.name, BROKERS, "broker"), "aborted {{broker}}"),
+            (rate_sum(m.TXN_TIMED_OUT.name, BROKERS, "broker"), "timed out {{broker}}"),
+            width=8))
+        .with_panel(timeseries_panel(
+            "Transactional ids by state", "Ids the brokers coordinate, by Kafka state.",
+            "short",
+            (f"sum by (state) ({m.TXN_IDS.name}{{{BROKERS}}})", "{{state}}"), width=8))
+        .with_panel(timeseries_panel(
+            "Marker write p99", "From Prepare{Commit,Abort} to every partition's marker: "
+            "how long an ending transaction holds the LSO back.", "s",
+            (quantile(0.99, m.TXN_MARKER_DURATION.name, BROKERS, "broker"), "{{broker}}"),
+            width=8))
+        .with_panel(timeseries_panel(
+            "Open transactions", "Transactions without a marker yet on the partitions each "
+            "broker leads (they hold read_committed consumers back).", "short",
+            (f"sum by (broker) ({m.OPEN_TRANSACTIONS.name}{{{BROKERS}}})", "{{broker}}"),
+            width=8))
+        .with_panel(timeseries_panel(
+            "Oldest open transaction", "Age of the oldest open transaction; past "
+            "transaction.max.timeout.ms it is hanging (kafka-transactions find-hanging).", "s",
+            (f"max by (broker) ({m.OLDEST_OPEN_TRANSACTION.name}{{{BROKERS}}})", "{{broker}}"),
+            width=8))
+        .with_panel(timeseries_panel(
+            "LSO lag (per-topic labels on)", "Log end minus last stable offset, the "
+            "partitions furthest behind.", "short",
+            (f"topk(10, {m.PARTITION_LSO_LAG.name}{{{BROKERS}}})", "{{topic}}-{{partition}}"),
             width=8))
     )

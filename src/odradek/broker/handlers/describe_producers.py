@@ -1,0 +1,63 @@
+"""DescribeProducers (v0): the active producers of partitions this broker leads.
+
+Why: Kafka's admin (``kafka-transactions describe-producers``, ``find-hanging``, ``abort``)
+finds transactions that hold a partition's last stable offset back by asking the leader for
+its producer state: per producer id its epoch, last sequence and timestamp, the epoch of the
+coordinator that wrote its last marker, and the first offset of its open transaction. A
+transaction whose producer is gone and whose coordinator never wrote markers is visible
+only here. The answer is read from the partition log's producer state as it is (no copy,
+no lock: entries are replaced whole by the append path on the same event loop).
+
+Per partition: a follower answers NOT_LEADER_OR_FOLLOWER, an unknown partition
+UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.errors import response_error
+from odradek.storage.producer_state import ProducerStateManager
+
+from ..context import RequestContext
+
+__all__ = ["handle_describe_producers"]
+
+
+def _active_producers(module: Any, state: ProducerStateManager) -> tuple[Any, ...]:
+    return tuple(
+        build(module.ProducerState, producer_id=entry.producer_id,
+              producer_epoch=entry.epoch, last_sequence=entry.last_seq,
+              last_timestamp=entry.last_timestamp,
+              coordinator_epoch=entry.coordinator_epoch,
+              current_txn_start_offset=entry.current_txn_first_offset)
+        for entry in list(state.producers.values())
+    )
+
+
+def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
+    module = response_module(ApiKey.DESCRIBE_PRODUCERS, ctx.api_version)
+    replica_manager = ctx.services.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for index in topic.partition_indexes:
+            producers: tuple[Any, ...] = ()
+            message: str | None = None
+            try:
+                found = replica_manager.leader_partition(str(topic.name), int(index))
+                producers = _active_producers(module, found.log.producer_state)
+                code = ErrorCode.none
+            except Exception as exc:
+                code, message = response_error(exc, f"describe producers of {topic.name}-{index}")
+            partitions.append(build(module.PartitionResponse, partition_index=int(index),
+                                    error_code=code, error_message=message,
+                                    active_producers=producers))
+        topics.append(build(module.TopicResponse, name=topic.name,
+                            partitions=tuple(partitions)))
+    return build(module.DescribeProducersResponse, throttle_time=NO_THROTTLE,
+                 topics=tuple(topics))
