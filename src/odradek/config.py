@@ -204,6 +204,17 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
     ConfigDef("connection.failed.authentication.delay.ms", INT, 100,
               "Delay before answering a failed authentication (slows password guessing).",
               at_least=0),
+    # Authorization (docs/security.md)
+    ConfigDef("authorizer.class.name", STR, "",
+              "Turns ACL authorization on: kafka.security.authorizer.AclAuthorizer (or "
+              "kafka.security.auth.SimpleAclAuthorizer, or odradek's alias acl); ACLs are "
+              "kept in ZooKeeper as Kafka keeps them. Empty: every request is allowed."),
+    ConfigDef("super.users", STR, "",
+              "Principals allowed everything whatever the ACLs, separated by semicolons: "
+              "User:admin;User:broker."),
+    ConfigDef("allow.everyone.if.no.acl.found", BOOL, False,
+              "With an authorizer: whether a resource no ACL matches is open to everyone "
+              "(false: denied to all but super.users)."),
     # ZooKeeper
     ConfigDef("zookeeper.connect", STR, "127.0.0.1:2181",
               "ZooKeeper connect string, optionally with a chroot (host:port/path)."),

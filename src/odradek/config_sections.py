@@ -222,6 +222,9 @@ class SecurityConfig(Section):
     failed_authentication_delay_ms: int = setting("connection.failed.authentication.delay.ms")
     sasl_server_max_receive_size: int = setting("sasl.server.max.receive.size")
     connections_max_reauth_ms: int = setting("connections.max.reauth.ms")
+    authorizer_class_name: str = setting("authorizer.class.name")
+    super_users: str = setting("super.users")
+    allow_everyone_if_no_acl_found: bool = setting("allow.everyone.if.no.acl.found")
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""

@@ -101,6 +101,7 @@ class DemoBroker:
             m.connections.opened("PLAINTEXT")  # a short-lived connection
             m.connections.closed("PLAINTEXT")
             m.connections.authenticated("SASL_SSL", success=rng.random() < 0.9)
+            m.connections.denied("Fetch", "Topic", "Read")
             m.cleaner.ran(rng.uniform(0.5, 3.0), read_bytes=rng.randint(1 << 20, 8 << 20),
                           written_bytes=rng.randint(1 << 19, 4 << 20))
             m.replication.isr_shrunk()

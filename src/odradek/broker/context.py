@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from odradek.quota import QuotaManager
     from odradek.replication import ReplicaManager
 
+    from .authorizer import Authorizer
     from .producer_ids import ProducerIdManager
     from .throttling import ChannelThrottle
 
@@ -41,6 +42,7 @@ class BrokerServices:
     dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
     quotas: QuotaManager | None = None  # client quotas (None: none enforced)
+    authorizer: Authorizer | None = None  # ACLs (None: authorizer.class.name unset, all open)
     _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
 
     @property

@@ -54,6 +54,7 @@ def is_awaitable(value: object) -> bool:
 def handler_table() -> dict[int, Handler]:
     """api key → handler for every advertised API (imported here to keep modules acyclic)."""
     from .handlers import (
+        acls,
         admin,
         api_versions,
         client_quotas,
@@ -105,6 +106,9 @@ def handler_table() -> dict[int, Handler]:
         ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
         ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
         ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
+        ApiKey.CREATE_ACLS: acls.handle_create_acls,
+        ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+        ApiKey.DELETE_ACLS: acls.handle_delete_acls,
         **_group_handlers(),
         **_controller_handlers(),
     }

@@ -31,8 +31,10 @@ from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
+from odradek.security.authorizer_config import authorizer_enabled
 from odradek.types import BrokerId
 
+from .authorizer import Authorizer
 from .context import BrokerServices
 from .dispatch import handler_table
 from .inter_broker import inter_broker_endpoint, inter_broker_security
@@ -71,6 +73,7 @@ class Broker:
         self._remote_offsets: RemoteLogOffsets | None = None
         self._stopped = asyncio.Event()
         self._marker_writer: Any = None  # the transaction coordinator's, once started
+        self._acl_cache: Any = None  # odradek.cluster.acls.AclCache with an authorizer
         self.metrics = BrokerMetrics(self.sections.metrics.options())
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
@@ -157,6 +160,7 @@ class Broker:
             dynamic_config=self._dynamic,
             metrics=metrics,
             quotas=self.quotas,
+            authorizer=await self._start_authorizer(cluster),
         )
         from .txn_coordination import start_transaction_coordinator
 
@@ -176,9 +180,31 @@ class Broker:
         self.listeners.bind()
         await cluster.register_broker(self._broker_info())
         await self._wait_until_visible()
-        self.listeners.start(self.services, handler_table())
+        self.listeners.start(self.services, self._handlers())
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
+
+    async def _start_authorizer(self, cluster: Any) -> Authorizer | None:
+        """With ``authorizer.class.name``: the ACL cache, filled before the first request."""
+        security = self.sections.security
+        if not authorizer_enabled(security.authorizer_class_name):
+            return None
+        from odradek.cluster.acls import AclCache
+
+        self._acl_cache = AclCache(cluster.session)
+        await self._acl_cache.start()
+        return Authorizer(security, self._acl_cache, self.metrics)
+
+    def _handlers(self) -> dict[int, Any]:
+        """The handler table, behind the authorizer's rules when there is one."""
+        table = handler_table()
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return table
+        from .access import guarded_table
+        from .access_rules import RULES
+
+        return guarded_table(table, RULES, authorizer)
 
     async def _wait_until_visible(self) -> None:
         """Serve only once our own view lists this broker (and, briefly, a controller).
@@ -220,6 +246,8 @@ class Broker:
             self._log_manager.shutdown()
         if self._remote_offsets is not None:
             await self._remote_offsets.close()
+        if self._acl_cache is not None:
+            await self._acl_cache.stop()
         if self._cluster is not None:
             await self._cluster.stop()
         await self.metrics.stop()

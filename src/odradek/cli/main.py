@@ -91,6 +91,7 @@ def cluster(brokers: int, data_dir: Path, base_port: int, zookeeper_port: int,
                              metrics_base_port=metrics_base_port, prometheus=prometheus))
 
 
+from odradek.cli.acls import acls  # noqa: E402
 from odradek.cli.consume import consume  # noqa: E402
 from odradek.cli.groups import groups  # noqa: E402
 from odradek.cli.perf import perf  # noqa: E402
@@ -101,6 +102,7 @@ from odradek.cli.users import users  # noqa: E402
 
 cli.add_command(topics)
 cli.add_command(users)
+cli.add_command(acls)
 cli.add_command(produce)
 cli.add_command(consume)
 cli.add_command(groups)

@@ -17,7 +17,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.security.acl import AclBinding, AclFilter
 
+from .acls import create_acls, delete_acls, describe_acls
 from .assignors import decode_assignment, decode_subscription
 from .cluster_client import ClusterClient
 from .errors import BrokerResponseError, KafkaClientError
@@ -154,6 +156,17 @@ class AsyncAdminClient:
     async def describe_user_scram_credentials(
             self, users: Iterable[str] | None = None) -> list[UserCredential]:
         return await describe_user_scram(self.client, users)
+
+    # ------------------------------------------------------------------ ACLs
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        await create_acls(self.client, bindings)
+
+    async def describe_acls(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return await describe_acls(self.client, acl_filter)
+
+    async def delete_acls(self, filters: Iterable[AclFilter]) -> list[AclBinding]:
+        return await delete_acls(self.client, filters)
 
     # ------------------------------------------------------------------ topics
 

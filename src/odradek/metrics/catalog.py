@@ -140,6 +140,11 @@ AUTHENTICATIONS = MetricSpec(
     "SASL logins (and re-authentications) on SASL listeners, by listener and result "
     "(success, failure): failures are wrong passwords, unknown users or broken exchanges.",
     ("listener", "result"), source="connections.authenticated")
+AUTHORIZATION_DENIALS = MetricSpec(
+    "odradek_authorization_denials_total", C,
+    "Actions the ACL authorizer denied, by API, resource type and operation (a request "
+    "denied on several topics counts once per topic).",
+    ("api", "resource_type", "operation"), source="connections.denied")
 EVENT_LOOP_LAG = MetricSpec(
     "odradek_event_loop_lag_seconds", H,
     "How late the event loop ran a timer: the saturation of odradek's single network and "

@@ -189,7 +189,8 @@ class ConnectionMetrics(_Recorder):
         self._opened = MetricFamily(m.CONNECTIONS_OPENED)
         self._closed = MetricFamily(m.CONNECTIONS_CLOSED)
         self._authentications = MetricFamily(m.AUTHENTICATIONS)
-        self.families = (self._opened, self._closed, self._authentications)
+        self._denials = MetricFamily(m.AUTHORIZATION_DENIALS)
+        self.families = (self._opened, self._closed, self._authentications, self._denials)
 
     def opened(self, listener: str) -> None:
         self._opened.labels(listener).value += 1
@@ -200,11 +201,15 @@ class ConnectionMetrics(_Recorder):
     def authenticated(self, listener: str, success: bool) -> None:
         self._authentications.labels(listener, "success" if success else "failure").value += 1
 
+    def denied(self, api: str, resource_type: str, operation: str) -> None:
+        self._denials.labels(api, resource_type, operation).value += 1
+
     def collect(self) -> Iterator[Metric]:
         opened, closed = self._opened.collect(), self._closed.collect()
         yield opened
         yield closed
         yield self._authentications.collect()
+        yield self._denials.collect()
         closed_by = {s.labels["listener"]: s.value for s in closed.samples
                      if s.name.endswith("_total")}
         open_now = GaugeMetricFamily(m.CONNECTIONS.name, m.CONNECTIONS.help, labels=["listener"])

@@ -55,6 +55,9 @@ class ApiKey(IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -108,6 +111,10 @@ ADVERTISED: dict[ApiKey, VersionRange] = {
     ApiKey.ALTER_CLIENT_QUOTAS: VersionRange(0, 1),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: VersionRange(0, 0),
+    # ACLs (``broker/handlers/acls.py``): SECURITY_DISABLED without an authorizer.
+    ApiKey.DESCRIBE_ACLS: VersionRange(1, 3),
+    ApiKey.CREATE_ACLS: VersionRange(1, 3),
+    ApiKey.DELETE_ACLS: VersionRange(1, 3),
 }
 
 # The classic group protocol (``odradek.coordinator``). librdkafka also reads the presence

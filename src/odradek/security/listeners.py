@@ -73,6 +73,9 @@ def validate_security(config: BrokerConfig) -> None:
         if mechanism not in SASL_MECHANISMS:
             raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
                               f"(supported: {', '.join(SASL_MECHANISMS)})")
+    from .authorizer_config import validate_authorizer
+
+    validate_authorizer(config["authorizer.class.name"], config["super.users"])
     inter_protocol = mapping[(inter or names[0]).upper()]
     if uses_sasl(inter_protocol):
         if config["sasl.mechanism.inter.broker.protocol"] not in config["sasl.enabled.mechanisms"]:

@@ -19,10 +19,15 @@ muted (:mod:`..throttling`). Replica fetches are never throttled.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from odradek.protocol.builder import millis
-from odradek.protocol.fetch_response import EncodedResponse, encode_fetch_response
+from odradek.protocol.fetch_response import (
+    EncodedResponse,
+    FetchTopicResult,
+    encode_fetch_response,
+)
 from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
@@ -34,7 +39,12 @@ __all__ = ["handle_fetch"]
 _FETCH = QuotaType.FETCH
 
 
-def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+def handle_fetch(ctx: RequestContext, request: Any,
+                 denied: Sequence[FetchTopicResult] = ()) -> Any:
+    """``denied``: results of partitions the authorizer refused (:mod:`..access_rules`),
+    answered with the rest; with nothing else to read the answer goes out at once."""
+    if denied and not request.topics:
+        return encode_fetch_response(ctx.api_version, ctx.header.correlation_id, denied)
     replica_id = int(request.replica_id)
     max_bytes = max(int(request.max_bytes), 0)
     quotas = ctx.services.quotas
@@ -64,21 +74,23 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     )
     outcome = ctx.services.replica_manager.fetch(params)
     if isinstance(outcome, asyncio.Future):
-        return _respond_when_read(ctx, quotas, outcome)
-    return _respond(ctx, quotas, outcome)
+        return _respond_when_read(ctx, quotas, outcome, denied)
+    return _respond(ctx, quotas, outcome, denied)
 
 
 async def _respond_when_read(
-    ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead]
+    ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead],
+    denied: Sequence[FetchTopicResult],
 ) -> EncodedResponse:
-    return _respond(ctx, quotas, await pending)
+    return _respond(ctx, quotas, await pending, denied)
 
 
 def _client_id(ctx: RequestContext) -> str:
     return ctx.header.client_id or ""
 
 
-def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) -> EncodedResponse:
+def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead,
+             denied: Sequence[FetchTopicResult] = ()) -> EncodedResponse:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
     if quotas is not None:
         user, client_id = quota_user(ctx.principal), _client_id(ctx)
@@ -87,6 +99,6 @@ def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead) 
             quotas.unrecord(_FETCH, user, client_id, read.total_bytes)
             if ctx.throttle is not None:
                 ctx.throttle.mute(throttle_ms)
-            return encode_fetch_response(version, correlation_id, (),
+            return encode_fetch_response(version, correlation_id, denied,
                                          throttle_time_ms=throttle_ms)
-    return encode_fetch_response(version, correlation_id, read.topics)
+    return encode_fetch_response(version, correlation_id, [*read.topics, *denied])

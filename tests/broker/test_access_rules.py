@@ -1,0 +1,29 @@
+"""The authorization table covers every API, and every answer it may build alone encodes
+in every advertised version (the rules' error answers are built, not hand-written)."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from odradek.broker.access import blank
+from odradek.broker.access_rules import RULES
+from odradek.broker.dispatch import handler_table
+from odradek.protocol.api_versions import ADVERTISED, ApiKey
+from odradek.protocol.messages import encode_response, response_type
+
+PRE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
+
+
+def test_every_api_has_a_rule() -> None:
+    missing = {ApiKey(key).name for key in handler_table()} - {
+        ApiKey(key).name for key in RULES} - {key.name for key in PRE_AUTHENTICATION}
+    assert missing == set()
+    assert not PRE_AUTHENTICATION & set(RULES)
+
+
+def test_error_answers_encode_in_every_version() -> None:
+    for api, versions in ADVERTISED.items():
+        for version in range(versions.min_version, versions.max_version + 1):
+            cls = response_type(api, version)
+            fields = {"error_code": ErrorCode.cluster_authorization_failed}
+            assert encode_response(1, blank(cls, **fields)), (api, version)
