@@ -19,8 +19,8 @@ Version differences handled here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -37,6 +37,7 @@ from ..context import RequestContext
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 
 _NO_RETENTION = -1
+_FIRST_LEADER_EPOCH_VERSION = 6
 
 
 def _expire_timestamp_ms(request: Any, version: int) -> int:
@@ -52,9 +53,11 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     correlation_id = ctx.header.correlation_id
     expire = _expire_timestamp_ms(request, version)
+    with_epoch = version >= _FIRST_LEADER_EPOCH_VERSION
     topics = ctx.services.cluster.view.topics
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
+    unknown = ErrorCode.unknown_topic_or_partition
     for topic in request.topics:
         name = topic.name
         metadata = topics.get(name)
@@ -62,11 +65,11 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         for partition in topic.partitions:
             index = int(partition.partition_index)
             if index not in known:
-                errors[TopicPartition(name, index)] = ErrorCode.unknown_topic_or_partition
+                errors[TopicPartition(name, index)] = unknown
                 continue
             entries.append(OffsetCommitEntry(
                 name, index, int(partition.committed_offset),
-                int(getattr(partition, "committed_leader_epoch", -1)),
+                int(partition.committed_leader_epoch) if with_epoch else -1,
                 partition.committed_metadata, expire,
             ))
     if entries:
@@ -78,15 +81,20 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             entries,
         ))
     unknown_server_error = ErrorCode.unknown_server_error
-    answers = [
-        (topic.name, [
-            (int(p.partition_index),
-             errors.get(TopicPartition(topic.name, int(p.partition_index)), unknown_server_error))
-            for p in topic.partitions
-        ])
-        for topic in request.topics
-    ]
-    codes = [code for _name, partitions in answers for _index, code in partitions if code]
+    # A plain tuple finds a TopicPartition key (same hash and value) and is cheaper to build.
+    get = cast(Callable[[tuple[str, int], ErrorCode], ErrorCode], errors.get)
+    answers = []
+    codes = []
+    for topic in request.topics:
+        name = topic.name
+        partitions = []
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            code = get((name, index), unknown_server_error)
+            partitions.append((index, code))
+            if code:
+                codes.append(code)
+        answers.append((name, partitions))
     return EncodedResponse([encode_offset_commit_response(version, correlation_id, answers)],
                            codes)
 
