@@ -19,7 +19,7 @@ Version differences handled here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
@@ -38,6 +38,9 @@ __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"
 
 _NO_RETENTION = -1
 _FIRST_LEADER_EPOCH_VERSION = 6
+# A plain (topic, partition) tuple finds a TopicPartition key (same hash and value) and is
+# cheaper to build than one, per partition of every OffsetCommit.
+_ErrorsByTuple = Callable[[tuple[str, int], ErrorCode], ErrorCode]
 
 
 def _expire_timestamp_ms(request: Any, version: int) -> int:
@@ -49,9 +52,10 @@ def _expire_timestamp_ms(request: Any, version: int) -> int:
     return wall_ms() + retention_ms
 
 
-async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """The response, or a coroutine of it while the offsets append waits for the high
+    watermark (an append committed at once is answered with no task)."""
     version = ctx.api_version
-    correlation_id = ctx.header.correlation_id
     expire = _expire_timestamp_ms(request, version)
     with_epoch = version >= _FIRST_LEADER_EPOCH_VERSION
     topics = ctx.services.cluster.view.topics
@@ -73,16 +77,31 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 partition.committed_metadata, expire,
             ))
     if entries:
-        errors.update(await ctx.services.coordinator.commit_offsets(
+        result = ctx.services.coordinator.commit_offsets_nowait(
             str(request.group_id),
             request.member_id,
             getattr(request, "group_instance_id", None),
             int(request.generation_id_or_member_epoch),
             entries,
-        ))
+        )
+        if not isinstance(result, dict):
+            return _commit_response_later(ctx, request, errors, result)
+        errors.update(result)
+    return _commit_response(ctx, request, errors)
+
+
+async def _commit_response_later(
+    ctx: RequestContext, request: Any, errors: dict[TopicPartition, ErrorCode],
+    pending: Awaitable[dict[TopicPartition, ErrorCode]],
+) -> EncodedResponse:
+    errors.update(await pending)
+    return _commit_response(ctx, request, errors)
+
+
+def _commit_response(ctx: RequestContext, request: Any,
+                     errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
-    # A plain tuple finds a TopicPartition key (same hash and value) and is cheaper to build.
-    get = cast(Callable[[tuple[str, int], ErrorCode], ErrorCode], errors.get)
+    get = cast(_ErrorsByTuple, errors.get)
     answers = []
     codes = []
     for topic in request.topics:
@@ -95,8 +114,8 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             if code:
                 codes.append(code)
         answers.append((name, partitions))
-    return EncodedResponse([encode_offset_commit_response(version, correlation_id, answers)],
-                           codes)
+    frame = encode_offset_commit_response(ctx.api_version, ctx.header.correlation_id, answers)
+    return EncodedResponse([frame], codes)
 
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
