@@ -39,7 +39,7 @@ from odradek.protocol.negotiation import unsupported_api_versions_frame
 from .authenticator import ConnectionSession
 from .context import BrokerServices, RequestContext
 from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_chunks
-from .outcomes import Marker
+from .outcomes import Deferred, Marker
 from .response_errors import count_errors
 from .socket_channel import ByteChannel
 from .throttling import ChannelThrottle, after_request, with_throttle
@@ -59,10 +59,12 @@ _RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 class _Timed:
     """One request in the pipeline: its outcome and the moments of its phases."""
 
-    __slots__ = ("api_key", "called", "done", "outcome", "received", "returned", "throttle_ms")
+    __slots__ = ("api_key", "called", "correlation_id", "done", "outcome", "received",
+                 "returned", "throttle_ms")
 
-    def __init__(self, api_key: int, received: float) -> None:
+    def __init__(self, api_key: int, received: float, correlation_id: int = -1) -> None:
         self.api_key = api_key
+        self.correlation_id = correlation_id
         self.received = received
         self.called = self.returned = self.done = received
         self.outcome: Any = None
@@ -191,7 +193,7 @@ class Connection:
             raise KafkaProtocolViolation(
                 f"api key {api_key} before SASL authentication completed "
                 f"(only ApiVersions, SaslHandshake and SaslAuthenticate are answered)")
-        timed = _Timed(api_key, received)
+        timed = _Timed(api_key, received, correlation_id)
         if api_key == ApiKey.API_VERSIONS and not is_advertised(api_key, api_version):
             timed.outcome = [unsupported_api_versions_frame(correlation_id)]
             return timed
@@ -213,7 +215,9 @@ class Connection:
             timed.throttle_ms = after_request(
                 quotas, self._throttle, session.principal, request.header, request.body, api_key,
                 len(frame), timed.returned - timed.called)
-        if is_awaitable(outcome):
+        if isinstance(outcome, Deferred):
+            timed.outcome = outcome  # the writer awaits its future: no task, no extra turn
+        elif is_awaitable(outcome):
             timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
         else:
             timed.outcome = self._respond(timed, correlation_id, outcome)
@@ -264,6 +268,10 @@ class Connection:
                 item = timed.outcome
                 if isinstance(item, asyncio.Future):
                     item = await item
+                elif isinstance(item, Deferred):
+                    result = await item.future
+                    timed.done = _clock()
+                    item = self._respond(timed, timed.correlation_id, item.respond(result))
                 if item is NO_RESPONSE:
                     self._observe(timed)
                     continue
@@ -292,5 +300,7 @@ class Connection:
         while not self._pipeline.empty():
             item = self._pipeline.get_nowait()
             outcome = getattr(item, "outcome", None)
+            if isinstance(outcome, Deferred):
+                outcome = outcome.future
             if isinstance(outcome, asyncio.Future):
                 outcome.cancel()

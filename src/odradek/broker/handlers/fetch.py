@@ -19,6 +19,7 @@ muted (:mod:`..throttling`). Replica fetches are never throttled.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from odradek.protocol.builder import millis
@@ -27,6 +28,7 @@ from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
 from ..context import RequestContext
+from ..outcomes import Deferred
 from ..throttling import quota_user
 
 __all__ = ["handle_fetch"]
@@ -64,14 +66,8 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     )
     outcome = ctx.services.replica_manager.fetch(params)
     if isinstance(outcome, asyncio.Future):
-        return _respond_when_read(ctx, quotas, outcome)
+        return Deferred(outcome, functools.partial(_respond, ctx, quotas))
     return _respond(ctx, quotas, outcome)
-
-
-async def _respond_when_read(
-    ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead]
-) -> EncodedResponse:
-    return _respond(ctx, quotas, await pending)
 
 
 def _client_id(ctx: RequestContext) -> str:
