@@ -11,7 +11,10 @@ Measured on odradek and, in the same run when its jars are available, on Apache 
   a SIGKILL of one member until every partition it owned was consumed by its new owner; this
   includes the session timeout, which dominates it. p50/p99 over the cycles.
 * **commit throughput**: synchronous OffsetCommits of 12 partitions, one committer (latency
-  bound) and 8 committers in parallel (each its own group), commits/s.
+  bound) and 8 committers in parallel (each its own group), commits/s, and the broker's CPU
+  milliseconds per commit (``broker_cpu_ms_per_commit``, and ``reference_...`` for Apache
+  Kafka): the committers share the machine's cores with the broker, so the rate moves with
+  the machine's load while the CPU cost per commit mostly does not.
 
 Member events come from :mod:`tests.groups.member` (wall-clock timestamps, same host).
 Benchmarks never assert; a broker that fails is reported with ``value: null`` and an error.
