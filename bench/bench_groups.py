@@ -11,7 +11,10 @@ Measured on odradek and, in the same run when its jars are available, on Apache 
   a SIGKILL of one member until every partition it owned was consumed by its new owner; this
   includes the session timeout, which dominates it. p50/p99 over the cycles.
 * **commit throughput**: synchronous OffsetCommits of 12 partitions, one committer (latency
-  bound) and 8 committers in parallel (each its own group), commits/s.
+  bound) and 8 committers in parallel (each its own group), commits/s, and the broker's CPU
+  milliseconds per commit (``broker_cpu_ms_per_commit``, and ``reference_...`` for Apache
+  Kafka): the committers share the machine's cores with the broker, so the rate moves with
+  the machine's load while the CPU cost per commit mostly does not.
 
 Member events come from :mod:`tests.groups.member` (wall-clock timestamps, same host).
 Benchmarks never assert; a broker that fails is reported with ``value: null`` and an error.
@@ -37,6 +40,7 @@ import confluent_kafka
 
 from bench.bench_broker import create_topics, percentile
 from bench.common import Context
+from bench.systems import cpu_seconds, process_tree
 from odradek.local_cluster import (
     BrokerProcess,
     ManagedProcess,
@@ -200,6 +204,11 @@ def rebalance_times(bootstrap: str, scratch: Path, cycles: int) -> dict[str, lis
 
 
 def commit_rate(bootstrap: str, committers: int, seconds: float) -> float:
+    return commit_load(bootstrap, committers, seconds)[0]
+
+
+def commit_load(bootstrap: str, committers: int, seconds: float) -> tuple[float, int]:
+    """(commits/s, commits made) of ``committers`` synchronous committers for ``seconds``."""
     topic = f"bench-commits-{uuid.uuid4().hex[:8]}"
     create_topics(bootstrap, {topic: PARTITIONS})  # Kafka refuses commits to unknown topics
     counts = [0] * committers
@@ -229,7 +238,7 @@ def commit_rate(bootstrap: str, committers: int, seconds: float) -> float:
     for thread in threads:
         thread.join(seconds + 60)
     elapsed = max(time.monotonic() - started, seconds)
-    return sum(counts) / elapsed
+    return sum(counts) / elapsed, sum(counts)
 
 
 # ---------------------------------------------------------------------------------- run
@@ -240,10 +249,22 @@ def measure(label: str, launch: Launcher, zk_connect: str, scratch: Path,
     cycles = 3 if quick else 10
     seconds = 3.0 if quick else 10.0
     data_dir = scratch / label
-    with running(launch, zk_connect + f"/{label}-{uuid.uuid4().hex[:6]}", data_dir) as bootstrap:
+    port = free_port()
+    process = launch(zk_connect + f"/{label}-{uuid.uuid4().hex[:6]}", port, data_dir)
+    try:
+        bootstrap = f"127.0.0.1:{port}"
         found: dict[str, Any] = {"rebalance": rebalance_times(bootstrap, data_dir, cycles)}
-        found["commits_1"] = commit_rate(bootstrap, 1, seconds)
-        found["commits_8"] = commit_rate(bootstrap, 8, seconds)
+        for committers in (1, 8):
+            # Broker CPU per commit besides the rate: on a shared machine the rate also
+            # measures the committers' own share of the cores, the CPU cost does not.
+            pids = process_tree([process.pid] if process.pid is not None else [])
+            cpu_before = cpu_seconds(pids)
+            rate, commits = commit_load(bootstrap, committers, seconds)
+            found[f"commits_{committers}"] = rate
+            found[f"cpu_ms_per_commit_{committers}"] = (
+                (cpu_seconds(pids) - cpu_before) * 1000 / commits if commits else None)
+    finally:
+        process.stop()
     return found
 
 
@@ -286,11 +307,15 @@ def report(ctx: Context, ours: dict[str, Any] | None, theirs: dict[str, Any] | N
                        goal="lower is better", samples=_samples(ours, kind), **extra,
                        **({"error": "odradek run failed"} if ours is None else {}))
     for key, committers in (("commits_1", 1), ("commits_8", 8)):
+        cpu_key = f"cpu_ms_per_commit_{committers}"
         ctx.report(f"groups.commit_throughput_{committers}_committers",
                    None if ours is None else ours[key], "commits/s",
                    reference=None if theirs is None else theirs[key],
                    reference_name="apache-kafka-3.9", goal="higher is better",
-                   partitions_per_commit=PARTITIONS)
+                   partitions_per_commit=PARTITIONS,
+                   broker_cpu_ms_per_commit=None if ours is None else ours.get(cpu_key),
+                   reference_broker_cpu_ms_per_commit=(
+                       None if theirs is None else theirs.get(cpu_key)))
 
 
 def _quantile(found: dict[str, Any] | None, kind: str, q: float) -> float | None:

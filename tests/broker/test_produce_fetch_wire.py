@@ -162,3 +162,22 @@ def test_pipelined_requests_are_answered_in_order(
             assert got_id == expected
             offsets.append(partition_response(response).base_offset)
         assert offsets == list(range(20))
+
+
+def test_a_ready_response_never_overtakes_a_parked_one(
+    shared_broker: InProcessBroker, topic_name: str
+) -> None:
+    """A response ready at once leaves from the reader only when nothing is ahead of it: a
+    produce pipelined behind a parked long-poll fetch on the same connection is answered
+    after the fetch it woke."""
+    create_topic(shared_broker, topic_name)
+    with WireClient(shared_broker.port) as client:
+        fetch_id = client.send(fetch_request(topic_name, 0, max_wait_ms=10_000))
+        produce_id = client.send(produce_request(topic_name, batch(b"wake")))
+        got_id, response = client.receive(1, 12)
+        assert got_id == fetch_id
+        assert values_of(partition_response(response).records) == [b"wake"]
+        assert client.receive(0, 9)[0] == produce_id
+        # Then synchronous requests alone go out at once, still in order.
+        more = [client.send(produce_request(topic_name, batch(b"%d" % i))) for i in range(5)]
+        assert [client.receive(0, 9)[0] for _ in more] == more

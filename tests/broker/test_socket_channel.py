@@ -93,3 +93,30 @@ def test_region_past_end_of_file_is_an_error_not_a_short_frame(tmp_path: Path) -
             right.close()
 
     asyncio.run(scenario())
+
+
+def test_send_now_returns_what_the_socket_did_not_take() -> None:
+    async def scenario() -> None:
+        left, right = socket.socketpair()
+        left.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        right.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        right.setblocking(False)
+        try:
+            channel = SocketChannel(left)
+            chunks = [os.urandom(700) for _ in range(100)]
+            rest = channel.send_now(chunks)
+            assert rest, "70 KB cannot fit 4 KB socket buffers in one send"
+            received = bytearray()
+            while True:
+                try:
+                    data = right.recv(65536)
+                except BlockingIOError:
+                    break
+                received.extend(data)
+            assert bytes(received) + b"".join(bytes(c) for c in rest) == b"".join(chunks)
+            assert channel.send_now([]) == []
+            channel.close()
+        finally:
+            right.close()
+
+    asyncio.run(scenario())

@@ -31,7 +31,7 @@ from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from .authorizer import Authorizer
 from .context import RequestContext
 from .dispatch import Handler, Outcome, is_awaitable
-from .outcomes import Marker
+from .outcomes import Deferred, Marker
 
 __all__ = ["Items", "Rule", "as_body", "blank", "guarded_table", "then"]
 
@@ -59,6 +59,9 @@ def guarded_table(table: Mapping[int, Handler], rules: Mapping[int, Rule],
 
 def then(outcome: Outcome, finish: Callable[[Any], Any]) -> Outcome:
     """``finish(response body)`` once the handler's outcome is there (markers pass)."""
+    if isinstance(outcome, Deferred):  # parked in a purgatory: finish what it responds
+        respond = outcome.respond
+        return Deferred(outcome.future, lambda result: then(respond(result), finish))
     if is_awaitable(outcome):
         async def later() -> Any:
             result = await outcome

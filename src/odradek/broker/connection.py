@@ -39,7 +39,7 @@ from odradek.protocol.negotiation import unsupported_api_versions_frame
 from .authenticator import ConnectionSession
 from .context import BrokerServices, RequestContext
 from .dispatch import CLOSE_CONNECTION, NO_RESPONSE, Handler, is_awaitable, to_chunks
-from .outcomes import Marker
+from .outcomes import Deferred, Marker
 from .response_errors import count_errors
 from .socket_channel import ByteChannel
 from .throttling import ChannelThrottle, after_request, with_throttle
@@ -59,10 +59,12 @@ _RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 class _Timed:
     """One request in the pipeline: its outcome and the moments of its phases."""
 
-    __slots__ = ("api_key", "called", "done", "outcome", "received", "returned", "throttle_ms")
+    __slots__ = ("api_key", "called", "correlation_id", "done", "outcome", "received",
+                 "returned", "throttle_ms")
 
-    def __init__(self, api_key: int, received: float) -> None:
+    def __init__(self, api_key: int, received: float, correlation_id: int = -1) -> None:
         self.api_key = api_key
+        self.correlation_id = correlation_id
         self.received = received
         self.called = self.returned = self.done = received
         self.outcome: Any = None
@@ -97,6 +99,7 @@ class Connection:
         self._pipeline: asyncio.Queue[Any] = asyncio.Queue(_MAX_PIPELINE)
         self._reader_stopped = asyncio.Event()
         self._receiving = False
+        self._writer_idle = False  # True while the writer waits for the next outcome
         self._task: asyncio.Task[Any] | None = None
         metrics = services.metrics
         self._requests = metrics.requests if metrics is not None else None
@@ -159,7 +162,30 @@ class Connection:
                     if not await self._unmuted():
                         return
                     received = _clock()  # the mute is not queue time
-                await self._pipeline.put(self._handle_frame(frame, received))
+                timed = self._handle_frame(frame, received)
+                if self._writer_idle and self._pipeline.empty() and self._sent_at_once(timed):
+                    continue
+                await self._pipeline.put(timed)
+
+    def _sent_at_once(self, timed: _Timed) -> bool:
+        """Write a response that was ready when its request was read straight from the
+        reader, when nothing is ahead of it (the writer idle, the pipeline empty): no queue
+        hand-off and no writer wake-up for the common synchronous request. What the socket
+        does not take at once is left in ``timed`` for the writer, still first in line."""
+        chunks = timed.outcome
+        if not isinstance(chunks, list) or self.session.close_reason is not None:
+            return False
+        if not all(type(chunk) is bytes for chunk in chunks):
+            return False  # a file region (sendfile) is the writer's job
+        try:
+            rest = self._channel.send_now(chunks)
+        except (ConnectionError, OSError):
+            return False  # the writer meets the same error and closes the connection
+        if rest:
+            timed.outcome = rest
+            return False
+        self._observe(timed)
+        return True
 
     async def _unmuted(self) -> bool:
         """Wait out a quota mute; False when the connection stopped reading meanwhile."""
@@ -191,7 +217,7 @@ class Connection:
             raise KafkaProtocolViolation(
                 f"api key {api_key} before SASL authentication completed "
                 f"(only ApiVersions, SaslHandshake and SaslAuthenticate are answered)")
-        timed = _Timed(api_key, received)
+        timed = _Timed(api_key, received, correlation_id)
         if api_key == ApiKey.API_VERSIONS and not is_advertised(api_key, api_version):
             timed.outcome = [unsupported_api_versions_frame(correlation_id)]
             return timed
@@ -213,7 +239,9 @@ class Connection:
             timed.throttle_ms = after_request(
                 quotas, self._throttle, session.principal, request.header, request.body, api_key,
                 len(frame), timed.returned - timed.called)
-        if is_awaitable(outcome):
+        if isinstance(outcome, Deferred):
+            timed.outcome = outcome  # the writer awaits its future: no task, no extra turn
+        elif is_awaitable(outcome):
             timed.outcome = asyncio.ensure_future(self._finish(timed, correlation_id, outcome))
         else:
             timed.outcome = self._respond(timed, correlation_id, outcome)
@@ -258,12 +286,18 @@ class Connection:
     async def _write_loop(self) -> None:
         try:
             while True:
+                self._writer_idle = True
                 timed = await self._pipeline.get()
+                self._writer_idle = False
                 if timed is _CLOSE:
                     return
                 item = timed.outcome
                 if isinstance(item, asyncio.Future):
                     item = await item
+                elif isinstance(item, Deferred):
+                    result = await item.future
+                    timed.done = _clock()
+                    item = self._respond(timed, timed.correlation_id, item.respond(result))
                 if item is NO_RESPONSE:
                     self._observe(timed)
                     continue
@@ -292,5 +326,7 @@ class Connection:
         while not self._pipeline.empty():
             item = self._pipeline.get_nowait()
             outcome = getattr(item, "outcome", None)
+            if isinstance(outcome, Deferred):
+                outcome = outcome.future
             if isinstance(outcome, asyncio.Future):
                 outcome.cancel()

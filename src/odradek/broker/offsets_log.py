@@ -19,7 +19,7 @@ the other way round.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 
 from kio.schema.errors import ErrorCode
 
@@ -27,7 +27,7 @@ from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.control_records import ControlType, control_type_of_key
 from odradek.protocol.errors import error_for_code
 from odradek.protocol.records import Record, decode_batches, encode_batch
-from odradek.replication import ReplicaManager
+from odradek.replication import AppendResults, ReplicaManager
 from odradek.storage import PartitionLog
 from odradek.types import TopicPartition
 
@@ -54,6 +54,12 @@ class ReplicatedOffsetsLog:
 
     async def append(self, partition: int, records: list[Record],
                      producer: tuple[int, int] | None = None) -> None:
+        pending = self.start_append(partition, records, producer)
+        if pending is not None:
+            await pending
+
+    def start_append(self, partition: int, records: list[Record],
+                     producer: tuple[int, int] | None = None) -> Awaitable[None] | None:
         key = TopicPartition(self._topic, partition)
         if producer is None:
             batch = encode_batch(records)
@@ -64,13 +70,16 @@ class ReplicatedOffsetsLog:
             {key: batch}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms,
             from_coordinator=True,  # no producer sequence on a TxnOffsetCommit batch
         )
-        results = await outcome if isinstance(outcome, asyncio.Future) else outcome
-        result = results[key]
-        if result.error != ErrorCode.none:
-            raise error_for_code(
-                result.error,
-                f"{key}: offsets append not committed ({result.message or result.error.name})",
-            )
+        if isinstance(outcome, asyncio.Future):
+            if not outcome.done():
+                return self._committed(key, outcome)
+            outcome = outcome.result()  # the HW covered it at once (we are the whole ISR)
+        _raise_if_failed(key, outcome)
+        return None
+
+    async def _committed(self, key: TopicPartition,
+                         outcome: asyncio.Future[AppendResults]) -> None:
+        _raise_if_failed(key, await outcome)
 
     def read_all(self, partition: int) -> Iterator[Record]:
         found = self._replica_manager.local_log(TopicPartition(self._topic, partition))
@@ -81,6 +90,15 @@ class ReplicatedOffsetsLog:
 
     def open_transactions(self, partition: int) -> dict[int, list[Record]]:
         return self._open.pop(partition, {})
+
+
+def _raise_if_failed(key: TopicPartition, results: AppendResults) -> None:
+    result = results[key]
+    if result.error != ErrorCode.none:
+        raise error_for_code(
+            result.error,
+            f"{key}: offsets append not committed ({result.message or result.error.name})",
+        )
 
 
 def _records_until_end(log: PartitionLog, open_txns: dict[int, list[Record]]

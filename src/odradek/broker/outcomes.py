@@ -1,4 +1,5 @@
-"""What a handler may return instead of a response body: the two markers.
+"""What a handler may return instead of a response body: the two markers, or a
+:class:`Deferred` response.
 
 Kept apart from :mod:`.dispatch` (which imports every handler) so a handler can name them
 without importing its own dispatcher.
@@ -6,9 +7,11 @@ without importing its own dispatcher.
 
 from __future__ import annotations
 
-from typing import Final
+import asyncio
+from collections.abc import Callable
+from typing import Any, Final
 
-__all__ = ["CLOSE_CONNECTION", "NO_RESPONSE", "Marker"]
+__all__ = ["CLOSE_CONNECTION", "NO_RESPONSE", "Deferred", "Marker"]
 
 
 class Marker:
@@ -24,3 +27,20 @@ NO_RESPONSE: Final = Marker("NO_RESPONSE")
 
 CLOSE_CONNECTION: Final = Marker("CLOSE_CONNECTION")
 """Close the connection instead of answering (Kafka's answer to a failed acks=0 produce)."""
+
+
+class Deferred:
+    """A response that is ``respond(future.result())`` once ``future`` completes.
+
+    For requests parked in a purgatory (an acks=-1 Produce, a long-poll Fetch): the
+    connection's writer awaits the purgatory's future itself and builds the response when it
+    resolves. A coroutine around the future would need a task of its own and one more loop
+    turn between the high watermark moving and the response leaving, on every hop of
+    acks=all replication (follower fetches, the produce answer, the consumer's fetch).
+    """
+
+    __slots__ = ("future", "respond")
+
+    def __init__(self, future: asyncio.Future[Any], respond: Callable[[Any], Any]) -> None:
+        self.future = future
+        self.respond = respond

@@ -47,6 +47,11 @@ class ByteChannel(Protocol):
 
     async def write_chunks(self, chunks: Sequence[bytes | FileRegionLike]) -> None: ...
 
+    def send_now(self, chunks: list[bytes]) -> list[bytes | memoryview]:
+        """Send what the socket takes without waiting; the unsent rest (all of it when
+        the channel cannot send synchronously)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -89,6 +94,24 @@ class SocketChannel:
             await self._sendfile(chunk)
         if pending:
             await self._send_buffers(pending, more=False)
+
+    def send_now(self, chunks: list[bytes]) -> list[bytes | memoryview]:
+        """One ``sendmsg`` of small in-memory chunks, no waiting: a response ready when its
+        request is read goes out from the reader, without waking the writer task."""
+        try:
+            sent = self._sock.sendmsg(chunks[:_MAX_IOVECS])
+        except (BlockingIOError, InterruptedError):
+            return list(chunks)
+        rest: list[bytes | memoryview] = list(chunks)
+        while sent and rest:
+            head = rest[0]
+            if len(head) <= sent:
+                sent -= len(head)
+                rest.pop(0)
+            else:
+                rest[0] = memoryview(head)[sent:]
+                sent = 0
+        return rest
 
     async def _send_buffers(self, buffers: list[bytes | memoryview], *, more: bool) -> None:
         while buffers:

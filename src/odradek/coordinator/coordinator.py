@@ -21,7 +21,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -38,7 +46,7 @@ from .offsets_log import OffsetsLog
 from .offsets_topic_format import OffsetCommitKey, decode_key
 from .partitioning import partition_for_group
 from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
-from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
+from .shard import CommitPlan, CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
 
 __all__ = ["GroupCoordinator", "GroupDescription", "append_error_to_coordinator_error"]
 
@@ -248,6 +256,21 @@ class GroupCoordinator:
         generation_id: int,
         entries: Sequence[OffsetCommitEntry],
     ) -> dict[TopicPartition, ErrorCode]:
+        result = self.commit_offsets_nowait(group_id, member_id, group_instance_id,
+                                            generation_id, entries)
+        return result if isinstance(result, dict) else await result
+
+    def commit_offsets_nowait(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        entries: Sequence[OffsetCommitEntry],
+    ) -> dict[TopicPartition, ErrorCode] | Awaitable[dict[TopicPartition, ErrorCode]]:
+        """OffsetCommit: the per-partition errors, or an awaitable of them while the append
+        waits for the high watermark. When the append commits at once (the offsets
+        partition's leader is its whole ISR) the answer comes back with no task at all."""
         try:
             slot = self._active_slot(group_id)
         except KafkaError as exc:
@@ -259,10 +282,21 @@ class GroupCoordinator:
         if not plan.records:
             return plan.errors
         try:
-            await self._append(slot.shard.partition, plan.records)
+            pending = self._start_append(slot.shard.partition, plan.records)
         except KafkaError as exc:
-            failed = append_error_to_coordinator_error(exc.code, for_commit=True)
-            return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
+            return _commit_failed(plan, exc)
+        if pending is not None:
+            return self._commit_when_appended(slot, plan, pending)
+        if self._slots.get(slot.shard.partition) is slot:
+            slot.shard.apply_offset_commit(plan, self._clock())
+        return plan.errors
+
+    async def _commit_when_appended(self, slot: _Slot, plan: CommitPlan,
+                                    pending: Awaitable[None]) -> dict[TopicPartition, ErrorCode]:
+        try:
+            await self._bounded(pending)
+        except KafkaError as exc:
+            return _commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
             slot.shard.apply_offset_commit(plan, self._clock())
         return plan.errors
@@ -290,8 +324,7 @@ class GroupCoordinator:
         try:
             await self._append(slot.shard.partition, plan.records, producer)
         except KafkaError as exc:
-            failed = append_error_to_coordinator_error(exc.code, for_commit=True)
-            return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
+            return _commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
             slot.pending_txn.setdefault(producer[0], []).extend(plan.records)
         return plan.errors
@@ -496,16 +529,32 @@ class GroupCoordinator:
 
     async def _append(self, partition: int, records: list[Record],
                       producer: tuple[int, int] | None = None) -> None:
+        pending = self._start_append(partition, records, producer)
+        if pending is not None:
+            await self._bounded(pending)
+
+    def _start_append(self, partition: int, records: list[Record],
+                      producer: tuple[int, int] | None = None) -> Awaitable[None] | None:
+        try:
+            return self.offsets_log.start_append(partition, records, producer)
+        except KafkaError:
+            raise
+        except Exception as exc:  # a bug or I/O error below us: still answer the client
+            log.exception("offsets append failed")
+            raise _AppendFailed(str(exc)) from exc
+
+    async def _bounded(self, pending: Awaitable[None]) -> None:
+        """Wait for an append under ``offsets.commit.timeout.ms``."""
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the append in a Task of
-            # its own, one more task and loop turn per commit on the hottest group path.
+            # its own, one more task and loop turn per commit.
             async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
-                await self.offsets_log.append(partition, records, producer)
+                await pending
         except TimeoutError as exc:
             raise _AppendTimedOut("offsets append timed out") from exc
         except KafkaError:
             raise
-        except Exception as exc:  # a bug or I/O error below us: still answer the client
+        except Exception as exc:
             log.exception("offsets append failed")
             raise _AppendFailed(str(exc)) from exc
 
@@ -529,6 +578,12 @@ class GroupCoordinator:
         if self._slots.get(slot.shard.partition) is not slot:
             return
         self._handle(slot, group_id, slot.shard.poll(self._clock(), group_id))
+
+
+def _commit_failed(plan: CommitPlan, exc: KafkaError) -> dict[TopicPartition, ErrorCode]:
+    """Every partition the plan accepted gets the append's error, as the client sees it."""
+    failed = append_error_to_coordinator_error(exc.code, for_commit=True)
+    return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
 
 
 class _AppendTimedOut(KafkaError):

@@ -16,28 +16,26 @@ A commit made with an explicit retention time (OffsetCommit v2-v4) expires at th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
 from .group_state import GroupState
-from .offsets_topic_format import (
-    OffsetCommitValue,
-    offset_commit_key_bytes,
-    offset_commit_value_bytes,
-)
+from .offsets_topic_format import OffsetCommitValue, offset_commit_key_bytes
 
 if TYPE_CHECKING:
     from .group import Group
 
-__all__ = ["OffsetAndMetadata", "expired_offsets", "offset_record", "offset_tombstone"]
+__all__ = ["OffsetAndMetadata", "expired_offsets", "offset_tombstone"]
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
+class OffsetAndMetadata(NamedTuple):
+    """One committed offset. A named tuple, not a frozen dataclass: one is built per
+    partition of every OffsetCommit, and a frozen dataclass's ``__init__`` costs a
+    ``object.__setattr__`` per field."""
+
     offset: int
     leader_epoch: int
     metadata: str
@@ -62,17 +60,6 @@ class OffsetAndMetadata:
             commit_timestamp_ms=value.commit_timestamp,
             expire_timestamp_ms=value.expire_timestamp,
         )
-
-
-def offset_record(
-    group_id: str, topic: str, partition: int, offset: OffsetAndMetadata, now_ms: int
-) -> Record:
-    return Record(
-        timestamp=now_ms,
-        key=offset_commit_key_bytes(group_id, topic, partition),
-        value=offset_commit_value_bytes(offset.offset, offset.leader_epoch, offset.metadata,
-                                        offset.commit_timestamp_ms, offset.expire_timestamp_ms),
-    )
 
 
 def offset_tombstone(group_id: str, topic: str, partition: int, now_ms: int) -> Record:

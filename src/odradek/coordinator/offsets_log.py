@@ -10,13 +10,18 @@ Transactional offset commits (TxnOffsetCommit) are appended with the producer's 
 epoch as a transactional batch; a replay must yield them only once their COMMIT marker is
 in the log, drop them on ABORT, and hand back the ones still open at the end
 (:meth:`OffsetsLog.open_transactions`), which become pending again.
+
+:meth:`OffsetsLog.start_append` is the same append without a coroutine: it returns ``None``
+when the records are committed at once (a leader that is its own ISR, as an offsets topic
+with replication factor 1 is), so the hottest request, OffsetCommit, is answered with no
+task and no loop turn; otherwise an awaitable that resolves (or raises) like ``append``.
 :class:`InMemoryOffsetsLog` is the reference implementation used by tests and embedders.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from typing import Protocol, runtime_checkable
 
 from odradek.protocol.records import Record
@@ -30,6 +35,12 @@ class OffsetsLog(Protocol):
                      producer: tuple[int, int] | None = None) -> None:
         """Append ``records`` as one batch (transactional for ``producer`` = (id, epoch));
         return once committed, raise if not."""
+        ...
+
+    def start_append(self, partition: int, records: list[Record],
+                     producer: tuple[int, int] | None = None) -> Awaitable[None] | None:
+        """Start :meth:`append`: ``None`` if already committed, else what to await for it
+        (raises at once for an append refused up front)."""
         ...
 
     def read_all(self, partition: int) -> Iterator[Record]:
@@ -53,11 +64,15 @@ class InMemoryOffsetsLog:
 
     async def append(self, partition: int, records: list[Record],
                      producer: tuple[int, int] | None = None) -> None:
+        self.start_append(partition, records, producer)
+
+    def start_append(self, partition: int, records: list[Record],
+                     producer: tuple[int, int] | None = None) -> Awaitable[None] | None:
         if self.fail_next:
             raise self.fail_next.pop(0)
         if producer is not None:
             self.transactional[partition].setdefault(producer[0], []).extend(records)
-            return
+            return None
         log = self.partitions[partition]
         for record in records:
             log.append(
@@ -69,6 +84,7 @@ class InMemoryOffsetsLog:
                     offset=len(log),
                 )
             )
+        return None
 
     def read_all(self, partition: int) -> Iterator[Record]:
         return iter(list(self.partitions.get(partition, ())))

@@ -58,6 +58,9 @@ __all__ = [
     "encode_offset_commit_key",
     "encode_offset_commit_value",
     "offset_commit_key_bytes",
+    "offset_commit_key_partition",
+    "offset_commit_key_prefix",
+    "offset_commit_key_topic",
     "offset_commit_value_bytes",
 ]
 
@@ -73,6 +76,7 @@ _KEY_HEAD = struct.Struct(">hh")  # version, group length
 _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
 _I64_PAIR = struct.Struct(">qq")
+_V3_NO_METADATA = struct.Struct(">hqihq")  # version 3 with empty metadata: the common value
 
 class MalformedOffsetsRecord(ValueError):
     """A key or value in the offsets topic could not be decoded (truncated or unknown version)."""
@@ -139,12 +143,26 @@ def encode_offset_commit_key(key: OffsetCommitKey) -> bytes:
 
 
 def offset_commit_key_bytes(group: str, topic: str, partition: int) -> bytes:
-    """The key of ``group``'s offset for ``topic``-``partition`` (one ``struct`` call: this
-    runs for every partition of every OffsetCommit)."""
+    """The key of ``group``'s offset for ``topic``-``partition``."""
+    return (offset_commit_key_prefix(group) + offset_commit_key_topic(topic)
+            + _I32.pack(partition))
+
+
+def offset_commit_key_prefix(group: str) -> bytes:
+    """The bytes every offset key of ``group`` starts with (version and group): an
+    OffsetCommit encodes them once, not once per partition."""
     group_bytes = group.encode()
+    return _KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group_bytes)) + group_bytes
+
+
+def offset_commit_key_topic(topic: str) -> bytes:
+    """The topic part of an offset key (between the group prefix and the partition)."""
     topic_bytes = topic.encode()
-    return _KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(group_bytes)) + group_bytes + (
-        _I16.pack(len(topic_bytes)) + topic_bytes + _I32.pack(partition))
+    return _I16.pack(len(topic_bytes)) + topic_bytes
+
+
+def offset_commit_key_partition(partition: int) -> bytes:
+    return _I32.pack(partition)
 
 
 def encode_group_metadata_key(key: GroupMetadataKey) -> bytes:
@@ -163,6 +181,9 @@ def offset_commit_value_bytes(offset: int, leader_epoch: int, metadata: str,
                               commit_timestamp: int, expire_timestamp: int = -1) -> bytes:
     """Version 3, or version 1 when the commit carries an explicit expiry (OffsetCommit v2-v4
     with a retention time), because only version 1 has a field for it — Kafka does the same."""
+    if not metadata and expire_timestamp < 0:  # one struct call for the usual commit
+        return _V3_NO_METADATA.pack(OFFSET_COMMIT_VALUE_VERSION, offset, leader_epoch, 0,
+                                    commit_timestamp)
     meta = metadata.encode()
     if expire_timestamp >= 0:
         return _V1_HEAD.pack(1, offset, len(meta)) + meta + _I64_PAIR.pack(

@@ -10,6 +10,8 @@ overflowing.
 
 from __future__ import annotations
 
+import functools
+
 __all__ = [
     "CONSUMER_OFFSETS_TOPIC",
     "TRANSACTION_STATE_TOPIC",
@@ -39,8 +41,12 @@ def kafka_abs(value: int) -> int:
     return 0 if value == _INT_MIN else abs(value)
 
 
+@functools.lru_cache(maxsize=16_384)
 def partition_for_group(group_id: str, num_partitions: int) -> int:
-    """The ``__consumer_offsets`` partition whose leader coordinates ``group_id``."""
+    """The ``__consumer_offsets`` partition whose leader coordinates ``group_id``.
+
+    Memoized: every group request routes through it, and the Java hash is a per-character
+    Python loop (a few percent of an OffsetCommit's CPU before the cache)."""
     if num_partitions <= 0:
         raise ValueError(f"offsets topic needs at least one partition, got {num_partitions}")
     return kafka_abs(java_string_hashcode(group_id)) % num_partitions

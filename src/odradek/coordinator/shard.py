@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
@@ -24,7 +25,7 @@ from odradek.types import TopicPartition
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
-from .offsets import OffsetAndMetadata, expired_offsets, offset_record, offset_tombstone
+from .offsets import OffsetAndMetadata, expired_offsets, offset_tombstone
 from .offsets_topic_format import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -32,6 +33,10 @@ from .offsets_topic_format import (
     decode_key,
     decode_offset_commit_value,
     encode_group_metadata_key,
+    offset_commit_key_partition,
+    offset_commit_key_prefix,
+    offset_commit_key_topic,
+    offset_commit_value_bytes,
 )
 from .results import JoinResult, Output, Reply, SyncResult
 
@@ -45,8 +50,9 @@ __all__ = [
 
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommitEntry:
+class OffsetCommitEntry(NamedTuple):
+    """One partition of an OffsetCommit (a named tuple: built per partition per request)."""
+
     topic: str
     partition: int
     offset: int
@@ -218,17 +224,29 @@ class CoordinatorShard:
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        for entry in entries:
-            key = TopicPartition(entry.topic, entry.partition)
-            metadata = entry.metadata or ""
-            if len(metadata.encode()) > self.config.offset_metadata_max_bytes:
-                errors[key] = ErrorCode.offset_metadata_too_large
+        # The hottest group path: the key's group prefix and each topic's part are encoded
+        # once per request, not per partition.
+        key_prefix = offset_commit_key_prefix(group_id)
+        topic_parts: dict[str, bytes] = {}
+        max_metadata = self.config.offset_metadata_max_bytes
+        none, too_large = ErrorCode.none, ErrorCode.offset_metadata_too_large
+        for topic, index, committed, epoch, metadata, expire in entries:
+            key = TopicPartition(topic, index)
+            if not metadata:
+                metadata = ""
+            elif len(metadata.encode()) > max_metadata:
+                errors[key] = too_large
                 continue
-            errors[key] = ErrorCode.none
-            offset = OffsetAndMetadata(
-                entry.offset, entry.leader_epoch, metadata, now_ms, entry.expire_timestamp_ms
-            )
-            records.append(offset_record(group_id, entry.topic, entry.partition, offset, now_ms))
+            errors[key] = none
+            offset = OffsetAndMetadata(committed, epoch, metadata, now_ms, expire)
+            topic_part = topic_parts.get(topic)
+            if topic_part is None:
+                topic_part = topic_parts[topic] = offset_commit_key_topic(topic)
+            records.append(Record(
+                timestamp=now_ms,
+                key=key_prefix + topic_part + offset_commit_key_partition(index),
+                value=offset_commit_value_bytes(committed, epoch, metadata, now_ms, expire),
+            ))
             accepted[key] = offset
         return CommitPlan(errors, records, group_id, accepted)
 

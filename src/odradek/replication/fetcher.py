@@ -275,7 +275,10 @@ class ReplicaFetcher:
     async def _send(self, connection: Connection, api_key: int, body: dict[str, Any],
                     version: int | None = None, extra_wait_s: float = 0.0) -> Any:
         timeout = self._config().replica_socket_timeout_ms / 1000 + extra_wait_s
-        return await asyncio.wait_for(connection.send(api_key, body, version=version), timeout)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for runs the send in a task of its own,
+        # one more task and loop turn on every follower fetch, in acks=all's critical path.
+        async with asyncio.timeout(timeout):
+            return await connection.send(api_key, body, version=version)
 
     # Truncation --------------------------------------------------------------------------
     async def _truncate(self, connection: Connection, states: list[FollowerFetchState]) -> None:

@@ -19,6 +19,7 @@ muted (:mod:`..throttling`). Replica fetches are never throttled.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 
 from ..context import RequestContext
+from ..outcomes import Deferred
 from ..throttling import quota_user
 
 __all__ = ["handle_fetch"]
@@ -74,15 +76,8 @@ def handle_fetch(ctx: RequestContext, request: Any,
     )
     outcome = ctx.services.replica_manager.fetch(params)
     if isinstance(outcome, asyncio.Future):
-        return _respond_when_read(ctx, quotas, outcome, denied)
+        return Deferred(outcome, functools.partial(_respond, ctx, quotas, denied=denied))
     return _respond(ctx, quotas, outcome, denied)
-
-
-async def _respond_when_read(
-    ctx: RequestContext, quotas: QuotaManager | None, pending: asyncio.Future[FetchRead],
-    denied: Sequence[FetchTopicResult],
-) -> EncodedResponse:
-    return _respond(ctx, quotas, await pending, denied)
 
 
 def _client_id(ctx: RequestContext) -> str:

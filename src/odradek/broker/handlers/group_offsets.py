@@ -19,8 +19,8 @@ Version differences handled here:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -37,6 +37,10 @@ from ..context import RequestContext
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 
 _NO_RETENTION = -1
+_FIRST_LEADER_EPOCH_VERSION = 6
+# A plain (topic, partition) tuple finds a TopicPartition key (same hash and value) and is
+# cheaper to build than one, per partition of every OffsetCommit.
+_ErrorsByTuple = Callable[[tuple[str, int], ErrorCode], ErrorCode]
 
 
 def _expire_timestamp_ms(request: Any, version: int) -> int:
@@ -48,13 +52,16 @@ def _expire_timestamp_ms(request: Any, version: int) -> int:
     return wall_ms() + retention_ms
 
 
-async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """The response, or a coroutine of it while the offsets append waits for the high
+    watermark (an append committed at once is answered with no task)."""
     version = ctx.api_version
-    correlation_id = ctx.header.correlation_id
     expire = _expire_timestamp_ms(request, version)
+    with_epoch = version >= _FIRST_LEADER_EPOCH_VERSION
     topics = ctx.services.cluster.view.topics
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
+    unknown = ErrorCode.unknown_topic_or_partition
     for topic in request.topics:
         name = topic.name
         metadata = topics.get(name)
@@ -62,33 +69,53 @@ async def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
         for partition in topic.partitions:
             index = int(partition.partition_index)
             if index not in known:
-                errors[TopicPartition(name, index)] = ErrorCode.unknown_topic_or_partition
+                errors[TopicPartition(name, index)] = unknown
                 continue
             entries.append(OffsetCommitEntry(
                 name, index, int(partition.committed_offset),
-                int(getattr(partition, "committed_leader_epoch", -1)),
+                int(partition.committed_leader_epoch) if with_epoch else -1,
                 partition.committed_metadata, expire,
             ))
     if entries:
-        errors.update(await ctx.services.coordinator.commit_offsets(
+        result = ctx.services.coordinator.commit_offsets_nowait(
             str(request.group_id),
             request.member_id,
             getattr(request, "group_instance_id", None),
             int(request.generation_id_or_member_epoch),
             entries,
-        ))
+        )
+        if not isinstance(result, dict):
+            return _commit_response_later(ctx, request, errors, result)
+        errors.update(result)
+    return _commit_response(ctx, request, errors)
+
+
+async def _commit_response_later(
+    ctx: RequestContext, request: Any, errors: dict[TopicPartition, ErrorCode],
+    pending: Awaitable[dict[TopicPartition, ErrorCode]],
+) -> EncodedResponse:
+    errors.update(await pending)
+    return _commit_response(ctx, request, errors)
+
+
+def _commit_response(ctx: RequestContext, request: Any,
+                     errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
-    answers = [
-        (topic.name, [
-            (int(p.partition_index),
-             errors.get(TopicPartition(topic.name, int(p.partition_index)), unknown_server_error))
-            for p in topic.partitions
-        ])
-        for topic in request.topics
-    ]
-    codes = [code for _name, partitions in answers for _index, code in partitions if code]
-    return EncodedResponse([encode_offset_commit_response(version, correlation_id, answers)],
-                           codes)
+    get = cast(_ErrorsByTuple, errors.get)
+    answers = []
+    codes = []
+    for topic in request.topics:
+        name = topic.name
+        partitions = []
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            code = get((name, index), unknown_server_error)
+            partitions.append((index, code))
+            if code:
+                codes.append(code)
+        answers.append((name, partitions))
+    frame = encode_offset_commit_response(ctx.api_version, ctx.header.correlation_id, answers)
+    return EncodedResponse([frame], codes)
 
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:

@@ -10,6 +10,7 @@ Record data is handed on as the bytes kio parsed — no per-record Python work.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -26,7 +27,7 @@ from odradek.replication import AppendResults
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ..outcomes import CLOSE_CONNECTION, NO_RESPONSE
+from ..outcomes import CLOSE_CONNECTION, NO_RESPONSE, Deferred
 
 __all__ = ["handle_produce"]
 
@@ -46,12 +47,8 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
         failed = any(result.error != ErrorCode.none for result in outcome.values())
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     if isinstance(outcome, asyncio.Future):
-        return _respond_when_replicated(ctx.api_version, outcome)
+        return Deferred(outcome, functools.partial(_response, ctx.api_version))
     return _response(ctx.api_version, outcome)
-
-
-async def _respond_when_replicated(version: int, pending: asyncio.Future[AppendResults]) -> Any:
-    return _response(version, await pending)
 
 
 def _response(version: int, results: AppendResults) -> Any:
