@@ -271,6 +271,41 @@ def test_acl_changes_reach_a_second_broker_live(
         second.stop()
 
 
+def test_a_partly_denied_acks_all_produce_waits_for_its_replicas(
+        acl_broker: InProcessBroker, chroot: str, tmp_path: Any) -> None:
+    """One acks=all Produce to two topics led by broker 0 and replicated to broker 1: the
+    allowed topic's write waits in the purgatory for the follower, the denied one is answered
+    TOPIC_AUTHORIZATION_FAILED in the same response (the access rule finishes the parked
+    response, it does not replace it)."""
+    second = InProcessBroker(_config(chroot, tmp_path / "logs-1", broker_id=1)).start()
+    try:
+        allowed, denied = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("open", "shut"))
+        admin = _admin(acl_broker)
+        for future in admin.create_topics([NewTopic(t, 1, replica_assignment=[[0, 1]])
+                                           for t in (allowed, denied)]).values():
+            future.result(20)
+        _create_acls(acl_broker,
+                     _acl(ResourceType.TOPIC, allowed, "User:alice", AclOperation.WRITE),
+                     _acl(ResourceType.TOPIC, denied, "User:alice", AclOperation.DESCRIBE))
+        wait_until_true(lambda: all(
+            len(admin.list_topics(t, timeout=10).topics[t].partitions[0].isrs) == 2
+            for t in (allowed, denied)), 20, "both replicas in sync")
+        # kafka-python puts every partition for a broker in one Produce (librdkafka does not)
+        producer = KafkaProducer(**_kafka_python_as(acl_broker, "alice"), acks="all",
+                                 linger_ms=200, retries=0)
+        try:
+            sent = {topic: producer.send(topic, b"v") for topic in (allowed, denied)}
+            producer.flush(20)
+            assert sent[allowed].get(20).offset == 0
+            with pytest.raises(TopicAuthorizationFailedError):
+                sent[denied].get(20)
+        finally:
+            producer.close(5)
+        assert consume_all(_bootstrap(acl_broker, "PLAINTEXT"), allowed, 1) == [b"v"]
+    finally:
+        second.stop()
+
+
 def test_inter_broker_principal_with_cluster_action(start_broker: Any) -> None:
     """Followers fetch over a SASL inter-broker listener as User:broker, which is no super
     user: the ClusterAction ACL on the cluster is what lets acks=all complete."""
