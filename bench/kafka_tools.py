@@ -94,11 +94,16 @@ def producer_performance(kafka: ApacheKafka, bootstrap: str, topic: str, records
 
 def consumer_performance(kafka: ApacheKafka, bootstrap: str, topic: str, records: int,
                          record_size: int, timeout_ms: int = 60_000,
-                         timeout: float = 600.0) -> dict[str, float]:
-    out = run_tool(kafka, CONSUMER_PERFORMANCE, [
-        "--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
-        "--timeout", str(timeout_ms), "--hide-header",
-    ], timeout)
+                         timeout: float = 600.0,
+                         consumer_props: Mapping[str, Any] | None = None) -> dict[str, float]:
+    args = ["--bootstrap-server", bootstrap, "--topic", topic, "--messages", str(records),
+            "--timeout", str(timeout_ms), "--hide-header"]
+    with tempfile.NamedTemporaryFile("w", suffix=".properties") as config:
+        if consumer_props:  # the tool takes client settings from a file only
+            config.write("\n".join(_props(consumer_props)) + "\n")
+            config.flush()
+            args += ["--consumer.config", config.name]
+        out = run_tool(kafka, CONSUMER_PERFORMANCE, args, timeout)
     lines = [line for line in out.splitlines() if line.count(",") >= 9]
     if not lines:
         raise ToolFailed(f"ConsumerPerformance printed no summary: {out[-300:]!r}")

@@ -118,6 +118,23 @@ def test_perf_tools(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.java
 @pytest.mark.timeout(660)
+def test_tls(tmp_path: Path) -> None:
+    require_kafka()
+    rows = run_bench("bench_tls", tmp_path, 600)
+    check_series(rows, {"odradek", "apache-kafka"})
+    for row in rows:
+        if row.get("kind") == "run":  # every load moved all its records, over both listeners
+            assert row["records"] == row["params"]["records"] and row["msgs_per_s"] > 0, row
+    kept = {r["name"]: r["value"] for r in rows if r.get("kind") == "ratio"}
+    assert set(kept) == {f"tls.{kind}.ssl_over_plaintext.{system}"
+                         for kind in ("produce", "consume")
+                         for system in ("odradek", "apache-kafka")}
+    assert all(value is not None and value > 0 for value in kept.values()), kept
+
+
+@pytest.mark.slow
+@pytest.mark.java
+@pytest.mark.timeout(660)
 def test_latency(tmp_path: Path) -> None:
     require_kafka()
     rows = run_bench("bench_latency", tmp_path, 600)
