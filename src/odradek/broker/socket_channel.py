@@ -55,6 +55,18 @@ class ByteChannel(Protocol):
     def close(self) -> None: ...
 
 
+def _drop_sent(buffers: list[bytes | memoryview], sent: int) -> None:
+    """Remove the first ``sent`` bytes (what one ``sendmsg`` took) from ``buffers``."""
+    while sent and buffers:
+        head = buffers[0]
+        if len(head) <= sent:
+            sent -= len(head)
+            buffers.pop(0)
+        else:
+            buffers[0] = memoryview(head)[sent:]
+            sent = 0
+
+
 class SocketChannel:
     """A connected, non-blocking TCP socket driven by the running event loop."""
 
@@ -103,14 +115,7 @@ class SocketChannel:
         except (BlockingIOError, InterruptedError):
             return list(chunks)
         rest: list[bytes | memoryview] = list(chunks)
-        while sent and rest:
-            head = rest[0]
-            if len(head) <= sent:
-                sent -= len(head)
-                rest.pop(0)
-            else:
-                rest[0] = memoryview(head)[sent:]
-                sent = 0
+        _drop_sent(rest, sent)
         return rest
 
     async def _send_buffers(self, buffers: list[bytes | memoryview], *, more: bool) -> None:
@@ -122,14 +127,7 @@ class SocketChannel:
             except (BlockingIOError, InterruptedError):
                 await self._wait_writable()
                 continue
-            while sent:
-                head = buffers[0]
-                if len(head) <= sent:
-                    sent -= len(head)
-                    buffers.pop(0)
-                else:
-                    buffers[0] = memoryview(head)[sent:]
-                    sent = 0
+            _drop_sent(buffers, sent)
             if buffers:
                 await self._wait_writable()
 
