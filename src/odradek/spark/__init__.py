@@ -32,7 +32,7 @@ def __getattr__(name: str) -> Any:
 
         return DataLossError
     if name == "SinkError":
-        from .sink import SinkError
+        from .sink_rows import SinkError
 
         return SinkError
     raise AttributeError(name)

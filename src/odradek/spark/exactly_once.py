@@ -51,7 +51,7 @@ def task_identity(prefix: str) -> tuple[str, int]:
     """The running task's transactional id and micro-batch id."""
     from pyspark import TaskContext
 
-    from .sink import SinkError
+    from .sink_rows import SinkError
 
     context = TaskContext.get()
     query = context.getLocalProperty(QUERY_ID_PROPERTY) if context is not None else None
@@ -91,7 +91,7 @@ def produce_exactly_once(options: SinkOptions, batches: Iterator[pa.RecordBatch]
     all of it in one transaction with its marker, or nothing if an earlier attempt already
     committed it. Returns the rows written (0 when skipped)."""
     from ._internals import AdminClient, KafkaClientError, Producer, TopicPartition
-    from .sink import SinkError, send_rows
+    from .sink_rows import SinkError, send_rows
 
     settings = dict(options.producer)
     settings.setdefault("client_id", "odradek-spark-sink")

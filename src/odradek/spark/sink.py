@@ -22,7 +22,6 @@ at-least-once, like Spark's Kafka sink: a retried task or micro-batch writes its
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,18 +40,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from ._internals import BATCH_HEADER_SIZE
-from .arrow_produce import encode_rows, topic_rows
 from .options import OptionError, SinkOptions
+from .sink_rows import SinkError, send_rows
 
 __all__ = ["BatchWriter", "SinkError", "StreamWriter"]
 
 _producers: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 _lock = threading.Lock()
-
-
-class SinkError(RuntimeError):
-    """Records could not be delivered; the message names the Kafka error."""
 
 
 @dataclass
@@ -107,38 +101,6 @@ def _producer(options: SinkOptions) -> Any:
         if producer is None:
             producer = _producers[key] = Producer(options.bootstrap_servers, **settings)
         return producer
-
-
-def send_rows(producer: Any, options: SinkOptions, batches: Iterator[pa.RecordBatch]
-              ) -> tuple[list[Any], int, list[str]]:
-    """Queue every row of ``batches`` on ``producer``: the futures, the row count and the
-    topics written (in first-written order).
-
-    Each Arrow batch is partitioned and encoded by compiled passes (:mod:`.arrow_produce`)
-    and handed to the producer a whole producer batch at a time (``send_encoded``), which
-    sequences, sends and retries it like any other batch."""
-    config = producer.async_producer.config
-    futures: list[Any] = []
-    topics: list[str] = []
-    sent = 0
-    for batch in batches:
-        if not batch.num_rows:
-            continue
-        timestamp = time.time_ns() // 1_000_000
-        try:
-            for topic, rows in topic_rows(batch, options.topic):
-                if topic not in topics:
-                    topics.append(topic)
-                all_partitions, available = producer.partitions(topic)
-                futures += producer.send_encoded(topic, (
-                    (encoded.partition, encoded.records, encoded.count)
-                    for encoded in encode_rows(batch, rows, all_partitions, available,
-                                               config.batch_size, BATCH_HEADER_SIZE)),
-                    timestamp)
-        except ValueError as exc:
-            raise SinkError(str(exc)) from exc
-        sent += batch.num_rows
-    return futures, sent, topics
 
 
 def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
