@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from odradek.broker.socket_channel import CopyingChannel, SocketChannel
+from odradek.broker import socket_channel
+from odradek.broker.socket_channel import COPY_AT_MOST, CopyingChannel, SocketChannel
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,35 @@ def test_bytes_and_regions_arrive_in_order(channel_type: type[SocketChannel],
     received, expected = asyncio.run(write_and_collect(channel_type, interleaved, tmp_path))
     assert len(received) == len(expected)
     assert received == expected
+
+
+def test_a_small_region_leaves_with_the_other_bytes_in_one_send(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A response with one small batch is one segment: one wake-up of the peer, not two."""
+    path = tmp_path / "segment.log"
+    data = os.urandom(COPY_AT_MOST)
+    path.write_bytes(data)
+
+    def no_sendfile(*args: object) -> int:
+        raise AssertionError("a small region must not take a sendfile of its own")
+
+    monkeypatch.setattr(socket_channel.os, "sendfile", no_sendfile)
+
+    async def scenario() -> bytes:
+        fd = os.open(path, os.O_RDONLY)
+        left, right = socket.socketpair()
+        try:
+            await SocketChannel(left).write_chunks([b"<header>", Region(fd, 0, len(data)),
+                                                    b"<trailer>"])
+            right.setblocking(False)
+            return right.recv(4 * COPY_AT_MOST)  # one send: everything in one read
+        finally:
+            os.close(fd)
+            left.close()
+            right.close()
+
+    assert asyncio.run(scenario()) == b"<header>" + data + b"<trailer>"
 
 
 def test_region_past_end_of_file_is_an_error_not_a_short_frame(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from odradek.protocol.records import decode_batches
 from odradek.storage import open_log
 from odradek.storage.cleaner import clean_log
 from odradek.storage.retention import apply_retention
@@ -124,6 +125,14 @@ class LogMachine(RuleBasedStateMachine):
                 latest[key] = (offset, value)
         for key, (offset, value) in latest.items():
             assert present.get(offset) == (key, value), f"latest value of {key!r} lost"
+        # Reads that start mid-log, above all at the end (where a segment starts its scan at
+        # the latest append instead of the index entry), begin at the batch holding the offset.
+        for offset in sorted(present)[-6:]:
+            result = self.log.read(offset, 1 << 20, isolation_high_watermark=False)
+            assert result.region is not None, f"nothing read at {offset}"
+            first = next(iter(decode_batches(result.region.read_bytes())))[0]
+            assert first.base_offset <= offset <= first.last_offset, (
+                f"read at {offset} began with batch {first.base_offset}..{first.last_offset}")
 
 
 TestLogMachine = LogMachine.TestCase

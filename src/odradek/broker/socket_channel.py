@@ -10,8 +10,14 @@ also works the same on uvloop (which has no ``sock_sendfile``) and the stdlib lo
 
 Reads use ``loop.sock_recv_into`` — the loop's own readiness machinery, no busy loop.
 
-A TLS listener (later) cannot use ``sendfile``; :class:`CopyingChannel` is the fallback
-shape: regions are read with ``os.pread`` and sent like bytes.
+A region of at most ``COPY_AT_MOST`` bytes is read with ``os.pread`` and sent in the same
+``sendmsg`` as the response's other bytes: a Fetch answered with one small batch (a follower
+or a consumer keeping up with the log end) then leaves as one TCP segment — header, records
+and trailing tagged fields together — instead of three system calls and two segments, each
+segment a wake-up of the peer. Bulk reads (catching up, large batches) keep ``sendfile``.
+
+A TLS listener cannot use ``sendfile``; :class:`CopyingChannel` is the fallback shape:
+every region is read with ``os.pread`` and sent like bytes.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import socket
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["ByteChannel", "CopyingChannel", "FileRegionLike", "SocketChannel"]
+__all__ = ["COPY_AT_MOST", "ByteChannel", "CopyingChannel", "FileRegionLike", "SocketChannel"]
 
+COPY_AT_MOST = 16 * 1024
 _MAX_IOVECS = 512  # well below IOV_MAX (1024 on Linux)
 _MSG_MORE = getattr(socket, "MSG_MORE", 0)
 _SENDFILE_STEP = 1 << 30
@@ -53,6 +60,13 @@ class ByteChannel(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def _copied(region: FileRegionLike) -> bytes:
+    data = os.pread(region.fileno(), region.length, region.position)
+    if len(data) != region.length:
+        raise OSError(f"file ended {region.length - len(data)} bytes before the region did")
+    return data
 
 
 def _drop_sent(buffers: list[bytes | memoryview], sent: int) -> None:
@@ -99,6 +113,9 @@ class SocketChannel:
                     pending.append(chunk)
                 continue
             if chunk.length == 0:
+                continue
+            if chunk.length <= COPY_AT_MOST:
+                pending.append(_copied(chunk))
                 continue
             if pending:
                 await self._send_buffers(pending, more=True)
@@ -178,7 +195,4 @@ class CopyingChannel(SocketChannel):
     """Same contract, but record regions are copied (``pread`` + send): the TLS shape."""
 
     async def _sendfile(self, region: FileRegionLike) -> None:
-        data = os.pread(region.fileno(), region.length, region.position)
-        if len(data) != region.length:
-            raise OSError(f"file ended {region.length - len(data)} bytes before the region did")
-        await self._send_buffers([data], more=False)
+        await self._send_buffers([_copied(region)], more=False)

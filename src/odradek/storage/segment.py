@@ -161,6 +161,10 @@ class LogSegment:
         self.first_batch_timestamp: int | None = None
         # The offset after the last batch; set by the log when it loads or appends.
         self.next_offset = base_offset
+        # (position, base offset) of the first batch of the latest append: a read at the log
+        # end (followers, consumers keeping up) starts its header scan there instead of at the
+        # index entry up to an index interval (dozens of small batches) before it.
+        self._tail: tuple[int, int] | None = None
         # Removed from the log: readers holding it scan from position 0 instead of reopening
         # index files that are being renamed or unlinked.
         self.deleted = False
@@ -271,6 +275,7 @@ class LogSegment:
         self.size = start + length
         if batches:
             self.next_offset = batches[-1][1].next_offset
+            self._tail = (start + batches[0][0], batches[0][1].base_offset)
 
     def flush(self) -> None:
         if not self.file.closed:
@@ -301,6 +306,9 @@ class LogSegment:
         start = self.offset_index.lookup(offset).position
         if start >= end:
             start = 0
+        tail = self._tail
+        if tail is not None and start < tail[0] < end and tail[1] <= offset:
+            start = tail[0]  # batches hold increasing offsets: none before it can hold offset
         for position, header in scan_headers(self.file, start, end):
             if header.last_offset >= offset:
                 return position, header
@@ -461,6 +469,7 @@ class LogSegment:
                 valid_end,
             )
             os.ftruncate(self.file.fileno(), valid_end)
+        self._tail = None
         self.size = valid_end
         self._max_timestamp = max_ts
         self._offset_of_max_timestamp = offset_of_max
@@ -500,6 +509,7 @@ class LogSegment:
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
+        self._tail = None
         os.ftruncate(self.file.fileno(), position)
         self.size = position
         self.bytes_since_last_index_entry = 0
