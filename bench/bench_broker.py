@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import os
 import socket
 import statistics
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -33,13 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # `python bench/bench_broker.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import confluent_kafka
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import Context
+from bench.systems import process_tree, rss_mib
 from odradek.local_cluster import (
     BrokerProcess,
     ManagedProcess,
@@ -247,24 +243,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 def process_tree_rss_mib(pid: int) -> float:
     """Resident memory of ``pid`` and its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    total_kib, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        stack.extend(children.get(current, []))
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total_kib += int(line.split()[1])
-    return total_kib / 1024
+    return rss_mib(process_tree([pid]))
 
 
 def idle_rss(launch: Launcher, zk_connect: str, data_dir: Path) -> dict[str, float]:
@@ -439,22 +418,3 @@ def run(ctx: Context) -> None:
         else:
             ctx.report(f"broker.odradek.{metric}", None, unit, goal=goal,
                        error=odradek_error, test=f"broker.{metric}", **common)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--output", type=Path, default=Path("bench/results"))
-    args = parser.parse_args(argv)
-    ctx = Context(args.output, quick=args.quick)
-    try:
-        run(ctx)
-    finally:
-        ctx.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -33,9 +33,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # `python bench/bench_groups.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import confluent_kafka
 
 from bench.bench_broker import create_topics, percentile
@@ -327,16 +324,3 @@ def _quantile(found: dict[str, Any] | None, kind: str, q: float) -> float | None
 
 def _samples(found: dict[str, Any] | None, kind: str) -> list[float]:
     return [] if found is None else [round(v, 3) for v in found["rebalance"][kind]]
-
-
-def main() -> int:
-    ctx = Context(Path("bench/results"), quick="--quick" in sys.argv)
-    try:
-        run(ctx)
-    finally:
-        ctx.close()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -311,14 +311,3 @@ def run(ctx: Context) -> None:
     bench_recording(ctx)
     bench_scrape(ctx)
     bench_live_broker(ctx)
-
-
-if __name__ == "__main__":
-    import sys
-    import tempfile
-
-    context = Context(Path(tempfile.mkdtemp(prefix="bench-metrics-")), quick="--quick" in sys.argv)
-    try:
-        run(context)
-    finally:
-        context.close()

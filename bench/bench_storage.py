@@ -346,14 +346,3 @@ def run(ctx: Context) -> None:
     bench_sendfile(ctx)
     bench_recovery(ctx)
     bench_compaction(ctx)
-
-
-if __name__ == "__main__":
-    import sys
-    import tempfile
-
-    context = Context(Path(tempfile.mkdtemp(prefix="bench-storage-")), quick="--quick" in sys.argv)
-    try:
-        run(context)
-    finally:
-        context.close()

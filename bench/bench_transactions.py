@@ -14,15 +14,11 @@ broker that fails is reported with ``value: null``.
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 import uuid
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # `python bench/bench_transactions.py`
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import confluent_kafka
 
@@ -146,16 +142,3 @@ def run(ctx: Context) -> None:
                            **({"error": "odradek run failed"} if ours is None else {}))
     finally:
         zookeeper.stop()
-
-
-def main() -> int:
-    ctx = Context(Path("bench/results"), quick="--quick" in sys.argv)
-    try:
-        run(ctx)
-    finally:
-        ctx.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
