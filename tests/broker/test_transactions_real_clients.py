@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from tests.harness.kafka import read_values
+
 from .conftest import BrokerStarter
 from .helpers import create_topic
 from .inprocess import InProcessBroker
@@ -21,29 +23,6 @@ def _producer(bootstrap: str, transactional_id: str, **extra: object) -> Produce
                                  "transactional.id": transactional_id, "linger.ms": 5}
     config.update(extra)
     return Producer(config)
-
-
-def _consume(bootstrap: str, topic: str, isolation: str, partitions: int = 2,
-             settle: float = 1.5) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False, "isolation.level": isolation})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    quiet_since = time.monotonic()
-    deadline = time.monotonic() + 20
-    try:
-        while time.monotonic() - quiet_since < settle and time.monotonic() < deadline:
-            batch = consumer.consume(num_messages=500, timeout=0.3)
-            for message in batch:
-                assert message.error() is None, message.error()
-                value = message.value()
-                assert value is not None
-                values.append(value)
-            if batch:
-                quiet_since = time.monotonic()
-    finally:
-        consumer.close()
-    return sorted(values)
 
 
 def test_committed_transactions_are_visible_and_aborted_ones_never(
@@ -65,9 +44,10 @@ def test_committed_transactions_are_visible_and_aborted_ones_never(
             producer.flush(30)
             producer.abort_transaction(30)
     bootstrap = shared_broker.bootstrap
-    assert _consume(bootstrap, topic_name, "read_committed") == sorted(expected_committed)
+    assert read_values(bootstrap, topic_name, 2, settle=1.5) == sorted(expected_committed)
     everything = [b"r%d-%d" % (r, i) for r in range(4) for i in range(10)]
-    assert _consume(bootstrap, topic_name, "read_uncommitted") == sorted(everything)
+    assert read_values(bootstrap, topic_name, 2, isolation="read_uncommitted",
+                       settle=1.5) == sorted(everything)
 
 
 def test_a_zombie_with_the_old_epoch_is_fenced(
@@ -90,7 +70,7 @@ def test_a_zombie_with_the_old_epoch_is_fenced(
         zombie.commit_transaction(30)
     error: KafkaError = raised.value.args[0]
     assert error.fatal() or error.txn_requires_abort(), error
-    assert _consume(shared_broker.bootstrap, topic_name, "read_committed") == [b"successor"]
+    assert read_values(shared_broker.bootstrap, topic_name, 2, settle=1.5) == [b"successor"]
 
 
 def test_a_hanging_transaction_is_aborted_by_its_timeout_and_the_lso_advances(
@@ -118,7 +98,7 @@ def test_a_hanging_transaction_is_aborted_by_its_timeout_and_the_lso_advances(
         assert stable == 6, "the coordinator's abort marker must release the LSO"
     finally:
         consumer.close()
-    assert _consume(broker.bootstrap, topic_name, "read_committed", partitions=1) == []
+    assert read_values(broker.bootstrap, topic_name, settle=1.5) == []
     with pytest.raises(KafkaException):  # the timed-out producer was fenced by the abort
         hanging.commit_transaction(10)
     coordinator = broker.broker.services.transaction_coordinator  # type: ignore[union-attr]
@@ -213,7 +193,7 @@ def test_send_offsets_to_transaction_commits_offsets_atomically_with_output(
         assert unchanged.offset == 10, "an aborted transaction must not move the offsets"
     finally:
         consumer.close()
-    assert _consume(bootstrap, sink, "read_committed", partitions=1) == sorted(
+    assert read_values(bootstrap, sink, settle=1.5) == sorted(
         b"x%d" % i for i in range(10))
 
 
@@ -243,7 +223,7 @@ def test_a_restarted_producer_commits_offsets_in_its_first_transaction(
         assert committed.offset == 3
     finally:
         metadata.close()
-    assert _consume(bootstrap, sink, "read_committed", partitions=1) == [b"0", b"1", b"2"]
+    assert read_values(bootstrap, sink, settle=1.5) == [b"0", b"1", b"2"]
 
 
 def test_empty_transactional_id_is_an_invalid_request(shared_broker: InProcessBroker) -> None:

@@ -9,8 +9,6 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from odradek.client import (
     AdminClient,
@@ -20,6 +18,7 @@ from odradek.client import (
     TopicPartition,
     TransactionFatal,
 )
+from tests.harness.kafka import read_values
 
 from .conftest import Target, create_topic
 
@@ -45,32 +44,6 @@ def _odradek_values(bootstrap: str, topic: str, isolation: str, want: int,
         values += [r.value for r in consumer.poll(700) if r.value is not None]  # no more
         ends = consumer.end_offsets(tps)
         assert {tp: consumer.position(tp) for tp in tps} == ends
-    finally:
-        consumer.close()
-    return sorted(values)
-
-
-def _confluent_values(bootstrap: str, topic: str, want: int, partitions: int = 2
-                      ) -> list[bytes]:
-    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                                  "enable.auto.commit": False,
-                                  "isolation.level": "read_committed"})
-    consumer.assign([ConfluentTopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    try:
-        deadline = time.monotonic() + 20
-        settle = None
-        while time.monotonic() < deadline:
-            batch = consumer.consume(num_messages=500, timeout=0.3)
-            for message in batch:
-                assert message.error() is None, message.error()
-                value = message.value()
-                assert value is not None
-                values.append(value)
-            if len(values) >= want:
-                settle = settle or time.monotonic() + 0.7
-                if time.monotonic() >= settle:
-                    break
     finally:
         consumer.close()
     return sorted(values)
@@ -108,7 +81,8 @@ def test_committed_transactions_visible_aborted_never(target: Target, topic_name
         producer.close()
     assert _odradek_values(bootstrap, topic_name, "read_committed",
                            len(committed)) == sorted(committed)
-    assert _confluent_values(bootstrap, topic_name, len(committed)) == sorted(committed)
+    assert read_values(bootstrap, topic_name, 2, want=len(committed),
+                       settle=0.7) == sorted(committed)
     assert _odradek_values(bootstrap, topic_name, "read_uncommitted",
                            len(everything)) == sorted(everything)
 
@@ -139,7 +113,7 @@ def test_a_second_producer_with_the_same_id_fences_the_first(target: Target,
         zombie.close(5)
         successor.close()
     assert _odradek_values(bootstrap, topic_name, "read_committed", 1) == [b"successor"]
-    assert _confluent_values(bootstrap, topic_name, 1) == [b"successor"]
+    assert read_values(bootstrap, topic_name, 2, want=1, settle=0.7) == [b"successor"]
 
 
 def test_offsets_sent_to_a_transaction_count_only_once_it_commits(target: Target,

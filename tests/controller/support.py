@@ -11,20 +11,13 @@ from kazoo.client import KazooClient
 from odradek.local_cluster import LocalCluster
 from tests.broker.wire import WireClient
 from tests.harness import wait_until
+from tests.harness.kafka import FAST_FAILOVER
 from tests.harness.kafka import partition_state as state
 from tests.harness.kafka import producer as producer
 from tests.harness.kafka import read_all as read_all
 from tests.harness.zk import read_json
 
-FAST = {
-    "zookeeper_session_timeout_ms": "6000",
-    "replica_lag_time_max_ms": "4000",
-    "replica_fetch_wait_max_ms": "200",
-    "replica_fetch_backoff_ms": "200",
-    "offsets_topic_replication_factor": "1",
-    "controlled_shutdown_retry_backoff_ms": "500",
-    "auto_leader_rebalance_enable": "false",
-}
+FAST = {**FAST_FAILOVER, "auto_leader_rebalance_enable": "false"}
 
 
 

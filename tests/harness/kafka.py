@@ -1,16 +1,29 @@
 """librdkafka and ZooKeeper helpers shared by the multi-broker suites (replication,
-controller): partition state as the controller wrote it, an acks=all idempotent producer,
-and reading a topic back to its end offsets."""
+controller, operator, transactions): broker settings for quick failover, partition state as
+the controller wrote it, an acks=all idempotent producer, reading a topic back to its end
+offsets, and reading what an isolation level lets through."""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from kazoo.client import KazooClient
 
 from odradek.local_cluster import wait_until
+
+# A dead broker noticed in seconds, followers that fetch and fall out of the ISR quickly.
+FAST_FAILOVER = {
+    "zookeeper_session_timeout_ms": "6000",
+    "replica_lag_time_max_ms": "4000",
+    "replica_fetch_wait_max_ms": "200",
+    "replica_fetch_backoff_ms": "200",
+    "offsets_topic_replication_factor": "1",
+    # The last broker standing cannot hand leadership to anyone; don't wait 2 x 5 s for it.
+    "controlled_shutdown_retry_backoff_ms": "500",
+}
 
 
 def located(message: Message) -> tuple[int, int]:
@@ -71,3 +84,32 @@ def read_all(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 6
         return values
     finally:
         consumer.close()
+
+
+def read_values(bootstrap: str, topic: str, partitions: int = 1, *,
+                isolation: str = "read_committed", want: int = 0, settle: float = 1.0,
+                timeout: float = 20.0) -> list[bytes]:
+    """The values ``isolation`` lets through, sorted: read until at least ``want`` arrived and
+    then nothing more for ``settle`` seconds, so records that must never show up (aborted,
+    still open) have had their chance to."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
+                         "enable.auto.commit": False, "isolation.level": isolation})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    quiet_since = time.monotonic()
+    try:
+        while time.monotonic() < deadline:
+            if len(values) >= want and time.monotonic() - quiet_since >= settle:
+                break
+            batch = consumer.consume(num_messages=500, timeout=0.3)
+            for message in batch:
+                assert message.error() is None, message.error()
+                value = message.value()
+                assert value is not None
+                values.append(value)
+            if batch:
+                quiet_since = time.monotonic()
+    finally:
+        consumer.close()
+    return sorted(values)

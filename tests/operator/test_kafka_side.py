@@ -26,15 +26,7 @@ from odradek_operator.spec import ConsumerGroupSpec, TopicSpec
 
 from odradek.client.admin import RESOURCE_TOPIC, AsyncAdminClient
 from tests.harness import wait_until
-
-FAST_FAILOVER = {
-    "zookeeper_session_timeout_ms": "6000",
-    "replica_lag_time_max_ms": "4000",
-    "replica_fetch_wait_max_ms": "200",
-    "replica_fetch_backoff_ms": "200",
-    "offsets_topic_replication_factor": "1",
-    "controlled_shutdown_retry_backoff_ms": "500",
-}
+from tests.harness.kafka import FAST_FAILOVER
 
 
 def topic_spec(bootstrap: str, **spec: Any) -> TopicSpec:

@@ -10,23 +10,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
 from tests.harness import wait_until
+from tests.harness.kafka import FAST_FAILOVER as FAST_FAILOVER
 from tests.harness.kafka import partition_state as partition_state
 from tests.harness.kafka import producer as producer
 from tests.harness.kafka import read_all as read_all
-
-FAST_FAILOVER = {
-    "zookeeper_session_timeout_ms": "6000",
-    "replica_lag_time_max_ms": "4000",
-    "replica_fetch_wait_max_ms": "200",
-    "replica_fetch_backoff_ms": "200",
-    "offsets_topic_replication_factor": "1",
-    # The last broker standing cannot hand leadership to anyone; don't wait 2 x 5 s for it.
-    "controlled_shutdown_retry_backoff_ms": "500",
-}
-
-
-
-
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replication: int = 3,
