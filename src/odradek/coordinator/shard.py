@@ -224,30 +224,33 @@ class CoordinatorShard:
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        # The hottest group path: the key's group prefix and each topic's part are encoded
-        # once per request, not per partition.
-        key_prefix = offset_commit_key_prefix(group_id)
-        topic_parts: dict[str, bytes] = {}
+        # The hottest group path. Each partition's record key is encoded once per group
+        # (kept in ``group.offset_keys``), and the per-partition tuples are built with
+        # tuple.__new__: a named tuple's own constructor is a Python call of its own.
+        keys = group.offset_keys
+        key_prefix: bytes | None = None
         max_metadata = self.config.offset_metadata_max_bytes
         none, too_large = ErrorCode.none, ErrorCode.offset_metadata_too_large
+        new = tuple.__new__
         for topic, index, committed, epoch, metadata, expire in entries:
-            key = TopicPartition(topic, index)
+            tp = new(TopicPartition, (topic, index))
             if not metadata:
                 metadata = ""
             elif len(metadata.encode()) > max_metadata:
-                errors[key] = too_large
+                errors[tp] = too_large
                 continue
-            errors[key] = none
-            offset = OffsetAndMetadata(committed, epoch, metadata, now_ms, expire)
-            topic_part = topic_parts.get(topic)
-            if topic_part is None:
-                topic_part = topic_parts[topic] = offset_commit_key_topic(topic)
+            errors[tp] = none
+            key = keys.get(tp)
+            if key is None:
+                if key_prefix is None:
+                    key_prefix = offset_commit_key_prefix(group_id)
+                key = keys[tp] = (key_prefix + offset_commit_key_topic(topic)
+                                  + offset_commit_key_partition(index))
             records.append(Record(
-                timestamp=now_ms,
-                key=key_prefix + topic_part + offset_commit_key_partition(index),
+                timestamp=now_ms, key=key,
                 value=offset_commit_value_bytes(committed, epoch, metadata, now_ms, expire),
             ))
-            accepted[key] = offset
+            accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
         return CommitPlan(errors, records, group_id, accepted)
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
