@@ -119,6 +119,13 @@ class BatchHeader(NamedTuple):
     base_sequence: int
     record_count: int
 
+    def placed(self, base_offset: int, partition_leader_epoch: int) -> BatchHeader:
+        """This header at its offset and epoch in a leader's log (what
+        :func:`rewrite_offsets` writes); ``_replace`` costs three times as much, once per
+        appended batch."""
+        return tuple.__new__(BatchHeader, (base_offset, self[1], partition_leader_epoch)
+                             + self[3:])
+
     @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
