@@ -62,6 +62,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
     unknown = ErrorCode.unknown_topic_or_partition
+    new = tuple.__new__  # one entry per partition: not through the named tuple's __new__
     for topic in request.topics:
         name = topic.name
         metadata = topics.get(name)
@@ -71,11 +72,11 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             if index not in known:
                 errors[TopicPartition(name, index)] = unknown
                 continue
-            entries.append(OffsetCommitEntry(
+            entries.append(new(OffsetCommitEntry, (
                 name, index, int(partition.committed_offset),
                 int(partition.committed_leader_epoch) if with_epoch else -1,
                 partition.committed_metadata, expire,
-            ))
+            )))
     if entries:
         result = ctx.services.coordinator.commit_offsets_nowait(
             str(request.group_id),
