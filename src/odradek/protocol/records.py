@@ -123,8 +123,8 @@ class BatchHeader(NamedTuple):
         """This header at its offset and epoch in a leader's log (what
         :func:`rewrite_offsets` writes); ``_replace`` costs three times as much, once per
         appended batch."""
-        return tuple.__new__(BatchHeader, (base_offset, self[1], partition_leader_epoch)
-                             + self[3:])
+        return tuple.__new__(BatchHeader,
+                             (base_offset, self[1], partition_leader_epoch, *self[3:]))
 
     @property
     def last_offset(self) -> int:
