@@ -74,7 +74,7 @@ class GroupMembership:
         self.subscribed_topics: frozenset[str] | None = None
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         # Each committed partition's ``__consumer_offsets`` record key, encoded once: an
-        # OffsetCommit writes the same keys again and again.
+        # OffsetCommit writes the same keys again and again (dropped with the offset).
         self.offset_keys: dict[TopicPartition, bytes] = {}
         # Rebalance timers.
         self.join_deadline_ms: int | None = None

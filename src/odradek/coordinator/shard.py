@@ -246,9 +246,9 @@ class CoordinatorShard:
                     key_prefix = offset_commit_key_prefix(group_id)
                 key = keys[tp] = (key_prefix + offset_commit_key_topic(topic)
                                   + offset_commit_key_partition(index))
-            records.append(Record(
-                timestamp=now_ms, key=key,
-                value=offset_commit_value_bytes(committed, epoch, metadata, now_ms, expire),
+            records.append(Record(  # positional (offset_delta, timestamp, key, value): cheaper
+                0, now_ms, key, offset_commit_value_bytes(committed, epoch, metadata, now_ms,
+                                                          expire),
             ))
             accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
         return CommitPlan(errors, records, group_id, accepted)
@@ -309,6 +309,7 @@ class CoordinatorShard:
                 errors[TopicPartition(topic, partition)] = ErrorCode.group_subscribed_to_topic
                 continue
             errors[TopicPartition(topic, partition)] = ErrorCode.none
+            group.offset_keys.pop(TopicPartition(topic, partition), None)
             if group.offsets.pop(TopicPartition(topic, partition), None) is not None:
                 records.append(offset_tombstone(group_id, topic, partition, now_ms))
         records.extend(self._remove_if_abandoned(group, now_ms))
@@ -322,6 +323,7 @@ class CoordinatorShard:
                 group, now_ms, self.config.offsets_retention_ms
             ):
                 del group.offsets[TopicPartition(topic, partition)]
+                group.offset_keys.pop(TopicPartition(topic, partition), None)
                 records.append(offset_tombstone(group.group_id, topic, partition, now_ms))
             records.extend(self._remove_if_abandoned(group, now_ms))
         return records
@@ -399,6 +401,7 @@ class CoordinatorShard:
         if value is None:
             if group is not None:
                 group.offsets.pop(TopicPartition(key.topic, key.partition), None)
+                group.offset_keys.pop(TopicPartition(key.topic, key.partition), None)
             return
         if group is None:
             group = self._create_group(key.group, now_ms)
@@ -417,4 +420,5 @@ class CoordinatorShard:
         )
         if existing is not None:
             group.offsets = existing.offsets
+            group.offset_keys = existing.offset_keys
         self.groups[group_id] = group
