@@ -103,18 +103,13 @@ def _commit_response(ctx: RequestContext, request: Any,
                      errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
     get = cast(_ErrorsByTuple, errors.get)
-    answers = []
-    codes = []
-    for topic in request.topics:
-        name = topic.name
-        partitions = []
-        for p in topic.partitions:
-            index = int(p.partition_index)
-            code = get((name, index), unknown_server_error)
-            partitions.append((index, code))
-            if code:
-                codes.append(code)
-        answers.append((name, partitions))
+    answers = [
+        (topic.name, [(p.partition_index, get((topic.name, p.partition_index),
+                                              unknown_server_error))
+                      for p in topic.partitions])
+        for topic in request.topics
+    ]
+    codes = [code for _name, partitions in answers for _index, code in partitions if code]
     frame = encode_offset_commit_response(ctx.api_version, ctx.header.correlation_id, answers)
     return EncodedResponse([frame], codes)
 
