@@ -183,3 +183,7 @@ def test_commit_records_are_kafkas_bytes() -> None:
             entry.offset, entry.metadata or "", driver.now, entry.leader_epoch,
             entry.expire_timestamp_ms))
         assert plan.offsets[TopicPartition(entry.topic, entry.partition)].offset == entry.offset
+    # A second commit takes the keys the group kept from the first: the same bytes.
+    driver.shard.apply_offset_commit(plan, driver.now)
+    again = driver.shard.prepare_offset_commit(driver.now, "grüppe", "", None, -1, entries)
+    assert [r.key for r in again.records] == [r.key for r in plan.records]

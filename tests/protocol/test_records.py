@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from odradek.protocol import compression
 from odradek.protocol.errors import CorruptRecord
 from odradek.protocol.legacy_records import convert_legacy_message_set, encode_legacy_message
+from odradek.protocol.record_encoding import append_record, encode_records
 from odradek.protocol.records import (
     BATCH_HEADER_SIZE,
     CorruptBatch,
@@ -70,6 +71,46 @@ def test_encode_decode_round_trip_for_every_codec(
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decoded] == [
         (base_offset + i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)
     ]
+
+
+plain_records_strategy = st.lists(
+    st.builds(
+        Record,
+        timestamp=st.integers(0, 2**45) | st.just(-1),
+        key=st.none() | st.binary(max_size=50) | st.binary(min_size=16_380, max_size=16_400),
+        value=st.none() | st.binary(max_size=300) | st.binary(min_size=16_370, max_size=16_390),
+        headers=st.lists(
+            st.tuples(st.text(max_size=10), st.none() | st.binary(max_size=20)), max_size=2
+        ) | st.just([]),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(records=plain_records_strategy, base=st.integers(-1, 2**45))
+def test_encode_records_writes_the_bytes_of_the_per_record_encoder(
+    records: list[Record], base: int
+) -> None:
+    """The inline path (key, value, no headers, small fields) and the fallback must both
+    write exactly what append_record writes, record after record."""
+    expected = bytearray()
+    for index, record in enumerate(records):
+        append_record(expected, record.timestamp - base, index, record.key, record.value,
+                      record.headers)
+    body, max_ts = encode_records(records, base)
+    assert body == bytes(expected)
+    assert max_ts == max((r.timestamp for r in records), default=-1)
+
+
+def test_encode_records_covers_offset_deltas_past_the_varint_table() -> None:
+    records = [Record(timestamp=7, key=b"k", value=b"v") for _ in range(16_400)]
+    expected = bytearray()
+    for index, record in enumerate(records):
+        append_record(expected, 0, index, record.key, record.value, record.headers)
+    assert encode_records(records, 7) == (bytes(expected), 7)
+    decoded = decode_batch(encode_batch(records))[1]
+    assert [r.offset for r in decoded] == list(range(16_400))
 
 
 def test_header_layout_matches_the_spec() -> None:

@@ -105,6 +105,21 @@ def test_acks_all_below_min_insync_is_refused_before_appending(tmp_path: Path) -
     asyncio.run(body())
 
 
+def test_acks_all_answers_at_once_when_we_are_the_whole_isr(manager: ReplicaManager) -> None:
+    """The HW moves with the append itself: no delayed operation, no future, the results
+    come back as acks=1's do (Produce answers in the same loop turn)."""
+
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        results = manager.append_records({TP: batch([b"x", b"y"])}, acks=-1, timeout_ms=1000)
+        assert isinstance(results, dict)
+        assert results[TP].error == ErrorCode.none and results[TP].base_offset == 0
+        assert manager.partitions()[TP].high_watermark == 2
+        assert len(manager.produce_purgatory) == 0
+
+    asyncio.run(body())
+
+
 def test_losing_leadership_fails_the_waiting_write(manager: ReplicaManager) -> None:
     async def body() -> None:
         lead(manager, isr=(ME, 2))

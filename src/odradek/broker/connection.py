@@ -52,6 +52,7 @@ _READ_SIZE = 256 * 1024
 _MAX_PIPELINE = 64
 _CLOSE = object()
 _clock = time.perf_counter
+_new = tuple.__new__  # a RequestContext per request, without the named tuple's __new__
 _REAUTH = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 _RAW_TOKEN_HEADER = RequestHeader(int(ApiKey.SASL_AUTHENTICATE), 0, -1, None)
 
@@ -229,8 +230,8 @@ class Connection:
         request = decode_request(frame)
         handler = self._handlers[api_key]
         services = self._services
-        context = RequestContext(services, request.header, self.listener, self.peer,
-                                 session, self._throttle)
+        context = _new(RequestContext, (services, request.header, self.listener, self.peer,
+                                        session, self._throttle))
         timed.called = _clock()
         outcome = handler(context, request.body)
         timed.returned = timed.done = _clock()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
@@ -73,13 +73,16 @@ class BrokerServices:
             raise RequestTimedOut(message) from None
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(NamedTuple):
+    """Immutable, one per request. A named tuple rather than a frozen dataclass: the
+    connection builds one for every request, and a frozen dataclass's ``__init__`` costs an
+    ``object.__setattr__`` per field."""
+
     services: BrokerServices
     header: RequestHeader
     listener: str
     peer: str
-    session: ConnectionSession = field(default_factory=ConnectionSession)
+    session: ConnectionSession
     throttle: ChannelThrottle | None = None  # the connection's quota mute
 
     @property

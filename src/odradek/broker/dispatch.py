@@ -48,7 +48,9 @@ def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | Marker
 
 
 def is_awaitable(value: object) -> bool:
-    return inspect.isawaitable(value)
+    # A pre-encoded response (a list of chunks: Fetch, OffsetCommit) is the hottest
+    # outcome and never awaitable: no trip through inspect's ABC check for it.
+    return not isinstance(value, list) and inspect.isawaitable(value)
 
 
 def handler_table() -> dict[int, Handler]:

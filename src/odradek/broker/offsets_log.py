@@ -71,9 +71,7 @@ class ReplicatedOffsetsLog:
             from_coordinator=True,  # no producer sequence on a TxnOffsetCommit batch
         )
         if isinstance(outcome, asyncio.Future):
-            if not outcome.done():
-                return self._committed(key, outcome)
-            outcome = outcome.result()  # the HW covered it at once (we are the whole ISR)
+            return self._committed(key, outcome)
         _raise_if_failed(key, outcome)
         return None
 

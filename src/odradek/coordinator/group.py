@@ -512,16 +512,14 @@ class Group(GroupMembership):
     # ------------------------------------------------------------------ timers
 
     def next_deadline(self) -> int | None:
-        deadlines = [
-            d
-            for d in (
-                self.join_deadline_ms,
-                self.sync_deadline_ms,
-                *self.pending_members.values(),
-                *(m.heartbeat_deadline_ms for m in self.members.values()),
-            )
-            if d is not None
-        ]
+        # Asked after every request of the group, OffsetCommits included: a group with no
+        # members (a simple committer's) answers without building anything.
+        deadlines = [d for d in (self.join_deadline_ms, self.sync_deadline_ms) if d is not None]
+        if self.pending_members:
+            deadlines += self.pending_members.values()
+        for member in self.members.values():
+            if member.heartbeat_deadline_ms is not None:
+                deadlines.append(member.heartbeat_deadline_ms)
         return min(deadlines, default=None)
 
     def poll(self, now_ms: int) -> list[Output]:

@@ -73,6 +73,9 @@ class GroupMembership:
         self.pending_sync: set[str] = set()
         self.subscribed_topics: frozenset[str] | None = None
         self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        # Each committed partition's ``__consumer_offsets`` record key, encoded once: an
+        # OffsetCommit writes the same keys again and again (dropped with the offset).
+        self.offset_keys: dict[TopicPartition, bytes] = {}
         # Rebalance timers.
         self.join_deadline_ms: int | None = None
         self.sync_deadline_ms: int | None = None

@@ -224,30 +224,33 @@ class CoordinatorShard:
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        # The hottest group path: the key's group prefix and each topic's part are encoded
-        # once per request, not per partition.
-        key_prefix = offset_commit_key_prefix(group_id)
-        topic_parts: dict[str, bytes] = {}
+        # The hottest group path. Each partition's record key is encoded once per group
+        # (kept in ``group.offset_keys``), and the per-partition tuples are built with
+        # tuple.__new__: a named tuple's own constructor is a Python call of its own.
+        keys = group.offset_keys
+        key_prefix: bytes | None = None
         max_metadata = self.config.offset_metadata_max_bytes
         none, too_large = ErrorCode.none, ErrorCode.offset_metadata_too_large
+        new = tuple.__new__
         for topic, index, committed, epoch, metadata, expire in entries:
-            key = TopicPartition(topic, index)
+            tp = new(TopicPartition, (topic, index))
             if not metadata:
                 metadata = ""
             elif len(metadata.encode()) > max_metadata:
-                errors[key] = too_large
+                errors[tp] = too_large
                 continue
-            errors[key] = none
-            offset = OffsetAndMetadata(committed, epoch, metadata, now_ms, expire)
-            topic_part = topic_parts.get(topic)
-            if topic_part is None:
-                topic_part = topic_parts[topic] = offset_commit_key_topic(topic)
-            records.append(Record(
-                timestamp=now_ms,
-                key=key_prefix + topic_part + offset_commit_key_partition(index),
-                value=offset_commit_value_bytes(committed, epoch, metadata, now_ms, expire),
+            errors[tp] = none
+            key = keys.get(tp)
+            if key is None:
+                if key_prefix is None:
+                    key_prefix = offset_commit_key_prefix(group_id)
+                key = keys[tp] = (key_prefix + offset_commit_key_topic(topic)
+                                  + offset_commit_key_partition(index))
+            records.append(Record(  # positional (offset_delta, timestamp, key, value): cheaper
+                0, now_ms, key, offset_commit_value_bytes(committed, epoch, metadata, now_ms,
+                                                          expire),
             ))
-            accepted[key] = offset
+            accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
         return CommitPlan(errors, records, group_id, accepted)
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
@@ -306,6 +309,7 @@ class CoordinatorShard:
                 errors[TopicPartition(topic, partition)] = ErrorCode.group_subscribed_to_topic
                 continue
             errors[TopicPartition(topic, partition)] = ErrorCode.none
+            group.offset_keys.pop(TopicPartition(topic, partition), None)
             if group.offsets.pop(TopicPartition(topic, partition), None) is not None:
                 records.append(offset_tombstone(group_id, topic, partition, now_ms))
         records.extend(self._remove_if_abandoned(group, now_ms))
@@ -319,6 +323,7 @@ class CoordinatorShard:
                 group, now_ms, self.config.offsets_retention_ms
             ):
                 del group.offsets[TopicPartition(topic, partition)]
+                group.offset_keys.pop(TopicPartition(topic, partition), None)
                 records.append(offset_tombstone(group.group_id, topic, partition, now_ms))
             records.extend(self._remove_if_abandoned(group, now_ms))
         return records
@@ -396,6 +401,7 @@ class CoordinatorShard:
         if value is None:
             if group is not None:
                 group.offsets.pop(TopicPartition(key.topic, key.partition), None)
+                group.offset_keys.pop(TopicPartition(key.topic, key.partition), None)
             return
         if group is None:
             group = self._create_group(key.group, now_ms)
@@ -414,4 +420,5 @@ class CoordinatorShard:
         )
         if existing is not None:
             group.offsets = existing.offsets
+            group.offset_keys = existing.offset_keys
         self.groups[group_id] = group

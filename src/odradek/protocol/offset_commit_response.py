@@ -30,12 +30,16 @@ _NO_TAGS = b"\x00"
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _PARTITION = struct.Struct(">ih")
+_PARTITION_TAGGED = struct.Struct(">ihx")  # x: the partition's empty tagged-field section
+_SMALL_UVARINTS = tuple(bytes((n,)) for n in range(0x80))
 
 TopicErrors = tuple[str, Sequence[tuple[int, int]]]
 """``(topic, [(partition_index, error_code), ...])`` in request order."""
 
 
 def _uvarint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL_UVARINTS[value]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -55,16 +59,16 @@ def encode_offset_commit_response(
     if version >= _FIRST_THROTTLE_VERSION:
         parts.append(_I32.pack(throttle_ms))
     parts.append(_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
-    pack = _PARTITION.pack
+    pack = _PARTITION_TAGGED.pack if flexible else _PARTITION.pack
     for name, partitions in topics:
         raw = name.encode()
         if flexible:
             parts.append(_uvarint(len(raw) + 1) + raw + _uvarint(len(partitions) + 1))
-            parts.extend(pack(index, code) + _NO_TAGS for index, code in partitions)
-            parts.append(_NO_TAGS)
         else:
             parts.append(_I16.pack(len(raw)) + raw + _I32.pack(len(partitions)))
-            parts.extend(pack(index, code) for index, code in partitions)
+        parts += [pack(index, code) for index, code in partitions]
+        if flexible:
+            parts.append(_NO_TAGS)
     if flexible:
         parts.append(_NO_TAGS)
     body = b"".join(parts)

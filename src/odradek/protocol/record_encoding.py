@@ -15,8 +15,12 @@ base-128, least significant group first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["SMALL_VARINTS", "append_record", "varint"]
+if TYPE_CHECKING:
+    from .records import Record
+
+__all__ = ["SMALL_VARINTS", "append_record", "encode_records", "varint"]
 
 _TABLE_SIZE = 1 << 14
 
@@ -78,3 +82,38 @@ def append_record(out: bytearray, timestamp_delta: int, offset_delta: int,
     size = len(body)
     out += small[size] if size < _TABLE_SIZE else _slow_varint(size)
     out += body
+
+
+def encode_records(records: Sequence[Record], base_timestamp: int) -> tuple[bytes, int]:
+    """The records part of a batch for ``records`` at offset deltas 0..n-1, and their
+    largest timestamp (-1 for none).
+
+    The broker's own writes (offset commits, group metadata, markers) are small records
+    with a key and a value and no headers: those are encoded inline here, one join per
+    record and one for the whole body, with no call per record; anything else (a null key
+    or value, headers, a field of 16 KiB or more, a timestamp before the base) goes
+    through :func:`append_record`, byte for byte the same encoding.
+    """
+    small = _SMALL
+    parts: list[bytes | bytearray] = []
+    max_ts = -1
+    for index, record in enumerate(records):
+        key = record.key
+        value = record.value
+        timestamp = record.timestamp
+        delta = timestamp - base_timestamp
+        if (record.headers or key is None or value is None or not 0 <= delta < _TABLE_SIZE
+                or index >= _TABLE_SIZE or len(key) >= _TABLE_SIZE
+                or len(value) >= _TABLE_SIZE):
+            out = bytearray()
+            append_record(out, delta, index, key, value, record.headers)
+            parts.append(out)
+        else:
+            body = b"".join((b"\x00", small[delta], small[index], small[len(key)], key,
+                             small[len(value)], value, _NO_HEADERS))
+            size = len(body)
+            parts.append(small[size] if size < _TABLE_SIZE else _slow_varint(size))
+            parts.append(body)
+        if timestamp > max_ts:
+            max_ts = timestamp
+    return b"".join(parts), max_ts

@@ -23,7 +23,9 @@ from odradek.types import Offset, TopicPartition
 from .partition import Partition
 from .purgatory import DelayedOperation
 
-__all__ = ["AppendResult", "AppendResults", "AwaitingReplication", "DelayedProduce"]
+__all__ = [
+    "AppendResult", "AppendResults", "AwaitingReplication", "DelayedProduce", "settle",
+]
 
 
 @dataclass
@@ -68,18 +70,7 @@ class DelayedProduce(DelayedOperation[AppendResults]):
         self._waiting = dict(waiting)
 
     def try_complete(self) -> bool:
-        for key, awaiting in list(self._waiting.items()):
-            partition = awaiting.partition
-            if not partition.is_leader or (
-                partition.leader_generation != awaiting.leader_generation
-            ):
-                self._results[key].error = ErrorCode.not_leader_or_follower
-                del self._waiting[key]
-            elif awaiting.replicated:
-                if len(partition.isr) < partition.min_insync_replicas:
-                    self._results[key].error = ErrorCode.not_enough_replicas_after_append
-                del self._waiting[key]
-        if self._waiting:
+        if not settle(self._results, self._waiting):
             return False
         self.complete(self._results)
         return True
@@ -88,3 +79,22 @@ class DelayedProduce(DelayedOperation[AppendResults]):
         for key in self._waiting:
             self._results[key].error = ErrorCode.request_timed_out
         self.complete(self._results)
+
+
+def settle(results: AppendResults, waiting: dict[TopicPartition, AwaitingReplication]) -> bool:
+    """Decide every partition of ``waiting`` that can be decided now (the rules above),
+    recording its error in ``results`` and dropping it from ``waiting``; True when none
+    is left. :meth:`ReplicaManager.append_records` calls it right after appending, so a
+    write the HW covers at once (we are the whole ISR) needs no delayed operation."""
+    for key, awaiting in list(waiting.items()):
+        partition = awaiting.partition
+        if not partition.is_leader or (
+            partition.leader_generation != awaiting.leader_generation
+        ):
+            results[key].error = ErrorCode.not_leader_or_follower
+            del waiting[key]
+        elif awaiting.replicated:
+            if len(partition.isr) < partition.min_insync_replicas:
+                results[key].error = ErrorCode.not_enough_replicas_after_append
+            del waiting[key]
+    return not waiting

@@ -48,7 +48,13 @@ from odradek.storage import LogConfig, PartitionLog
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
 from .delayed_fetch import DelayedFetch
-from .delayed_produce import AppendResult, AppendResults, AwaitingReplication, DelayedProduce
+from .delayed_produce import (
+    AppendResult,
+    AppendResults,
+    AwaitingReplication,
+    DelayedProduce,
+    settle,
+)
 from .fetcher import ReplicaFetcherManager
 from .isr_manager import IsrManager
 from .partition import NO_LEADER, FollowerProgress, Partition, PartitionLeadership
@@ -176,9 +182,10 @@ class ReplicaManager:
     ) -> AppendResults | asyncio.Future[AppendResults]:
         """Append each partition's batches (whole, as received) to the partitions we lead.
 
-        With acks 0 or 1, or when nothing needs to wait, the results come back at once.
-        With acks=-1 the appended partitions wait until the HW covers them (or
-        ``timeout_ms``), and a future of the results comes back. ``from_coordinator``:
+        With acks 0 or 1, or when nothing needs to wait, the results come back at once;
+        so do acks=-1 appends the HW covered at once (we are the whole ISR). Otherwise the
+        appended partitions wait until the HW covers them (or ``timeout_ms``), and a future
+        of the results comes back. ``from_coordinator``:
         a coordinator's own write (see :meth:`Partition.append_as_leader`).
         """
         results: AppendResults = {}
@@ -204,8 +211,8 @@ class ReplicaManager:
                                         log_start_offset=info.log_start_offset)
             if acks == -1:
                 waiting[key] = AwaitingReplication.after(partition, info.last_offset)
-        if not waiting:
-            return results
+        if not waiting or settle(results, waiting):
+            return results  # nothing to wait for, or the HW covered it at once
         operation = DelayedProduce(results, waiting)
         return self.produce_purgatory.try_complete_else_watch(
             operation, list(waiting), timeout_ms / 1000

@@ -238,9 +238,7 @@ class PartitionLog(SegmentDeletion):
                 head = bytearray(view[pos : pos + rec.BATCH_HEADER_SIZE])
                 rest = view[pos + rec.BATCH_HEADER_SIZE : pos + header.size]
                 rec.rewrite_offsets(head, 0, next_offset, leader_epoch)
-                header = header._replace(
-                    base_offset=next_offset, partition_leader_epoch=leader_epoch
-                )
+                header = header.placed(next_offset, leader_epoch)
                 if log_append_time >= 0:
                     rec.set_log_append_time_split(head, rest, log_append_time)
                     header = header._replace(max_timestamp=log_append_time)

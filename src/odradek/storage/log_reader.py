@@ -141,14 +141,15 @@ class LogReader:
     def _publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
         """Replace the readers' snapshot (writers call this under the log lock; it lives here,
         beside the readers, so the snapshot's shape is defined in one place)."""
-        segments = segments if segments is not None else self._state.segments
+        state = self._state
+        if segments is None or segments is state.segments:
+            # An append: same segments, so the same base offsets (not rebuilt per append,
+            # a tuple over every segment of the log).
+            segments, base_offsets = state.segments, state.base_offsets
+        else:
+            base_offsets = tuple(segment.base_offset for segment in segments)
         active = segments[-1]
-        self._state = LogState(
-            segments,
-            tuple(segment.base_offset for segment in segments),
-            active.next_offset,
-            active.size,
-        )
+        self._state = LogState(segments, base_offsets, active.next_offset, active.size)
 
     # ------------------------------------------------------------------ reads
 

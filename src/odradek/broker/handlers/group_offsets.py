@@ -62,6 +62,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
     unknown = ErrorCode.unknown_topic_or_partition
+    new = tuple.__new__  # one entry per partition: not through the named tuple's __new__
     for topic in request.topics:
         name = topic.name
         metadata = topics.get(name)
@@ -71,11 +72,11 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
             if index not in known:
                 errors[TopicPartition(name, index)] = unknown
                 continue
-            entries.append(OffsetCommitEntry(
+            entries.append(new(OffsetCommitEntry, (
                 name, index, int(partition.committed_offset),
                 int(partition.committed_leader_epoch) if with_epoch else -1,
                 partition.committed_metadata, expire,
-            ))
+            )))
     if entries:
         result = ctx.services.coordinator.commit_offsets_nowait(
             str(request.group_id),
@@ -102,18 +103,13 @@ def _commit_response(ctx: RequestContext, request: Any,
                      errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
     get = cast(_ErrorsByTuple, errors.get)
-    answers = []
-    codes = []
-    for topic in request.topics:
-        name = topic.name
-        partitions = []
-        for p in topic.partitions:
-            index = int(p.partition_index)
-            code = get((name, index), unknown_server_error)
-            partitions.append((index, code))
-            if code:
-                codes.append(code)
-        answers.append((name, partitions))
+    answers = [
+        (topic.name, [(p.partition_index, get((topic.name, p.partition_index),
+                                              unknown_server_error))
+                      for p in topic.partitions])
+        for topic in request.topics
+    ]
+    codes = [code for _name, partitions in answers for _index, code in partitions if code]
     frame = encode_offset_commit_response(ctx.api_version, ctx.header.correlation_id, answers)
     return EncodedResponse([frame], codes)
 
