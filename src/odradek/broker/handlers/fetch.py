@@ -6,7 +6,9 @@ transactions of the range returned; 0 reads below the high watermark.
 What is read, for whom, and how long a fetch may wait are the replication layer's rules
 (:mod:`odradek.replication.reads`, :meth:`ReplicaManager.fetch`). This handler decodes
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
-(record data leaves the page cache by ``sendfile``). Incremental fetch sessions are not
+(bulk record data leaves the page cache by ``sendfile``; a region of at most 16 KiB is
+copied into the response's one ``sendmsg``, see ``socket_channel``). Incremental fetch
+sessions are not
 offered (session id 0 in every response), so every request is a full fetch.
 
 A consumer's fetch counts against its ``consumer_byte_rate`` quota (Kafka's way): it reads
