@@ -8,8 +8,8 @@ What is read, for whom, and how long a fetch may wait are the replication layer'
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
 (bulk record data leaves the page cache by ``sendfile``; a region of at most 16 KiB is
 copied into the response's one ``sendmsg``, see ``socket_channel``). Incremental fetch
-sessions are not
-offered (session id 0 in every response), so every request is a full fetch.
+sessions are not offered (session id 0 in every response), so every request is a full
+fetch.
 
 A consumer's fetch counts against its ``consumer_byte_rate`` quota (Kafka's way): it reads
 at most the quota's bytes of one measurement window, the response size is recorded once it
