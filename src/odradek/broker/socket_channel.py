@@ -29,7 +29,10 @@ import socket
 from collections.abc import Sequence
 from typing import Protocol
 
-__all__ = ["COPY_AT_MOST", "ByteChannel", "CopyingChannel", "FileRegionLike", "SocketChannel"]
+__all__ = [
+    "COPY_AT_MOST", "ByteChannel", "CopyingChannel", "FileRegionLike", "SocketChannel",
+    "read_region",
+]
 
 COPY_AT_MOST = 16 * 1024
 _MAX_IOVECS = 512  # well below IOV_MAX (1024 on Linux)
@@ -62,7 +65,9 @@ class ByteChannel(Protocol):
     def close(self) -> None: ...
 
 
-def _copied(region: FileRegionLike) -> bytes:
+def read_region(region: FileRegionLike) -> bytes:
+    """A region's bytes, copied (what goes out where ``sendfile`` does not: small regions,
+    TLS); a file shorter than the region is an error, never a short frame."""
     data = os.pread(region.fileno(), region.length, region.position)
     if len(data) != region.length:
         raise OSError(f"file ended {region.length - len(data)} bytes before the region did")
@@ -115,7 +120,7 @@ class SocketChannel:
             if chunk.length == 0:
                 continue
             if chunk.length <= COPY_AT_MOST:
-                pending.append(_copied(chunk))
+                pending.append(read_region(chunk))
                 continue
             if pending:
                 await self._send_buffers(pending, more=True)
@@ -195,4 +200,4 @@ class CopyingChannel(SocketChannel):
     """Same contract, but record regions are copied (``pread`` + send): the TLS shape."""
 
     async def _sendfile(self, region: FileRegionLike) -> None:
-        await self._send_buffers([_copied(region)], more=False)
+        await self._send_buffers([read_region(region)], more=False)

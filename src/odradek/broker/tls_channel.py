@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import ssl
 from collections.abc import Sequence
 
-from .socket_channel import FileRegionLike
+from .socket_channel import FileRegionLike, read_region
 
 __all__ = ["TlsChannel"]
 
@@ -127,10 +126,7 @@ class TlsChannel:
             else:
                 if chunk.length == 0:
                     continue
-                data = os.pread(chunk.fileno(), chunk.length, chunk.position)
-                if len(data) != chunk.length:
-                    raise OSError(f"file ended {chunk.length - len(data)} bytes before the "
-                                  "region did")
+                data = read_region(chunk)
             view = memoryview(data)
             for start in range(0, len(view), _WRITE_STEP):
                 piece = view[start:start + _WRITE_STEP]
