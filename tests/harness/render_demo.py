@@ -46,6 +46,7 @@ def live_targets(scratch: Path, seconds: float) -> Iterator[list[ScrapeTarget]]:
         overrides={"default.replication.factor": "3", "min.insync.replicas": "2",
                    "offsets.topic.replication.factor": "3",
                    "offsets.topic.num.partitions": "3",
+                   "transaction.state.log.num.partitions": "3",
                    "group.initial.rebalance.delay.ms": "0",
                    "metrics.topic.labels.enable": "true", "log.cleaner.backoff.ms": "1000"},
         ports=[free_port() for _ in range(3)], metrics_ports=[free_port() for _ in range(3)])

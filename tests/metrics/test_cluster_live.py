@@ -99,6 +99,7 @@ def live(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory) 
             "min.insync.replicas": "2",
             "offsets.topic.num.partitions": "3",
             "offsets.topic.replication.factor": "3",
+            "transaction.state.log.num.partitions": "3",
             "group.initial.rebalance.delay.ms": "0",
             "log.retention.check.interval.ms": "1000",
             "metrics.topic.labels.enable": "true",
@@ -156,8 +157,11 @@ def _used_names() -> set[str]:
 
 
 def test_every_metric_a_dashboard_or_alert_uses_is_exported(live: Live) -> None:
-    time.sleep(5)  # a few workload rounds: requests of every kind the workload makes
-    missing = _used_names() - _scrape_names(live)
+    # Waits for a few workload rounds (requests of every kind, a transaction ended); a name
+    # still missing after a minute is not exported.
+    deadline = time.monotonic() + 60
+    while (missing := _used_names() - _scrape_names(live)) and time.monotonic() < deadline:
+        time.sleep(2)
     assert not missing, f"queried by a dashboard or an alert, not exported: {sorted(missing)}"
 
 
@@ -209,6 +213,22 @@ def test_lag_is_produced_minus_committed_and_never_negative(live: Live) -> None:
     assert lowest is not None and lowest >= 0
 
 
+# Tables listing what is broken: empty on a healthy cluster, so the every-panel test leaves
+# them to the fault tests, which read them while the fault lasts.
+PROBLEM_TABLES = {("odradek-replication", "Under-replicated partitions")}
+
+
+def _problem_rows(live: Live, dashboard: str, title: str) -> list[dict[str, str]]:
+    """The rows (series labels) a problem table shows now."""
+    model = dashboard_json(dashboard)
+    model["panels"] = [p for p in model["panels"]
+                       if p.get("type") == "table" and p["title"] == title]
+    assert (dashboard, title) in PROBLEM_TABLES and len(model["panels"]) == 1
+    [panel] = evaluate_panels(model, live.prometheus, start=live.started, end=time.time(),
+                              step=2.0, variables=dict(LABELS), rate_interval="15s")
+    return [series["metric"] for _, found in panel.results for series in found]
+
+
 def _victim(live: Live) -> int:
     return next(i for i in range(3) if i != live.controller())
 
@@ -227,6 +247,12 @@ def test_killed_broker_under_replicates_and_offlines_partitions_until_it_rejoins
 
     live.cluster.brokers[victim].kill()
     live.wait("under-replicated partitions", lambda: (live.prometheus.value(under) or 0) > 0)
+
+    def listed_with_surviving_leaders() -> bool:
+        rows = _problem_rows(live, "odradek-replication", "Under-replicated partitions")
+        return bool(rows) and all(row["broker"] != str(victim) for row in rows)
+
+    live.wait("the replication dashboard lists them", listed_with_surviving_leaders)
     live.wait("offline partitions", lambda: (live.prometheus.value(offline) or 0) > 0)
     live.wait("OdradekOfflinePartitions firing", lambda: live.firing("OdradekOfflinePartitions"))
     live.wait("OdradekUnderReplicatedPartitions firing",
@@ -264,5 +290,6 @@ def test_every_dashboard_panel_returns_data(live: Live, name: str) -> None:
     panels = evaluate_panels(dashboard_json(name), live.prometheus, start=live.started,
                              end=time.time(), step=2.0, variables=dict(LABELS),
                              rate_interval="15s")
-    empty = [p.panel["title"] for p in panels if not p.has_data]
+    empty = [p.panel["title"] for p in panels if not p.has_data and not (
+        p.panel["type"] == "table" and (name, p.panel["title"]) in PROBLEM_TABLES)]
     assert not empty, f"{name}: panels without data on a live cluster: {empty}"
