@@ -21,7 +21,7 @@ import collections
 import logging
 import struct
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,9 +150,12 @@ class Connection:
     def _frame(self, api_key: int, version: int, body: Mapping[str, Any] | Any) -> bytes:
         entity = request_type(api_key, version)
         request = build(entity, body) if isinstance(body, Mapping) else body
+        return encode_request(request, self._take_correlation_id(), self.client_id)
+
+    def _take_correlation_id(self) -> int:
         correlation_id = self._next_id
         self._next_id = (self._next_id + 1) & 0x7FFFFFFF
-        return encode_request(request, correlation_id, self.client_id)
+        return correlation_id
 
     def _enqueue(self, api_key: int, version: int, frame: bytes,
                  expect_response: bool = True) -> asyncio.Future[Any]:
@@ -176,6 +179,16 @@ class Connection:
         """
         future = self.send_nowait(api_key, body, version=version,
                                   expect_response=expect_response)
+        return await self._drained(future)
+
+    async def send_encoded(self, api_key: int, version: int,
+                           encode: Callable[[int, str | None], bytes]) -> Any:
+        """Like :meth:`send`, for a request the caller lays out itself (the replica fetcher's
+        Fetch): ``encode(correlation_id, client_id)`` returns the whole frame."""
+        frame = encode(self._take_correlation_id(), self.client_id)
+        return await self._drained(self._enqueue(api_key, version, frame))
+
+    async def _drained(self, future: asyncio.Future[Any]) -> Any:
         transport = self._writer.transport
         if transport.get_write_buffer_size() > 1 << 20:
             try:

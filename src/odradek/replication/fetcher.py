@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ from odradek.client.errors import KafkaClientError
 from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
+from odradek.protocol.fetch_request import FetchPosition, encode_fetch_request
 from odradek.types import BrokerId, TopicPartition
 
 from .partition import Partition
@@ -273,12 +274,15 @@ class ReplicaFetcher:
             self._connection = None
 
     async def _send(self, connection: Connection, api_key: int, body: dict[str, Any],
-                    version: int | None = None, extra_wait_s: float = 0.0) -> Any:
+                    version: int | None = None) -> Any:
+        return await self._timed(connection.send(api_key, body, version=version))
+
+    async def _timed(self, request: Awaitable[Any], extra_wait_s: float = 0.0) -> Any:
         timeout = self._config().replica_socket_timeout_ms / 1000 + extra_wait_s
         # asyncio.timeout, not wait_for: on 3.11 wait_for runs the send in a task of its own,
         # one more task and loop turn on every follower fetch, in acks=all's critical path.
         async with asyncio.timeout(timeout):
-            return await connection.send(api_key, body, version=version)
+            return await request
 
     # Truncation --------------------------------------------------------------------------
     async def _truncate(self, connection: Connection, states: list[FollowerFetchState]) -> None:
@@ -352,29 +356,26 @@ class ReplicaFetcher:
     # Fetching ----------------------------------------------------------------------------
     async def _fetch(self, connection: Connection, states: list[FollowerFetchState]) -> None:
         config = self._config()
-        topics: dict[str, list[dict[str, Any]]] = {}
+        topics: dict[str, list[FetchPosition]] = {}
         offsets: dict[TopicPartition, tuple[FollowerFetchState, int]] = {}
         for state in states:
             partition_log = state.partition.log
             offset = int(partition_log.log_end_offset)
             offsets[state.key] = (state, offset)
-            topics.setdefault(state.partition.topic, []).append({
-                "partition": state.partition.index,
-                "current_leader_epoch": state.leader_epoch,
-                "fetch_offset": offset,
-                "last_fetched_epoch": -1,
-                "log_start_offset": int(partition_log.log_start_offset),
-                "partition_max_bytes": config.replica_fetch_max_bytes,
-            })
-        response = await self._send(connection, ApiKey.FETCH, {
-            "cluster_id": None, "replica_id": self.broker_id,
-            "max_wait": config.replica_fetch_wait_max_ms,
-            "min_bytes": config.replica_fetch_min_bytes,
-            "max_bytes": config.replica_fetch_response_max_bytes,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": p} for t, p in topics.items()],
-            "forgotten_topics_data": [], "rack_id": "",
-        }, extra_wait_s=config.replica_fetch_wait_max_ms / 1000)
+            topics.setdefault(state.partition.topic, []).append(FetchPosition(
+                state.partition.index, state.leader_epoch, offset,
+                int(partition_log.log_start_offset), config.replica_fetch_max_bytes))
+        version = connection.version(ApiKey.FETCH)
+
+        def encode(correlation_id: int, client_id: str | None) -> bytes:
+            return encode_fetch_request(
+                version, correlation_id, client_id, replica_id=self.broker_id,
+                max_wait_ms=config.replica_fetch_wait_max_ms,
+                min_bytes=config.replica_fetch_min_bytes,
+                max_bytes=config.replica_fetch_response_max_bytes, topics=list(topics.items()))
+
+        response = await self._timed(connection.send_encoded(ApiKey.FETCH, version, encode),
+                                     extra_wait_s=config.replica_fetch_wait_max_ms / 1000)
         if int(getattr(response, "error_code", 0)):
             raise OSError(f"fetch from leader {self.leader}: error {int(response.error_code)}")
         out_of_range: list[FollowerFetchState] = []
