@@ -37,6 +37,7 @@ the Python rows and the Java rows (``….vs_<peer>`` comparison rows).
 from __future__ import annotations
 
 import contextlib
+import resource
 import socket
 import threading
 import time
@@ -457,12 +458,17 @@ def _measure_java(ctx: Context, targets: dict[str, tuple[list[int], Any]], repea
 def _java_done(tool: Callable[[], java.ToolRun],
                stored: Callable[[], int] | None) -> dict[str, Any]:
     """Run the tool; its rate over its own send (or receive) phase plus the time until the
-    broker holds what it sent (``stored``; None when the tool's exit already says so)."""
+    broker holds what it sent (``stored``; None when the tool's exit already says so).
+    ``client_cpu_s``: the tool's CPU seconds (JVM start included), beside the broker's."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = tool()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     drain = time.monotonic()
     held = _wait_stored(stored, run.messages) if stored else run.messages
     seconds = run.seconds + time.monotonic() - drain
-    return {**_rates(held, seconds, run.messages), "client_seconds": run.seconds}
+    client_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {**_rates(held, seconds, run.messages), "client_seconds": run.seconds,
+            "client_cpu_s": round(client_cpu, 2)}
 
 
 def _java_kafka_produce(kafka: ApacheKafka, bootstrap: str, topic: str, count: int,
