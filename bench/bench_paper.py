@@ -23,23 +23,34 @@ Consumer test (``paper.consume``): one consumer reads the messages back with abo
 messages / 200 KB per fetch (the paper's setting): Kafka fetch sizes of 200 KB; RabbitMQ
 prefetch 1000 with automatic ack; ActiveMQ ``activemq.prefetchSize`` 1000, ack auto.
 
-Goal (the paper's claim): odradek ≥ 5x each peer in their paper configuration.
+Java rows (``paper.produce.batch1.no_ack.java``, ``.batch50.no_ack.java``,
+``paper.consume.java``; quick and full modes only): the same tests with each system's own
+JIT-compiled load tool (:mod:`bench.peers.java_clients`), so at batch 1 the client is not
+the limit. Each produce row adds ``client_seconds`` (the tool's own send phase; the rate
+also counts the wait until the broker holds every message) and, for the Kafka protocol,
+``log_batches`` / ``records_per_batch`` read back from the partition's segments.
+
+Goal (the paper's claim): odradek ≥ 5x each peer in their paper configuration, checked for
+the Python rows and the Java rows (``….vs_<peer>`` comparison rows).
 """
 
 from __future__ import annotations
 
 import contextlib
+import resource
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 
 from bench.common import Context
 from bench.peers import brokers as peers
+from bench.peers import java_clients as java
 from bench.series import Comparison, Series, alternate, measured
 from bench.systems import (
     APACHE_KAFKA,
@@ -49,6 +60,9 @@ from bench.systems import (
     odradek_cluster,
     zookeeper,
 )
+from odradek.storage.file_region import SegmentFile
+from odradek.storage.segment import scan_headers
+from tests.harness.apache_kafka import ApacheKafka
 
 RABBITMQ = "rabbitmq"
 ACTIVEMQ = "activemq"
@@ -280,10 +294,11 @@ def run(ctx: Context) -> None:
                 cluster = stack.enter_context(launch(scratch / name, f"{zk.connect}/{name}", 1))
                 return cluster.pids, cluster.bootstrap
             starts.append((name, start_kafka))
-        for name, launch in ((RABBITMQ, peers.rabbitmq), (ACTIVEMQ, peers.activemq)):
-            def start_peer(name: str = name, launch: Any = launch) -> tuple[list[int], Any]:
-                process, port = stack.enter_context(launch(scratch / name))
-                return [process.pid], port
+        for name, launch_peer in ((RABBITMQ, peers.rabbitmq), (ACTIVEMQ, peers.activemq)):
+            def start_peer(name: str = name, launch: Any = launch_peer,
+                           ) -> tuple[list[int], Any]:
+                peer = stack.enter_context(launch(scratch / name))
+                return [peer.process.pid], peer
             starts.append((name, start_peer))
         for name, start in starts:
             try:
@@ -293,6 +308,11 @@ def run(ctx: Context) -> None:
                            test="paper.start", kind="error",
                            error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
         _measure(ctx, targets, repeats, count, seconds)
+        if not ctx.tiny:  # a JVM start per load: too slow for the default suite's size
+            # Batch 50 sends 10x more: a fresh JVM needs seconds of load before its JIT
+            # has compiled the send path (at 100k messages it ran at a third of its speed).
+            count = ctx.pick(300_000, 100_000, 0)
+            _measure_java(ctx, targets, repeats, {1: count, 50: 10 * count}, scratch)
 
 
 def _measure(ctx: Context, targets: dict[str, tuple[list[int], Any]], repeats: int,
@@ -338,14 +358,14 @@ def _measure(ctx: Context, targets: dict[str, tuple[list[int], Any]], repeats: i
                 produce_fn = rabbit_produce if system == RABBITMQ else activemq_produce
                 consume_fn = rabbit_consume if system == RABBITMQ else activemq_consume
                 row = produce["peer"].run_once(system, partial(
-                    measured, pids, produce_fn, address, f"{name}-a", count, seconds, False,
-                    client=client), repeat)
+                    measured, pids, produce_fn, address.port, f"{name}-a", count, seconds,
+                    False, client=client), repeat)
                 produce["peer_ack"].run_once(system, partial(
-                    measured, pids, produce_fn, address, f"{name}-b", count, seconds, True,
-                    client=client), repeat)
+                    measured, pids, produce_fn, address.port, f"{name}-b", count, seconds,
+                    True, client=client), repeat)
                 held = int(row["messages"]) if row else count
                 consume.run_once(system, partial(
-                    measured, pids, consume_fn, address, f"{name}-a", held, seconds,
+                    measured, pids, consume_fn, address.port, f"{name}-a", held, seconds,
                     client=client), repeat)
     medians: dict[str, dict[str, dict[str, Any]]] = {}
     for key in ("b1", "b50", "b50_ack", "peer_ack"):
@@ -355,7 +375,7 @@ def _measure(ctx: Context, targets: dict[str, tuple[list[int], Any]], repeats: i
 
 
 def _goals(ctx: Context, medians: dict[str, dict[str, dict[str, Any]]],
-           peer_systems: list[str]) -> None:
+           peer_systems: list[str], suffix: str = "") -> None:
     """odradek over each peer, paper configuration, goal ≥ 5x."""
     for key, test in (("b1", "paper.produce.batch1.no_ack"),
                       ("b50", "paper.produce.batch50.no_ack"), ("consume", "paper.consume")):
@@ -364,7 +384,122 @@ def _goals(ctx: Context, medians: dict[str, dict[str, dict[str, Any]]],
             # Producer rows compare against the peer's only (batch 1) fire-and-forget run.
             theirs_key = "b1" if key.startswith("b") else key
             theirs = medians[theirs_key].get(peer, {}).get("msgs_per_s")
-            ctx.report(f"{test}.vs_{peer}", ours, "msgs/s", reference=theirs,
-                       reference_name=peer, goal="≥ 5", system=ODRADEK, test=test,
+            ctx.report(f"{test}{suffix}.vs_{peer}", ours, "msgs/s", reference=theirs,
+                       reference_name=peer, goal="≥ 5", system=ODRADEK, test=test + suffix,
                        metric="msgs_per_s", kind="comparison", has_goal=True,
                        versus=peer)
+
+
+# ------------------------------------------------------------------ each system's Java tool
+
+
+def _measure_java(ctx: Context, targets: dict[str, tuple[list[int], Any]], repeats: int,
+                  counts: dict[int, int], scratch: Path) -> None:
+    """The ``.java`` rows: the same tests, each system driven by its own Java load tool
+    (:mod:`bench.peers.java_clients`), so the client does not bound the broker."""
+    kafka = ApacheKafka()
+    counter = iter(range(1_000_000))
+    base = {"message_bytes": SIZE, "brokers": 1}
+    kafka_like = [s for s in (ODRADEK, APACHE_KAFKA) if s in targets]
+    peer_systems = [s for s in (RABBITMQ, ACTIVEMQ) if s in targets]
+    count = counts[1]
+
+    def series(test: str, **params: Any) -> Series:
+        return Series(ctx, test, {**base, **params}, comparisons=[Comparison("msgs_per_s")])
+
+    produce = {
+        f"b{batch}": series(f"paper.produce.batch{batch}.no_ack.java", batch=batch,
+                            acks="0 / none", max_messages=counts[batch]) for batch in (1, 50)}
+    consume = series("paper.consume.java", fetch="~1000 messages / 200 KB",
+                     max_messages=f"{counts[50]} (Kafka protocol: the batch-50 topic) / "
+                                  f"{count} (peers)")
+    for repeat in range(repeats):
+        for system in alternate([*kafka_like, *peer_systems], repeat):
+            pids, address = targets[system]
+            name = f"paperjava{next(counter)}"
+            if system in kafka_like:
+                for key, batch in (("b1", 1), ("b50", 50)):
+                    topic = f"{name}-{key}"
+                    create_topic(address, topic, 1, 1)
+                    produce[key].run_once(system, partial(
+                        measured, pids, _java_kafka_produce, kafka, address, topic,
+                        counts[batch], batch, scratch / system,
+                        client="java:ProducerPerformance"), repeat)
+                topic = f"{name}-b50"
+                consume.run_once(system, partial(
+                    measured, pids, _java_done, partial(
+                        java.kafka_consume, kafka, address, topic, _log_end(address, topic),
+                        SIZE), None, client="java:ConsumerPerformance"), repeat)
+                continue
+            queue = f"{name}-a"
+            if system == RABBITMQ:
+                load: Callable[[], dict[str, Any]] = partial(
+                    _java_rabbit_produce, address.port, queue, count)
+                tool = f"java:PerfTest {java.PERF_TEST_VERSION}"
+            else:
+                load = partial(_java_done, partial(
+                    java.activemq_produce, address.openwire_port, queue, count, SIZE), None)
+                tool = "java:activemq-producer"
+            row = produce["b1"].run_once(system, partial(measured, pids, load, client=tool),
+                                         repeat)
+            held = int(row["messages"]) if row else count
+            if system == RABBITMQ:
+                run = partial(java.rabbitmq_consume, address.port, queue, held)
+            else:
+                run = partial(java.activemq_consume, address.openwire_port, queue, held)
+                tool = "java:activemq-consumer"
+            consume.run_once(system, partial(measured, pids, _java_done, run, None,
+                                             client=tool), repeat)
+    medians = {key: series.finish() for key, series in produce.items()}
+    medians["consume"] = consume.finish()
+    _goals(ctx, medians, peer_systems, ".java")
+
+
+def _java_done(tool: Callable[[], java.ToolRun],
+               stored: Callable[[], int] | None) -> dict[str, Any]:
+    """Run the tool; its rate over its own send (or receive) phase plus the time until the
+    broker holds what it sent (``stored``; None when the tool's exit already says so).
+    ``client_cpu_s``: the tool's CPU seconds (JVM start included), beside the broker's."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = tool()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    drain = time.monotonic()
+    held = _wait_stored(stored, run.messages) if stored else run.messages
+    seconds = run.seconds + time.monotonic() - drain
+    client_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {**_rates(held, seconds, run.messages), "client_seconds": run.seconds,
+            "client_cpu_s": round(client_cpu, 2)}
+
+
+def _java_kafka_produce(kafka: ApacheKafka, bootstrap: str, topic: str, count: int,
+                        batch: int, logs: Path) -> dict[str, Any]:
+    fields = _java_done(partial(java.kafka_produce, kafka, bootstrap, topic, count, batch,
+                                SIZE), lambda: _log_end(bootstrap, topic))
+    batches, records = log_batches(logs, topic)
+    return {**fields, "log_batches": batches,
+            "records_per_batch": records / batches if batches else None}
+
+
+def _java_rabbit_produce(port: int, queue: str, count: int) -> dict[str, Any]:
+    connection, channel = _rabbit_channel(port)  # opened first: not part of the drain time
+    try:
+        return _java_done(partial(java.rabbitmq_produce, port, queue, count, SIZE),
+                          lambda: channel.queue_declare(
+                              queue, durable=True, passive=True).method.message_count)
+    finally:
+        connection.close()
+
+
+def log_batches(root: Path, topic: str) -> tuple[int, int]:
+    """(batches, records) in partition 0 of ``topic`` under a broker's data directory, read
+    from the segments' batch headers: how the producer grouped what it sent."""
+    batches = records = 0
+    for path in sorted(root.glob(f"**/{topic}-0/*.log")):
+        segment = SegmentFile(path, create=False)
+        try:
+            for _position, header in scan_headers(segment, 0, segment.size()):
+                batches += 1
+                records += header.record_count
+        finally:
+            segment.close()
+    return batches, records

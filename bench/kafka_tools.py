@@ -50,12 +50,18 @@ class ToolFailed(RuntimeError):
 
 def run_tool(kafka: ApacheKafka, main_class: str, args: Sequence[str],
              timeout: float) -> str:
-    """Run one tool to completion; its stdout. Killed (by PID, with its session) on timeout."""
+    """Run one of Kafka's tools to completion; its stdout."""
     log4j = Path(tempfile.gettempdir()) / "odradek-bench-tools-log4j.properties"
     if not log4j.exists():
         log4j.write_text(TOOL_LOG4J)
     cmd = kafka.java_command(main_class, args,
                              [*TOOL_JVM, f"-Dlog4j.configuration=file:{log4j}"])
+    return run_command(cmd, main_class.rsplit(".", 1)[1], timeout)
+
+
+def run_command(cmd: Sequence[str], name: str, timeout: float) -> str:
+    """Run a load tool to completion; its stdout. Killed (by PID, with its session) on
+    timeout; a non-zero exit raises :class:`ToolFailed` with the output's last lines."""
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -63,10 +69,10 @@ def run_tool(kafka: ApacheKafka, main_class: str, args: Sequence[str],
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
-        raise ToolFailed(f"{main_class.rsplit('.', 1)[1]} took over {timeout:.0f}s") from None
+        raise ToolFailed(f"{name} took over {timeout:.0f}s") from None
     if proc.returncode != 0:
         tail = " | ".join((out + err).strip().splitlines()[-4:])
-        raise ToolFailed(f"{main_class.rsplit('.', 1)[1]} exited {proc.returncode}: {tail}")
+        raise ToolFailed(f"{name} exited {proc.returncode}: {tail}")
     return out
 
 

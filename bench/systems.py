@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ def odradek_cluster(scratch: Path, zk_connect: str, size: int = 3,
         for broker in brokers:
             broker.start()
         for broker in brokers:
-            wait_until(lambda b=broker: _serving(b, b.port), START_TIMEOUT,
+            wait_until(partial(_serving, broker, broker.port), START_TIMEOUT,
                        f"odradek broker {broker.broker_id} serving", interval=0.2)
         yield Cluster(ODRADEK, list(brokers))
     finally:

@@ -12,8 +12,8 @@ default durable store) with nothing tuned beyond what the loopback setup needs:
   shared daemon outlives the run), a durable queue; messages are published persistent
   (delivery_mode 2), written to its message store.
 * ActiveMQ 5.17: the broker jar with a KahaDB persistence adapter (ActiveMQ's default
-  store, which syncs to disk on every persistent send it is asked to confirm) and a STOMP
-  connector; JMX off.
+  store, which syncs to disk on every persistent send it is asked to confirm), a STOMP
+  connector (the Python client) and an OpenWire one (ActiveMQ's own Java client); JMX off.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from odradek.local_cluster import ManagedProcess, free_port, port_open, wait_until
 
@@ -36,6 +37,14 @@ START_TIMEOUT = 120.0
 
 class PeerUnavailable(RuntimeError):
     pass
+
+
+class PeerBroker(NamedTuple):
+    """A running peer: its process and the loopback ports its clients connect to."""
+
+    process: ManagedProcess
+    port: int  # AMQP (RabbitMQ) or STOMP (ActiveMQ)
+    openwire_port: int | None = None  # ActiveMQ's native protocol
 
 
 def ensure_installed() -> None:
@@ -66,8 +75,8 @@ class SessionProcess(ManagedProcess):
 
 
 @contextlib.contextmanager
-def rabbitmq(scratch: Path) -> Iterator[tuple[SessionProcess, int]]:
-    """A RabbitMQ node on 127.0.0.1; yields (process, AMQP port)."""
+def rabbitmq(scratch: Path) -> Iterator[PeerBroker]:
+    """A RabbitMQ node on 127.0.0.1 (``port``: AMQP)."""
     ensure_installed()
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "home").mkdir(exist_ok=True)
@@ -97,7 +106,7 @@ def rabbitmq(scratch: Path) -> Iterator[tuple[SessionProcess, int]]:
         server.start()
         wait_until(lambda: _alive(server) and _amqp_ready(amqp_port), START_TIMEOUT,
                    f"RabbitMQ on 127.0.0.1:{amqp_port}", interval=0.5)
-        yield server, amqp_port
+        yield PeerBroker(server, amqp_port)
     finally:
         server.stop()
         epmd.stop()
@@ -141,6 +150,7 @@ ACTIVEMQ_XML = """\
     </systemUsage>
     <transportConnectors>
       <transportConnector name="stomp" uri="stomp://127.0.0.1:{port}"/>
+      <transportConnector name="openwire" uri="tcp://127.0.0.1:{openwire_port}"/>
     </transportConnectors>
   </broker>
 </beans>
@@ -171,8 +181,8 @@ _ACTIVEMQ_JVM = (
 
 
 @contextlib.contextmanager
-def activemq(scratch: Path) -> Iterator[tuple[SessionProcess, int]]:
-    """An ActiveMQ broker on 127.0.0.1; yields (process, STOMP port)."""
+def activemq(scratch: Path) -> Iterator[PeerBroker]:
+    """An ActiveMQ broker on 127.0.0.1 (``port``: STOMP; ``openwire_port``: OpenWire)."""
     ensure_installed()
     java = shutil.which("java")
     if java is None:
@@ -180,8 +190,9 @@ def activemq(scratch: Path) -> Iterator[tuple[SessionProcess, int]]:
     conf, data = scratch / "conf", scratch / "data"
     conf.mkdir(parents=True, exist_ok=True)
     data.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    (conf / "activemq.xml").write_text(ACTIVEMQ_XML.format(data=data, port=port))
+    port, openwire_port = free_port(), free_port()
+    (conf / "activemq.xml").write_text(
+        ACTIVEMQ_XML.format(data=data, port=port, openwire_port=openwire_port))
     (conf / "log4j2.properties").write_text(ACTIVEMQ_LOG4J2.format(log=scratch / "activemq.log"))
     argv = [
         java, "-Xms512M", "-Xmx512M", "-Dorg.apache.activemq.UseDedicatedTaskRunner=true",
@@ -198,6 +209,8 @@ def activemq(scratch: Path) -> Iterator[tuple[SessionProcess, int]]:
         server.start()
         wait_until(lambda: _alive(server) and port_open("127.0.0.1", port), START_TIMEOUT,
                    f"ActiveMQ STOMP on 127.0.0.1:{port}", interval=0.5)
-        yield server, port
+        wait_until(lambda: port_open("127.0.0.1", openwire_port), START_TIMEOUT,
+                   f"ActiveMQ OpenWire on 127.0.0.1:{openwire_port}", interval=0.2)
+        yield PeerBroker(server, port, openwire_port)
     finally:
         server.stop()
