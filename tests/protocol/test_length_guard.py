@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
+import struct
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,31 @@ def test_array_longer_than_the_frame_is_rejected_by_the_guard() -> None:
     body = memoryview(CRASH_FRAME)[12:]  # after the v2 request header (and its tag byte)
     with pytest.raises(FrameLengthError, match="32263262357 elements"):
         check_lengths(request_type(44, 1), body, 0)
+
+
+def _produce_frame(version: int, topic_data_length: bytes) -> memoryview:
+    """A Produce request whose topic_data array has the given (raw) length prefix."""
+    flexible = version >= 9
+    header = struct.pack(">hhih", 0, version, 1, 1) + b"c" + (b"\x00" if flexible else b"")
+    transactional_id = b"\x00" if flexible else struct.pack(">h", -1)  # null: nullable
+    tail = b"\x00" if flexible else b""  # the body's tagged-field section
+    return memoryview(header + transactional_id + struct.pack(">hi", 1, 1000)
+                      + topic_data_length + tail)
+
+
+@pytest.mark.parametrize(("version", "null"), [(3, struct.pack(">i", -1)), (9, b"\x00")])
+def test_null_for_a_non_nullable_array_is_malformed(version: int, null: bytes) -> None:
+    # kio itself would decode it as None, and the handler would iterate None (found by
+    # tests/broker/test_fuzz.py): Kafka's reader refuses it, and so does the guard.
+    with pytest.raises(MalformedRequest, match="null for the non-nullable array topic_data"):
+        decode_request(_produce_frame(version, null))
+
+
+def test_null_for_a_nullable_array_is_still_read() -> None:
+    # Metadata v1+: topics null means every topic (and a null transactional id above).
+    header = struct.pack(">hhih", 3, 4, 1, 1) + b"c"
+    request = decode_request(memoryview(header + struct.pack(">i", -1) + b"\x00"))
+    assert request.body.topics is None  # type: ignore[union-attr]
 
 
 # --------------------------------------------------- one full sample of every message

@@ -75,6 +75,10 @@ def _too_many(count: int, element: int, offset: int, end: int) -> FrameLengthErr
     )
 
 
+def _null_array(name: str) -> FrameLengthError:
+    return FrameLengthError(f"null for the non-nullable array {name}")
+
+
 def _tag_mismatch(tag: int, size: int, used: int) -> FrameLengthError:
     return FrameLengthError(f"tagged field {tag} declares {size} bytes but holds {used}")
 
@@ -88,18 +92,25 @@ class _Shape:
     nullable: bool
     size: int = 0  # fixed width; for "string", the legacy length prefix's width
     entity: type | None = None
+    null_refused: bool = False  # an array that must not arrive as null (see _shape)
 
 
 def _shape(field: FieldShape) -> _Shape:
+    # kio reads a null where a non-nullable array belongs as None (a null string it refuses
+    # itself), and handlers iterate the field: refuse it here, as Kafka's reader does. Not
+    # for tagged fields, which the schema reads without a null marker.
+    null_refused = field.array and not field.nullable and field.tag is None
     if field.entity is not None:
-        return _Shape("entity", field.array, field.nullable, entity=field.entity)
+        return _Shape("entity", field.array, field.nullable, entity=field.entity,
+                      null_refused=null_refused)
     kafka_type = field.kafka_type or ""
     if kafka_type in _FIXED_SIZES:
-        return _Shape("fixed", field.array, field.nullable, size=_FIXED_SIZES[kafka_type])
+        return _Shape("fixed", field.array, field.nullable, size=_FIXED_SIZES[kafka_type],
+                      null_refused=null_refused)
     if kafka_type in _LENGTH_PREFIXED:
         # int16 length for a legacy string, int32 for legacy bytes; compact: a varint.
         return _Shape("string", field.array, field.nullable,
-                      size=2 if kafka_type == "string" else 4)
+                      size=2 if kafka_type == "string" else 4, null_refused=null_refused)
     raise TypeError(f"{field.name}: unknown kafka_type {kafka_type!r}")
 
 
@@ -134,7 +145,7 @@ class _Source:
         self.pending: list[type] = []
         self.namespace: dict[str, typing.Any] = {
             "_uvarint": _uvarint, "_INT16": _INT16, "_INT32": _INT32,
-            "_too_many": _too_many, "_tag_mismatch": _tag_mismatch,
+            "_too_many": _too_many, "_tag_mismatch": _tag_mismatch, "_null_array": _null_array,
         }
 
     def name_of(self, entity: type) -> str:
@@ -216,6 +227,8 @@ class _Source:
             ]
         else:
             lines = ["n = _INT32(buf, pos)[0]", "pos += 4"]
+        if shape.null_refused:
+            lines += ["if n < 0:", f"    raise _null_array({label!r})"]
         lines += ["if n > 0:",
                   f"    if n * {element} > end - pos:",
                   f"        raise _too_many(n, {element}, pos, end)"]
