@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from .framing import size_prefix
-from .primitives import INT16, INT32, unsigned_varint
+from .primitives import INT16, INT32, array_length, string_field
 
 __all__ = ["MAX_VERSION", "MIN_VERSION", "FetchPosition", "encode_fetch_request"]
 
@@ -39,15 +39,6 @@ class FetchPosition(NamedTuple):
     log_start_offset: int
     partition_max_bytes: int
     last_fetched_epoch: int = -1
-
-
-def _string(value: str, flexible: bool) -> bytes:
-    raw = value.encode("utf-8")
-    return (unsigned_varint(len(raw) + 1) if flexible else INT16.pack(len(raw))) + raw
-
-
-def _count(count: int, flexible: bool) -> bytes:
-    return unsigned_varint(count + 1) if flexible else INT32.pack(count)
 
 
 def encode_fetch_request(
@@ -71,25 +62,25 @@ def encode_fetch_request(
     if client_id is None:
         out += INT16.pack(-1)
     else:
-        out += _string(client_id, flexible=False)  # the header's client id is never compact
+        out += string_field(client_id, flexible=False)  # the header's client id is never compact
     if flexible:
         out += b"\x00"
     out += INT32.pack(replica_id) + INT32.pack(max_wait_ms) + INT32.pack(min_bytes)
     out += INT32.pack(max_bytes) + isolation_level.to_bytes(1, "big", signed=True)
     if version >= 7:
         out += b"\x00\x00\x00\x00\xff\xff\xff\xff"  # session 0, epoch -1: no fetch session
-    out += _count(len(topics), flexible)
+    out += array_length(len(topics), flexible)
     for topic, positions in topics:
-        out += _string(topic, flexible)
-        out += _count(len(positions), flexible)
+        out += string_field(topic, flexible)
+        out += array_length(len(positions), flexible)
         for position in positions:
             out += _partition(version, position)
         if flexible:
             out += b"\x00"
     if version >= 7:
-        out += _count(0, flexible)  # forgotten topics
+        out += array_length(0, flexible)  # forgotten topics
     if version >= 11:
-        out += _string(rack_id, flexible)
+        out += string_field(rack_id, flexible)
     if flexible:
         out += b"\x00"
     return size_prefix(len(out)) + out

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .framing import size_prefix
-from .primitives import INT16, INT32, INT64, unsigned_varint
+from .primitives import INT16, INT32, INT64, array_length, string_field, unsigned_varint
 
 __all__ = [
     "MAX_VERSION",
@@ -88,19 +88,6 @@ def chunks_size(chunks: Sequence[Chunk]) -> int:
     return sum(len(c) if isinstance(c, bytes) else c.length for c in chunks)
 
 
-def _string(value: str, flexible: bool) -> bytes:
-    raw = value.encode("utf-8")
-    if flexible:
-        return unsigned_varint(len(raw) + 1) + raw
-    return INT16.pack(len(raw)) + raw
-
-
-def _array_length(count: int | None, flexible: bool) -> bytes:
-    if flexible:
-        return unsigned_varint(0 if count is None else count + 1)
-    return INT32.pack(-1 if count is None else count)
-
-
 def encode_fetch_response(
     version: int,
     correlation_id: int,
@@ -123,10 +110,10 @@ def encode_fetch_response(
     if version >= 7:
         out += INT16.pack(error_code)
         out += INT32.pack(session_id)
-    out += _array_length(len(topics), flexible)
+    out += array_length(len(topics), flexible)
     for topic in topics:
-        out += _string(topic.topic, flexible)
-        out += _array_length(len(topic.partitions), flexible)
+        out += string_field(topic.topic, flexible)
+        out += array_length(len(topic.partitions), flexible)
         for part in topic.partitions:
             code = part.error_code
             if code:
@@ -138,7 +125,7 @@ def encode_fetch_response(
             if version >= 5:
                 out += INT64.pack(part.log_start_offset)
             aborted = part.aborted_transactions
-            out += _array_length(None if aborted is None else len(aborted), flexible)
+            out += array_length(None if aborted is None else len(aborted), flexible)
             for producer_id, first_offset in aborted or ():
                 out += INT64.pack(producer_id)
                 out += INT64.pack(first_offset)

@@ -12,14 +12,29 @@ __all__ = [
     "INT16",
     "INT32",
     "INT64",
+    "array_length",
     "read_tagged_fields_end",
     "read_unsigned_varint",
+    "string_field",
     "unsigned_varint",
 ]
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
+
+
+def string_field(value: str, flexible: bool) -> bytes:
+    """A non-null string field: int16 length + UTF-8, or compact (varint length + 1)."""
+    raw = value.encode("utf-8")
+    return (unsigned_varint(len(raw) + 1) if flexible else INT16.pack(len(raw))) + raw
+
+
+def array_length(count: int | None, flexible: bool) -> bytes:
+    """An array's length prefix (None: a null array): int32, or compact (varint count + 1)."""
+    if flexible:
+        return unsigned_varint(0 if count is None else count + 1)
+    return INT32.pack(-1 if count is None else count)
 
 
 def unsigned_varint(value: int) -> bytes:
