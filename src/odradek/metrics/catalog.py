@@ -244,6 +244,11 @@ ISR_SHRINKS = MetricSpec(
 ISR_EXPANDS = MetricSpec(
     "odradek_isr_expands_total", C, "Replicas added back to an ISR by this broker as leader.",
     source="replication.isr_expanded")
+FETCHER_FAILURES = MetricSpec(
+    "odradek_replica_fetcher_failures_total", C,
+    "Unexpected errors (bugs, not network or Kafka errors) that interrupted a replica "
+    "fetcher; each is logged with its traceback and the fetcher resumes after a backoff.",
+    source="replication.fetcher_failed")
 
 # --- controller --------------------------------------------------------------------------
 CONTROLLER_ACTIVE = MetricSpec(

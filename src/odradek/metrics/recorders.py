@@ -286,15 +286,21 @@ class ReplicationMetrics(_Recorder):
     def __init__(self) -> None:
         self._shrinks = MetricFamily(m.ISR_SHRINKS)
         self._expands = MetricFamily(m.ISR_EXPANDS)
+        self._fetcher_failures = MetricFamily(m.FETCHER_FAILURES)
         self._shrinks_child = self._shrinks.labels()
         self._expands_child = self._expands.labels()
-        self.families = (self._shrinks, self._expands)
+        self._fetcher_failures_child = self._fetcher_failures.labels()
+        self.families = (self._shrinks, self._expands, self._fetcher_failures)
 
     def isr_shrunk(self, replicas: int = 1) -> None:
         self._shrinks_child.value += replicas
 
     def isr_expanded(self, replicas: int = 1) -> None:
         self._expands_child.value += replicas
+
+    def fetcher_failed(self) -> None:
+        """A replica fetcher caught an unexpected error and backs off before resuming."""
+        self._fetcher_failures_child.value += 1
 
 
 class ControllerMetrics(_Recorder):

@@ -22,6 +22,14 @@ its leader (odradek's client :class:`~odradek.client.connection.Connection`) and
 Every append and truncation first re-checks that the partition still belongs to this
 fetcher in the same term: a leadership change that arrives while a request is in flight
 wins, and the late answer is dropped.
+
+A fetcher never ends by itself. Network and Kafka errors are expected: it reconnects after
+``replica.fetch.backoff.ms``. Any other exception is a bug, but a bug must not silently end
+replication from a leader (the partitions would fall out of every ISR with no word in the
+log): it is logged with its traceback, counted (``odradek_replica_fetcher_failures_total``)
+and the fetcher resumes after a backoff that doubles with each failure in a row, up to
+:data:`MAX_FAILURE_BACKOFF_S`, so a failure that repeats on every request cannot flood the
+log or spin a core.
 """
 
 from __future__ import annotations
@@ -55,6 +63,13 @@ log = logging.getLogger(__name__)
 _OFFSET_FOR_LEADER_EPOCH_VERSION = 3  # first version carrying replica_id
 _EARLIEST, _LATEST = -2, -1
 _UNDEFINED = -1
+MAX_FAILURE_BACKOFF_S = 30.0
+
+
+def failure_backoff(base_s: float, failures_in_a_row: int) -> float:
+    """Seconds to wait after the ``failures_in_a_row``-th unexpected error (1 = the first):
+    ``base_s`` doubled per earlier failure, capped at :data:`MAX_FAILURE_BACKOFF_S`."""
+    return min(base_s * 2 ** min(failures_in_a_row - 1, 16), MAX_FAILURE_BACKOFF_S)
 
 
 @dataclass(eq=False)
@@ -105,6 +120,8 @@ class ReplicaFetcherManager:
         # Told the size of each appended response part (the broker's replication-bytes-in
         # metric); one call per partition per response, never per record.
         self.on_appended: Callable[[int], None] | None = None
+        # Told of each unexpected error a fetcher survived (the failures metric).
+        self.on_failure: Callable[[], None] | None = None
 
     def leader_end_offsets(self) -> dict[TopicPartition, int]:
         """The leaders' high watermarks as last seen, per followed partition (metrics:
@@ -218,8 +235,9 @@ class ReplicaFetcher:
 
     # Loop --------------------------------------------------------------------------------
     async def _run(self) -> None:
-        backoff = self._config().replica_fetch_backoff_ms / 1000
+        failures = 0  # unexpected errors in a row
         while not self._stopped:
+            backoff = self._config().replica_fetch_backoff_ms / 1000
             ready = self._ready_states()
             if not ready:
                 await self._wait_for_work()
@@ -229,13 +247,23 @@ class ReplicaFetcher:
                 truncating = [s for s in ready if s.truncating]
                 if truncating:
                     await self._truncate(connection, truncating)
-                    continue
-                await self._fetch(connection, ready)
+                else:
+                    await self._fetch(connection, ready)
+                failures = 0
             except (TimeoutError, KafkaClientError, OSError) as exc:
                 log.info("fetcher for leader %d: %s; retrying in %.1fs", self.leader, exc,
                          backoff)
                 self._close()
                 await self._wait_for_work(backoff)
+            except Exception:  # a bug: log it, count it, back off, and keep replicating
+                failures += 1
+                delay = failure_backoff(backoff, failures)
+                log.exception("fetcher %d for leader %d failed unexpectedly (%d in a row); "
+                              "resuming in %.1fs", self.index, self.leader, failures, delay)
+                if self._manager.on_failure is not None:
+                    self._manager.on_failure()
+                self._close()
+                await self._wait_for_work(delay)
 
     def _ready_states(self) -> list[FollowerFetchState]:
         now = asyncio.get_running_loop().time()

@@ -121,6 +121,7 @@ class ReplicaManager:
                 self.isr_manager.on_applied = _isr_counter(metrics)
             if self.fetchers is not None:
                 self.fetchers.on_appended = metrics.traffic.replicated_in
+                self.fetchers.on_failure = metrics.replication.fetcher_failed
             for purgatory in (self.fetch_purgatory, self.produce_purgatory):
                 purgatory.on_expired = metrics.purgatory.expired
                 metrics.purgatory.expired(purgatory.name, 0)  # a series from the start
