@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
+from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records
 
 from odradek.protocol.api_versions import PARSEABLE
@@ -215,6 +215,26 @@ def test_guard_walks_each_sample_to_its_exact_end(api_key: int, version: int) ->
         entity_writer(message_type)(buffer, sample(message_type))
         raw = buffer.getvalue()
         assert check_lengths(message_type, raw, 0) == len(raw), message_type.__name__
+
+
+@pytest.mark.parametrize(("api_key", "version"), VERSIONS)
+def test_guard_and_kio_reader_end_each_message_at_the_same_byte(api_key: int,
+                                                                 version: int) -> None:
+    """The guard mirrors kio's private codec rules (the reason kio is pinned below its next
+    minor in pyproject.toml): on every message, with trailing bytes after it, kio's own
+    reader and the guard must stop at the same byte. A kio upgrade that changes a rule
+    fails here instead of reopening the abort the guard exists to prevent."""
+    for message_type in (request_type(api_key, version), response_type(api_key, version)):
+        buffer = io.BytesIO()
+        entity_writer(message_type)(buffer, sample(message_type))
+        message = buffer.getvalue()
+        raw = memoryview(b"\x07" + message + b"\xff" * 9)
+        value, kio_size = entity_reader(message_type)(raw, 1)  # (value, bytes read)
+        assert value == sample(message_type), message_type.__name__
+        guard_end = check_lengths(message_type, raw, 1)
+        assert guard_end == 1 + kio_size == 1 + len(message), (
+            f"{message_type.__name__}: guard ends at {guard_end}, kio's reader at "
+            f"{1 + kio_size}, the message at {1 + len(message)}")
 
 
 @pytest.mark.parametrize(("api_key", "version"), VERSIONS)

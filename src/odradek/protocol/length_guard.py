@@ -15,7 +15,9 @@ use int16 string, int32 bytes and int32 array lengths (-1 = null); a nullable st
 int8 marker (-1 = null) before the struct; a tagged field's value is read like a plain field
 that cannot be null. kio parses a known tagged field by its content, not by its declared
 size, so the checker insists the two agree — otherwise it and kio would read the bytes after
-it differently.
+it differently. Because these rules are kio's private ones, kio is pinned below its next
+minor release, and a test checks on every message that the guard and kio's reader end at the
+same byte.
 
 A checker is Python source generated once per message class from its dataclass fields
 (kio's schema) and compiled: on the Produce and Fetch paths it costs a few hundred
