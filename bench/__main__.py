@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 
 from bench.common import Context
+from bench.interpreter import summary_line
 from bench.report import write_all
 
 
@@ -38,6 +39,7 @@ def main() -> int:
     parser.add_argument("--skip", nargs="*", default=[], help="module names to leave out")
     args = parser.parse_args()
     ctx = Context(args.output, quick=args.quick, tiny=args.tiny)
+    print(f"# odradek's brokers run on {summary_line(ctx.interpreter)}", file=sys.stderr)
     started_all = time.monotonic()
     for name in args.only or discover():
         if name in args.skip:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Context
+from bench.interpreter import summary_line
 
 SYSTEM_ORDER = ("odradek", "apache-kafka", "rabbitmq", "activemq", "limit")
 # Which limit bounds which kind of load (see bench_limits): produced bytes cross loopback
@@ -90,6 +91,8 @@ def write_summary(ctx: Context, path: Path) -> None:
         f"Run `{ctx.run_id}`, commit `{ctx.commit}`, {ctx.scale} mode, "
         f"host `{platform.node()}` ({os.cpu_count()} CPUs). 1-minute load average during "
         f"the run: {_load(rows)} (the machine is shared; see docs/benchmarks.md).",
+        "",
+        f"odradek's brokers ran on {summary_line(ctx.interpreter)}.",
         "",
         "Medians over the repeats, with [min-max] in brackets. msgs/s and MB/s are of record",
         "values; latencies in ms; CPU seconds and peak RSS are of all broker processes of",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import platform
 import subprocess
 import sys
 from collections import Counter
@@ -25,7 +26,7 @@ from tests.harness.apache_kafka import REPO_ROOT, ApacheKafka
 
 SYSTEMS = {"odradek", "apache-kafka", "rabbitmq", "activemq", "limit", "bench"}
 ROW_FIELDS = {"name", "system", "test", "value", "unit", "time", "loadavg", "commit",
-              "run_id", "scale"}
+              "run_id", "scale", "interpreter"}
 METRICS = ("msgs_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms", "cpu_s", "rss_mib")
 
 
@@ -46,6 +47,8 @@ def run_bench(module: str, output: Path, timeout: float) -> list[dict[str, Any]]
         assert row["scale"] == "tiny"
         assert row["value"] is None or isinstance(row["value"], int | float), row
         assert len(row["loadavg"]) == 3
+        assert row["interpreter"]["executable"] == sys.executable, row["interpreter"]
+        assert row["interpreter"]["calibration_ms"] > 0
     errors = [r for r in rows if r.get("kind") == "error" or r["unit"] == "error"]
     assert not errors, errors
     assert (output / "summary.md").exists()
@@ -98,6 +101,8 @@ def test_limits_and_summary(tmp_path: Path) -> None:
     assert Counter(r["kind"] for r in rows)["duration"] == 2
     summary = (tmp_path / "summary.md").read_text()
     assert "limits.sendfile" in summary and "tiny mode" in summary
+    assert f"odradek's brokers ran on CPython {platform.python_version()} at `{sys.executable}`" \
+        in summary, "the summary does not say which interpreter ran the brokers"
 
 
 @pytest.mark.slow
