@@ -18,11 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHART = REPO_ROOT / "charts" / "odradek"
 CACHE_BIN = Path(os.environ.get("ODRADEK_K8S_CACHE", "/var/cache/odradek-k8s")) / "bin"
 
-__all__ = ["CHART", "Helm", "find_tool", "image_values"]
+__all__ = ["CHART", "Helm", "chart_app_version", "find_tool", "image_values"]
+
+
+def chart_app_version() -> str:
+    """The chart's appVersion: the tag of the images ``make image``/``make image-local`` build
+    and the one the chart deploys when no tag is set (the default ``IMAGE_TAG``)."""
+    return str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
 
 
 def find_tool(name: str) -> str | None:

@@ -28,6 +28,10 @@ DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${ODRADEK_DEBIAN_MIRROR:-}   # empty: debootstrap's default mirror
 BASE_IMAGE=${ODRADEK_LOCAL_BASE_IMAGE:-local/debian:$DEBIAN_SUITE}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+# The project's images are tagged with the chart's appVersion (the Makefile's IMAGE_TAG default):
+# the tag `helm install ... charts/odradek` deploys when no image tag is set.
+CHART_YAML=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/charts/odradek/Chart.yaml
+IMAGE_TAG=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$CHART_YAML")}
 
 # The stack's private network: nothing here is routable from (or to) the host namespace.
 NETNS=${ODRADEK_K8S_NETNS:-odradek-k8s}
