@@ -23,6 +23,10 @@ KUBE_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
 COREDNS_VERSION=v1.12.4
 HELM_VERSION=v3.22.0
+# The Kubernetes version `helm template` and `helm lint` assume without --kube-version: Helm's
+# Makefile sets it from the client-go in its go.mod (v0.37 in v3.22.0 → 1.37); a plain
+# `go install` leaves Helm's fallback, v1.20, which every chart with a kubeVersion refuses.
+HELM_KUBE_MINOR=37
 KIND_VERSION=v0.33.0
 DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${ODRADEK_DEBIAN_MIRROR:-}   # empty: debootstrap's default mirror
