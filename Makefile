@@ -42,7 +42,7 @@ test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check src operator/src tests bench examples e2e
+	$(VENV)/bin/ruff check src operator/src tests bench examples e2e charts
 	$(VENV)/bin/mypy src operator/src tests
 
 # Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
@@ -75,9 +75,11 @@ generate-monitoring: install
 
 # The reference tables of docs/configuration.md and docs/compatibility.md are generated from
 # the config definitions and the advertised API versions (tests/test_reference_docs.py
-# fails while they are out of date).
+# fails while they are out of date); the values table of charts/odradek/README.md from the
+# chart's values.yaml and schema (tests/charts/test_values_doc.py).
 docs: install
 	$(PY) -m odradek.reference_docs docs
+	$(PY) charts/values_doc.py
 
 # Every dashboard drawn to build/dashboards/*.png from a real Prometheus scraping three live
 # brokers under a workload (DASHBOARDS_SOURCE=demo: simulated brokers and operator; see
