@@ -59,6 +59,17 @@ def test_the_e2e_suite_defaults_to_the_chart_app_version():
     assert chart_app_version() == APP_VERSION
 
 
+def test_the_readme_install_is_a_cluster_install_with_no_image_values():
+    """The command e2e/test_chart_first_run.py runs verbatim: it relies on the image tag
+    defaulting to the chart's appVersion, so it must not set one."""
+    from e2e.test_chart_first_run import option, readme_helm_install
+
+    argv = readme_helm_install()
+    assert argv[:2] == ["helm", "install"] and argv[3] == "charts/odradek", argv
+    assert "cluster.enabled=true" in argv and option(argv, "-n", "--namespace")
+    assert not any("image" in arg for arg in argv), argv
+
+
 def test_k8s_up_builds_only_what_the_local_stack_runs():
     out = _dry_run("k8s-up")
     builds = [line for line in out.splitlines() if "build.sh" in line]
