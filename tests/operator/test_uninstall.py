@@ -3,7 +3,7 @@ the release's resources, Topics and ConsumerGroups before the BrokerCluster, rep
 finalizer keeps alive past the timeout, then stops the operator and takes its finalizer off
 everything the operator leaves behind (Topics and ConsumerGroups applied with kubectl that
 refer to the release's cluster), so deleting them or their namespace later does not hang.
-The chart runs it for real in the e2e suite (e2e/test_uninstall.py)."""
+The chart runs it for real in the e2e suite (e2e/test_chart_first_run.py)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def parse_selector(text: str) -> dict[str, str]:
 
 
 def _matches(obj: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
-    # Deleting cannot be undone: the selection is checked on the objects too.
+    # Deleting (and waiting) by label: the selection is checked on the objects too.
     labels = obj["metadata"].get("labels") or {}
     return all(labels.get(key) == value for key, value in selector.items())
 
@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         problems = asyncio.run(_run(args.namespace, parse_selector(args.selector),
                                     args.operator_deployment, args.timeout))
-    except KubeApiError as exc:  # e.g. 403: the hook's RBAC and what it does disagree
+    except (KubeApiError, ValueError) as exc:  # e.g. 403: the hook's RBAC and its calls disagree
         problems = [str(exc)]
     if problems:
         print("the odradek uninstall hook could not finish:", file=sys.stderr)
