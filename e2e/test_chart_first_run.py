@@ -12,6 +12,8 @@ user to add by hand:
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -73,7 +75,7 @@ def readme_release(request: pytest.FixtureRequest, backend, kube: Kube, helm: He
 
 @pytest.mark.timeout(1500)
 def test_the_readme_helm_install_runs_verbatim_and_the_brokers_become_ready(
-        kube: Kube, helm: Helm, readme_release: tuple[list[str], str]) -> None:
+        kube: Kube, helm: Helm, readme_release: tuple[list[str], str], backend) -> None:
     argv, namespace = readme_release
     started = time.monotonic()
     helm.run(*argv[1:])  # exactly as printed: no --wait, no image values
@@ -91,6 +93,17 @@ def test_the_readme_helm_install_runs_verbatim_and_the_brokers_become_ready(
     assert ready["status"]["readyReplicas"] == replicas
     print(f"README install: {replicas} brokers of {name} Ready after "
           f"{time.monotonic() - started:.0f}s")
+
+    if backend.name == "local":
+        # The chart README's way for a process in the stack's netns: e2e/local/shell.sh gives
+        # it the cluster's DNS, so the bootstrap name and the advertised broker names resolve.
+        bootstrap = f"{name}-bootstrap.{namespace}.svc:9092"
+        result = subprocess.run(
+            ["bash", str(REPO_ROOT / "e2e/local/shell.sh"), sys.executable, "-m", "odradek",
+             "topics", "--bootstrap-server", bootstrap, "list"],
+            capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, \
+            f"a client in the netns could not use {bootstrap}:\n{result.stderr[-2000:]}"
 
 
 @pytest.mark.timeout(1800)
