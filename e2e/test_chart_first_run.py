@@ -11,7 +11,6 @@ user to add by hand:
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from typing import Any
 import pytest
 
 from e2e.conftest import Images, _collect_diagnostics
-from e2e.helm import REPO_ROOT, Helm, chart_app_version
+from e2e.helm import REPO_ROOT, Helm, chart_app_version, option, readme_helm_install
 from e2e.kube import Kube, conditions, wait_for
 from e2e.platform import Platform, platform_values
 
@@ -29,25 +28,6 @@ pytestmark = pytest.mark.e2e
 
 FINALIZER = "odradek.dev/finalizer"
 DELETE_BOUND_S = 120  # a Terminating object with a finalizer nobody runs would never go
-
-
-def readme_helm_install() -> list[str]:
-    """The one ``helm install`` command of README.md, as argv (comments stripped)."""
-    lines = [line for line in (REPO_ROOT / "README.md").read_text().splitlines()
-             if line.startswith("helm install ")]
-    assert len(lines) == 1, f"README.md should show one `helm install` line, found {lines}"
-    return shlex.split(lines[0], comments=True)
-
-
-def option(argv: list[str], *names: str) -> str:
-    """The value of ``names`` (e.g. ``-n``, ``--namespace``) in ``argv``."""
-    for i, arg in enumerate(argv):
-        if arg in names:
-            return argv[i + 1]
-        for name in names:
-            if arg.startswith(f"{name}="):
-                return arg.split("=", 1)[1]
-    raise AssertionError(f"the README's helm install has no {names[0]}: {argv}")
 
 
 @pytest.fixture()

@@ -62,7 +62,7 @@ def test_the_e2e_suite_defaults_to_the_chart_app_version():
 def test_the_readme_install_is_a_cluster_install_with_no_image_values():
     """The command e2e/test_chart_first_run.py runs verbatim: it relies on the image tag
     defaulting to the chart's appVersion, so it must not set one."""
-    from e2e.test_chart_first_run import option, readme_helm_install
+    from e2e.helm import option, readme_helm_install
 
     argv = readme_helm_install()
     assert argv[:2] == ["helm", "install"] and argv[3] == "charts/odradek", argv
