@@ -42,7 +42,7 @@ test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check src operator/src tests bench examples e2e
+	$(VENV)/bin/ruff check src operator/src tests bench examples e2e charts
 	$(VENV)/bin/mypy src operator/src tests
 
 # Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
@@ -75,9 +75,11 @@ generate-monitoring: install
 
 # The reference tables of docs/configuration.md and docs/compatibility.md are generated from
 # the config definitions and the advertised API versions (tests/test_reference_docs.py
-# fails while they are out of date).
+# fails while they are out of date); the values table of charts/odradek/README.md from the
+# chart's values.yaml and schema (tests/charts/test_values_doc.py).
 docs: install
 	$(PY) -m odradek.reference_docs docs
+	$(PY) charts/values_doc.py
 
 # Every dashboard drawn to build/dashboards/*.png from a real Prometheus scraping three live
 # brokers under a workload (DASHBOARDS_SOURCE=demo: simulated brokers and operator; see
@@ -114,8 +116,11 @@ demo: install
 
 # Images: broker, ZooKeeper and operator, with any Docker engine and the official base images.
 # `make image-local` needs no container registry: our own dockerd (e2e/local/dockerd.sh) and a
-# debootstrap base (e2e/local/base-image.sh). Names: odradek/<image>:$(IMAGE_TAG).
-IMAGE_TAG ?= dev
+# debootstrap base (e2e/local/base-image.sh). Names: odradek/<image>:$(IMAGE_TAG), the tag
+# being the chart's appVersion (charts/odradek/Chart.yaml, the one version source), which is
+# what `helm install ... charts/odradek` deploys: the README's command finds the images built here.
+CHART_APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/odradek/Chart.yaml)
+IMAGE_TAG ?= $(CHART_APP_VERSION)
 BROKER_IMAGE ?= odradek/broker:$(IMAGE_TAG)
 ZOOKEEPER_IMAGE ?= odradek/zookeeper:$(IMAGE_TAG)
 OPERATOR_IMAGE ?= odradek/operator:$(IMAGE_TAG)
@@ -136,14 +141,18 @@ k8s-build:
 	e2e/local/deps.sh
 	e2e/local/build.sh all
 
-k8s-up: k8s-build
+# Only what the local stack runs (no kind: that is `make e2e`'s), as e2e/local/e2e.sh builds.
+k8s-up:
+	e2e/local/deps.sh
+	e2e/local/build.sh etcd kube coredns helm
 	e2e/local/up.sh
 
 k8s-down:
 	e2e/local/down.sh
 
 # Copy images from the local dockerd into the stack's containerd: make k8s-load LOAD_IMAGES="a b".
-LOAD_IMAGES ?= $(BROKER_IMAGE) $(ZOOKEEPER_IMAGE)
+# All three by default: the chart's operator (and its uninstall hook) run the operator image.
+LOAD_IMAGES ?= $(BROKER_IMAGE) $(ZOOKEEPER_IMAGE) $(OPERATOR_IMAGE)
 k8s-load:
 	e2e/local/load-image.sh $(LOAD_IMAGES)
 

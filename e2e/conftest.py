@@ -4,7 +4,8 @@
   with the backend's one-line reason.
 - ``kube``: API clients bound to the backend's kubeconfig.
 - ``images``: the project's images (``BROKER_IMAGE``, ``ZOOKEEPER_IMAGE``, ``OPERATOR_IMAGE``;
-  defaults ``odradek/<name>:dev``), loaded into the cluster once per session by the backend.
+  defaults ``odradek/<name>:<IMAGE_TAG>``, the tag defaulting to the chart's appVersion as in
+  the Makefile), loaded into the cluster once per session by the backend.
 - ``namespace``: a fresh namespace per test, deleted afterwards (its volumes released for the
   next test); when the test failed, pods, events and every container log (current and previous)
   are written to ``$ODRADEK_E2E_ARTIFACTS/<test>/`` (default ``build/e2e-artifacts``) and the
@@ -28,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from e2e.backends import Backend, BackendUnavailable, select_backend
-from e2e.helm import Helm, find_tool
+from e2e.helm import Helm, chart_app_version, find_tool
 from e2e.kube import Kube
 from e2e.platform import Platform
 
@@ -68,7 +69,7 @@ def kube(backend: Backend) -> Kube:
 
 @pytest.fixture(scope="session")
 def images(backend: Backend) -> Images:
-    tag = os.environ.get("IMAGE_TAG", "dev")
+    tag = os.environ.get("IMAGE_TAG") or chart_app_version()
     chosen = Images(
         broker=os.environ.get("BROKER_IMAGE", f"odradek/broker:{tag}"),
         zookeeper=os.environ.get("ZOOKEEPER_IMAGE", f"odradek/zookeeper:{tag}"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -18,11 +19,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CHART = REPO_ROOT / "charts" / "odradek"
 CACHE_BIN = Path(os.environ.get("ODRADEK_K8S_CACHE", "/var/cache/odradek-k8s")) / "bin"
 
-__all__ = ["CHART", "Helm", "find_tool", "image_values"]
+__all__ = ["CHART", "Helm", "chart_app_version", "find_tool", "image_values", "option",
+           "readme_helm_install"]
+
+
+def chart_app_version() -> str:
+    """The chart's appVersion: the tag of the images ``make image``/``make image-local`` build
+    and the one the chart deploys when no tag is set (the default ``IMAGE_TAG``)."""
+    return str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+
+
+def readme_helm_install() -> list[str]:
+    """The one ``helm install`` command of README.md, as argv (comments stripped)."""
+    lines = [line for line in (REPO_ROOT / "README.md").read_text().splitlines()
+             if line.startswith("helm install ")]
+    assert len(lines) == 1, f"README.md should show one `helm install` line, found {lines}"
+    return shlex.split(lines[0], comments=True)
+
+
+def option(argv: list[str], *names: str) -> str:
+    """The value of ``names`` (e.g. ``-n``, ``--namespace``) in ``argv``."""
+    for i, arg in enumerate(argv):
+        if arg in names:
+            return argv[i + 1]
+        for name in names:
+            if arg.startswith(f"{name}="):
+                return arg.split("=", 1)[1]
+    raise AssertionError(f"the README's helm install has no {names[0]}: {argv}")
 
 
 def find_tool(name: str) -> str | None:

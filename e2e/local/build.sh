@@ -90,8 +90,11 @@ go_install() {  # name recipe-extra-ldflags module@version
 
 build_coredns() { go_install coredns "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"; }
 build_helm() {
-  go_install helm "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
-    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  local flags="-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean" pkg
+  for pkg in pkg/chartutil pkg/lint/rules; do  # as Helm's release builds: see HELM_KUBE_MINOR
+    flags+=" -X helm.sh/helm/v3/$pkg.k8sVersionMajor=1 -X helm.sh/helm/v3/$pkg.k8sVersionMinor=$HELM_KUBE_MINOR"
+  done
+  go_install helm "$flags" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 }
 build_kind() { go_install kind "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"; }
 

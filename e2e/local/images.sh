@@ -3,11 +3,12 @@
 # (`make image-local`): no container registry is needed, only Debian's mirror, PyPI and Maven
 # Central, reached from inside the builds through the host network.
 # Usage: images.sh [broker|zookeeper|operator]...   (default: all three)
-# Image names come from BROKER_IMAGE, ZOOKEEPER_IMAGE, OPERATOR_IMAGE (the Makefile's defaults).
+# Image names come from BROKER_IMAGE, ZOOKEEPER_IMAGE, OPERATOR_IMAGE (the Makefile's defaults),
+# else odradek/<image>:$IMAGE_TAG (lib.sh: the chart's appVersion).
 source "$(dirname "$0")/lib.sh"
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$REPO/e2e/local
-TAG=${IMAGE_TAG:-dev}
+TAG=$IMAGE_TAG
 BROKER_IMAGE=${BROKER_IMAGE:-odradek/broker:$TAG}
 ZOOKEEPER_IMAGE=${ZOOKEEPER_IMAGE:-odradek/zookeeper:$TAG}
 OPERATOR_IMAGE=${OPERATOR_IMAGE:-odradek/operator:$TAG}

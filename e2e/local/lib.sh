@@ -23,11 +23,19 @@ KUBE_VERSION=v1.34.4
 ETCD_VERSION=v3.6.16
 COREDNS_VERSION=v1.12.4
 HELM_VERSION=v3.22.0
+# The Kubernetes version `helm template` and `helm lint` assume without --kube-version: Helm's
+# Makefile sets it from the client-go in its go.mod (v0.37 in v3.22.0 → 1.37); a plain
+# `go install` leaves Helm's fallback, v1.20, which every chart with a kubeVersion refuses.
+HELM_KUBE_MINOR=37
 KIND_VERSION=v0.33.0
 DEBIAN_SUITE=bookworm
 DEBIAN_MIRROR=${ODRADEK_DEBIAN_MIRROR:-}   # empty: debootstrap's default mirror
 BASE_IMAGE=${ODRADEK_LOCAL_BASE_IMAGE:-local/debian:$DEBIAN_SUITE}
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+# The project's images are tagged with the chart's appVersion (the Makefile's IMAGE_TAG default):
+# the tag `helm install ... charts/odradek` deploys when no image tag is set.
+CHART_YAML=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/charts/odradek/Chart.yaml
+IMAGE_TAG=${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' "$CHART_YAML")}
 
 # The stack's private network: nothing here is routable from (or to) the host namespace.
 NETNS=${ODRADEK_K8S_NETNS:-odradek-k8s}
