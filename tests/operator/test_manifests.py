@@ -6,6 +6,7 @@ import pytest
 from odradek_operator.conditions import Condition, merge_conditions
 from odradek_operator.errors import InvalidSpec, backoff_delay
 from odradek_operator.handlers.broker_cluster import desired_children
+from odradek_operator.manifests import brokers as broker_manifests
 from odradek_operator.manifests.common import RESTART_HASH_ANNOTATION, ClusterNames, Owner
 from odradek_operator.manifests.zookeeper import IMAGE_CONTRACT, zookeeper_connect
 from odradek_operator.spec import BrokerClusterSpec, ConsumerGroupSpec, TopicSpec
@@ -202,14 +203,17 @@ def test_pods_meet_the_restricted_pod_security_standard():
 
 
 @pytest.mark.parametrize("delete_claim", [False, True])
-def test_claims_are_kept_with_the_cluster_unless_delete_claim(delete_claim):
+def test_claims_are_kept_on_scale_down_and_deletion_unless_delete_claim(delete_claim):
     objs = children(cluster_spec(
         storage={"deleteClaim": delete_claim},
         zookeeper={"managed": {"replicas": 1, "storage": {"deleteClaim": delete_claim}}}))
     expected = "Delete" if delete_claim else "Retain"
     brokers = objs[("StatefulSet", "odr")]["spec"]["persistentVolumeClaimRetentionPolicy"]
-    # A drained broker's claim goes whatever the policy: its replicas moved away first.
-    assert brokers == {"whenScaled": "Delete", "whenDeleted": expected}
+    # A scale-down honours deleteClaim too (Strimzi's deleteClaim: false): the removed
+    # broker's data survives for a later scale-up; with true it goes after the drain.
+    assert brokers == {"whenScaled": expected, "whenDeleted": expected}
+    assert broker_manifests.stop_brokers_patch(delete_claim)["spec"][
+        "persistentVolumeClaimRetentionPolicy"] == brokers
     zookeeper = objs[("StatefulSet", "odr-zookeeper")]["spec"][
         "persistentVolumeClaimRetentionPolicy"]
     assert zookeeper == {"whenScaled": "Retain", "whenDeleted": expected}
