@@ -11,6 +11,8 @@ from odradek_operator.manifests.common import RESTART_HASH_ANNOTATION, ClusterNa
 from odradek_operator.manifests.zookeeper import IMAGE_CONTRACT, zookeeper_connect
 from odradek_operator.spec import BrokerClusterSpec, ConsumerGroupSpec, TopicSpec
 
+from tests.operator.crd_schema import schema_of
+
 NAMES = ClusterNames("odr", "kafka")
 OWNER = Owner("odr", "kafka", "uid-1")
 
@@ -155,6 +157,18 @@ def test_topic_and_group_specs_default_names_from_the_resource():
         ConsumerGroupSpec.parse({"clusterRef": {"name": "x"},
                                  "reset": {"id": "a", "strategy": "timestamp",
                                            "timestamp": "yesterday"}}, "g")
+
+
+@pytest.mark.parametrize("parse", [TopicSpec.parse, ConsumerGroupSpec.parse])
+def test_a_missing_cluster_ref_is_reported_in_one_line_as_the_api_server_does(parse):
+    with pytest.raises(InvalidSpec) as refused:
+        parse({"partitions": 3, "replicationFactor": 1}, "events")
+    assert str(refused.value) == (
+        "spec.clusterRef: Required value: set clusterRef.name (a BrokerCluster in this "
+        "namespace) or clusterRef.bootstrapServers (host:port,...)")
+    crd_rules = schema_of("Topic")["properties"]["spec"]["x-kubernetes-validations"]
+    (crd_message,) = [r["message"] for r in crd_rules if r["rule"] == "has(self.clusterRef)"]
+    assert str(refused.value).endswith(crd_message)
 
 
 def test_conditions_keep_transition_time_until_status_flips():
