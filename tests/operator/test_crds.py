@@ -65,6 +65,33 @@ def test_examples_are_valid(example):
     assert errors(example["kind"], example) == []
 
 
+def test_every_example_is_safe_to_apply():
+    """An example is applied as it is: nothing in it may rewrite data. A ConsumerGroup reset
+    overwrites the offsets the consumers resume from, so an example shows it commented out
+    (a dry run, which only computes the offsets, would be harmless)."""
+    active = [f"{doc['kind']} {doc['metadata']['name']}" for doc in EXAMPLES
+              if doc["kind"] == "ConsumerGroup" and (doc["spec"].get("reset") or {})
+              and not doc["spec"]["reset"].get("dryRun", False)]
+    assert active == [], f"examples that reset consumer offsets when applied: {active}"
+
+
+def _commented_reset() -> dict[str, Any]:
+    """The reset examples/consumergroup.yaml documents in comments, uncommented."""
+    lines = (REPO / "examples" / "consumergroup.yaml").read_text().splitlines()
+    start = lines.index("  # reset:")
+    block = "\n".join("  " + line[len("  # "):] for line in lines[start:]
+                      if line.startswith("  # "))
+    reset: dict[str, Any] = yaml.safe_load(block)["reset"]
+    return reset
+
+
+def test_the_commented_reset_of_the_example_is_valid_and_a_dry_run():
+    group = _example("ConsumerGroup")
+    group["spec"]["reset"] = _commented_reset()
+    assert errors("ConsumerGroup", group) == []
+    assert group["spec"]["reset"]["dryRun"] is True
+
+
 def _example(kind: str) -> dict[str, Any]:
     return copy.deepcopy(next(d for d in EXAMPLES if d["kind"] == kind))
 
@@ -116,7 +143,11 @@ NEGATIVE = [
                          ids=[f"{k}:{f}={'<deleted>' if v is _DELETE else v}"
                               for k, f, v in NEGATIVE])
 def test_invalid_specs_are_rejected(kind, field, value):
-    obj = _set(_example(kind), field, value)
+    obj = _example(kind)
+    if field.startswith("spec.reset."):  # a valid reset, then the one wrong field
+        obj["spec"]["reset"] = _commented_reset()
+        assert errors(kind, obj) == []
+    obj = _set(obj, field, value)
     if field == "spec.reset.offset":
         obj["spec"]["reset"]["strategy"] = "offset"
     assert errors(kind, obj), f"{kind} with {field}={value!r} was accepted"

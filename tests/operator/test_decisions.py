@@ -26,6 +26,7 @@ from odradek_operator.decisions.placement import (
 from odradek_operator.decisions.restart import restart_order, restart_verdict
 from odradek_operator.decisions.state import ClusterState, PartitionState
 from odradek_operator.decisions.topic_plan import ObservedTopic, plan_topic
+from odradek_operator.kafka.groups import reset_already_done
 from odradek_operator.spec import ClusterRef, ResetSpec, TopicSpec
 
 
@@ -288,3 +289,13 @@ def test_reset_partitions_cover_named_topics_or_the_committed_ones():
     assert reset_partitions(reset, (), {("a", 0): 1}, parts) == [("b", 0)]
     assert reset_partitions(ResetSpec("r", "earliest"), (), {("a", 0): 1}, parts) == \
         [("a", 0), ("a", 1)]
+
+
+def test_a_reset_runs_once_per_id_and_a_dry_run_does_not_use_its_id_up():
+    real, dry = ResetSpec("r1", "earliest"), ResetSpec("r1", "earliest", dry_run=True)
+    assert not reset_already_done(real, None)
+    assert reset_already_done(real, {"id": "r1", "dryRun": False})
+    assert not reset_already_done(ResetSpec("r2", "earliest"), {"id": "r1", "dryRun": False})
+    # A dry run of r1 does not count as r1 having run; it does for another dry run.
+    assert not reset_already_done(real, {"id": "r1", "dryRun": True})
+    assert reset_already_done(dry, {"id": "r1", "dryRun": True})
