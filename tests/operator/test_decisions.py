@@ -12,6 +12,7 @@ from odradek_operator.decisions.cluster_plan import (
     decide_restart,
 )
 from odradek_operator.decisions.config_change import (
+    describe_config_changes,
     plan_dynamic_config,
     restart_relevant_config,
     split_config,
@@ -26,7 +27,9 @@ from odradek_operator.decisions.placement import (
 from odradek_operator.decisions.restart import restart_order, restart_verdict
 from odradek_operator.decisions.state import ClusterState, PartitionState
 from odradek_operator.decisions.topic_plan import ObservedTopic, plan_topic
+from odradek_operator.handlers.topic import topic_result
 from odradek_operator.kafka.groups import reset_already_done
+from odradek_operator.kafka.topics import TopicOutcome
 from odradek_operator.spec import ClusterRef, ResetSpec, TopicSpec
 
 
@@ -238,7 +241,32 @@ def test_missing_topic_is_created_unless_brokers_are_too_few():
 def test_partitions_grow_but_never_shrink():
     assert plan_topic(topic_spec(partitions=5), observed(), frozenset({0, 1, 2})).grow_to == 5
     plan = plan_topic(topic_spec(partitions=2), observed(), frozenset({0, 1, 2}))
-    assert plan.grow_to is None and plan.refusals[0][0] == "PartitionsCannotShrink"
+    assert plan.grow_to is None and not plan.create and not plan.reassignment
+
+
+def test_partitions_added_outside_are_reported_with_what_would_fix_it():
+    """Kafka cannot remove partitions: the Topic says so and asks for the spec to follow,
+    never suggesting that the operator will repair it (or that the topic be recreated)."""
+    plan = plan_topic(topic_spec(partitions=2), observed(partitions=3), frozenset({0, 1, 2}))
+    assert plan.refusals == (("MorePartitionsThanSpec",
+                              "topic t has 3 partitions, more than spec.partitions 2: Kafka "
+                              "cannot remove partitions; set spec.partitions to 3"),)
+    result = topic_result(topic_spec(partitions=2), TopicOutcome(plan, observed(partitions=3)),
+                          4)
+    ready = {c.type: c for c in result.conditions}["Ready"]
+    assert (ready.status, ready.reason) == (False, "MorePartitionsThanSpec")
+    assert result.status["partitions"] == 3
+
+
+def test_config_changed_event_tells_set_keys_from_removed_ones():
+    plan = plan_topic(topic_spec(config={"retention.ms": "100", "cleanup.policy": "compact"}),
+                      observed(overrides={"retention.ms": "5", "segment.bytes": "9",
+                                          "flush.ms": "1"}),
+                      frozenset({0, 1, 2}))
+    result = topic_result(topic_spec(), TopicOutcome(plan, observed()), 2)
+    assert ("Normal", "ConfigChanged", "topic configs of t: set cleanup.policy, retention.ms; "
+            "removed flush.ms, segment.bytes") in result.events
+    assert describe_config_changes([("a", "delete", None)]) == "removed a"
 
 
 def test_config_drift_is_set_back_and_foreign_overrides_removed():

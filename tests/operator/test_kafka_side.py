@@ -71,13 +71,13 @@ def test_topic_reconcile_creates_grows_alters_and_reports_its_id(cluster_factory
     assert grown.topic.partitions == 4 and grown.topic.topic_id == topic_id
     wait_for_overrides(bootstrap, {"retention.ms": "60000"})
 
-    # Shrinking is refused with a reason; the topic is left as it is.
+    # Fewer partitions than the topic has is refused with a reason; the topic stays as it is.
     refused = asyncio.run(sync(bootstrap, topic_spec(bootstrap, partitions=3,
                                                      config={"retention.ms": 60000})))
-    assert refused.plan.refusals[0][0] == "PartitionsCannotShrink"
+    assert refused.plan.refusals[0][0] == "MorePartitionsThanSpec"
     ready = {c.type: c for c in topic_result(topic_spec(bootstrap, partitions=3), refused,
                                              2).conditions}["Ready"]
-    assert ready.status is False and ready.reason == "PartitionsCannotShrink"
+    assert ready.status is False and ready.reason == "MorePartitionsThanSpec"
     assert refused.topic is not None and refused.topic.partitions == 4
 
 

@@ -1,8 +1,8 @@
 """What a Topic reconcile must do, given the spec and what the cluster holds.
 
-The plan is computed before anything is sent, so a refusal (partitions cannot shrink, not
-enough brokers for the replication factor) is reported without touching the topic, and the
-rest of the spec (configs) is still applied.
+The plan is computed before anything is sent, so a refusal (the topic has more partitions
+than the spec, which Kafka cannot undo; not enough brokers for the replication factor) is
+reported without touching the topic, and the rest of the spec (configs) is still applied.
 """
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ def plan_topic(spec: TopicSpec, observed: ObservedTopic | None, brokers: frozens
     if spec.partitions > observed.partitions:
         grow_to = spec.partitions
     elif spec.partitions < observed.partitions:
-        refused.append(("PartitionsCannotShrink",
-                        f"spec.partitions is {spec.partitions} but the topic has "
-                        f"{observed.partitions}: Kafka cannot remove partitions (keys would "
-                        f"map to other partitions); set spec.partitions >= "
-                        f"{observed.partitions}, or delete and recreate the topic"))
+        # Partitions added outside Kubernetes (or a spec lowered before the CRD's rule that
+        # refuses a decrease): nothing here can repair it, so say what would.
+        refused.append(("MorePartitionsThanSpec",
+                        f"topic {observed.name} has {observed.partitions} partitions, more "
+                        f"than spec.partitions {spec.partitions}: Kafka cannot remove "
+                        f"partitions; set spec.partitions to {observed.partitions}"))
 
     changes: list[tuple[str, str, str | None]] = [
         (key, "set", value) for key, value in sorted(spec.config.items())
