@@ -277,6 +277,23 @@ def test_config_drift_is_set_back_and_foreign_overrides_removed():
                                    ("segment.bytes", "delete", None))
 
 
+TOPIC_CONFIGS = frozenset({"retention.ms", "cleanup.policy", "segment.bytes"})
+
+
+def test_every_unknown_config_key_is_reported_and_nothing_is_changed():
+    spec = topic_spec(config={"retention.ms": "1", "retention.msec": "2", "cleanup": "x"})
+    for existing in (None, observed(partitions=2)):
+        plan = plan_topic(spec, existing, frozenset({0, 1, 2}), TOPIC_CONFIGS)
+        assert plan.refusals == (("InvalidConfig", "Unknown topic config names: cleanup, "
+                                  "retention.msec (spec.config of topic t)"),)
+        assert plan.in_sync  # no create, no grow, no config change: Kafka would refuse all
+    single = plan_topic(topic_spec(config={"retension.ms": "1"}), None, frozenset({0, 1}),
+                        TOPIC_CONFIGS)
+    assert single.refusals[0][1].startswith("Unknown topic config name: retension.ms ")
+    # The cluster's names unknown (no topic to ask): Kafka's own refusal decides.
+    assert plan_topic(spec, None, frozenset({0, 1})).create
+
+
 def test_replication_factor_change_is_a_reassignment():
     plan = plan_topic(topic_spec(replication_factor=3), observed(), frozenset({0, 1, 2}))
     assert len(plan.reassignment) == 3 and all(len(r) == 3 for r in plan.reassignment.values())

@@ -81,6 +81,25 @@ def test_topic_reconcile_creates_grows_alters_and_reports_its_id(cluster_factory
     assert refused.topic is not None and refused.topic.partitions == 4
 
 
+def test_every_unknown_topic_config_key_is_named_in_the_condition(cluster_factory):
+    """Kafka refuses a create or alter at the first unknown key; the Topic names them all,
+    checked against the names the cluster itself lists (DescribeConfigs)."""
+    cluster = cluster_factory(1, offsets_topic_replication_factor="1")
+    bootstrap = cluster.bootstrap
+    asyncio.run(sync(bootstrap, topic_spec(bootstrap)))
+    typos = {"retention.msec": 1, "cleanup_policy": "compact", "retention.ms": 60000}
+    for name in ("events", "new-events"):  # an existing topic, and one still to create
+        spec = TopicSpec.parse({"clusterRef": {"bootstrapServers": bootstrap},
+                                "partitions": 1, "replicationFactor": 1, "config": typos},
+                               name)
+        outcome = asyncio.run(sync(bootstrap, spec))
+        ready = {c.type: c for c in topic_result(spec, outcome, 1).conditions}["Ready"]
+        assert (ready.status, ready.reason) == (False, "InvalidConfig")
+        assert ready.message.startswith(
+            "Unknown topic config names: cleanup_policy, retention.msec "), ready.message
+    assert asyncio.run(sync(bootstrap, topic_spec(bootstrap))).plan.in_sync
+
+
 def test_topic_drift_made_outside_is_repaired(cluster_factory):
     cluster = cluster_factory(3, offsets_topic_replication_factor="1")
     bootstrap = cluster.bootstrap

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..spec import TopicSpec
 from .placement import plan_replication_factor
 
-__all__ = ["ObservedTopic", "TopicPlan", "plan_topic"]
+__all__ = ["ObservedTopic", "TopicPlan", "plan_topic", "unknown_config_names"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class ObservedTopic:
     #: Configs set on the topic itself (DYNAMIC_TOPIC_CONFIG); defaults are not drift.
     overrides: Mapping[str, str]
     reassigning: bool = False
+    #: Every topic config name the cluster knows (DescribeConfigs lists defaults too).
+    config_names: frozenset[str] = frozenset()
 
     @property
     def partitions(self) -> int:
@@ -50,8 +52,21 @@ class TopicPlan:
         return not (self.create or self.grow_to or self.config_changes or self.reassignment)
 
 
-def plan_topic(spec: TopicSpec, observed: ObservedTopic | None, brokers: frozenset[int]
-               ) -> TopicPlan:
+def unknown_config_names(config: Mapping[str, str], known: frozenset[str]) -> list[str]:
+    """The keys of ``config`` that are not topic configs of the cluster, all of them (Kafka
+    names only the first it meets); none when the cluster's names are not known."""
+    return sorted(set(config) - known) if known else []
+
+
+def plan_topic(spec: TopicSpec, observed: ObservedTopic | None, brokers: frozenset[int],
+               config_names: frozenset[str] = frozenset()) -> TopicPlan:
+    """``config_names``: the topic configs the cluster knows; a spec naming others changes
+    nothing (Kafka would refuse the whole create or alter) and every unknown key is named."""
+    unknown = unknown_config_names(spec.config, config_names)
+    if unknown:
+        return TopicPlan(refusals=((
+            "InvalidConfig", f"Unknown topic config name{'s' if len(unknown) > 1 else ''}: "
+                             f"{', '.join(unknown)} (spec.config of topic {spec.topic_name})"),))
     if observed is None:
         refusals: tuple[tuple[str, str], ...] = ()
         if spec.replication_factor > len(brokers):
