@@ -1,4 +1,5 @@
-"""Pure decisions: ISR-aware restarts, roll order, drains, rebalances, topic plans, resets."""
+"""Pure decisions: ISR-aware restarts, roll order, drains, rebalances, topic plans, resets,
+broker readiness."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ from odradek_operator.decisions.placement import (
     plan_drain,
     plan_rebalance,
     plan_replication_factor,
+)
+from odradek_operator.decisions.readiness import (
+    ReadinessRefresh,
+    readiness_refresh,
+    readiness_status,
 )
 from odradek_operator.decisions.restart import restart_order, restart_verdict
 from odradek_operator.decisions.state import ClusterState, PartitionState
@@ -344,3 +350,55 @@ def test_a_reset_runs_once_per_id_and_a_dry_run_does_not_use_its_id_up():
     # A dry run of r1 does not count as r1 having run; it does for another dry run.
     assert not reset_already_done(real, {"id": "r1", "dryRun": True})
     assert reset_already_done(dry, {"id": "r1", "dryRun": True})
+
+
+# ---------------------------------------------------------------- broker readiness
+
+
+def broker_statefulset(ready: int | None, *, component="broker", owner_kind="BrokerCluster"
+                       ) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "odr", "namespace": "kafka",
+                         "labels": {"app.kubernetes.io/component": component},
+                         "ownerReferences": [{"apiVersion": "odradek.dev/v1alpha1",
+                                              "kind": owner_kind, "name": "odr",
+                                              "uid": "u", "controller": True}]},
+            "spec": {"replicas": 3},
+            "status": {} if ready is None else {"readyReplicas": ready}}
+
+
+def test_a_broker_statefulset_event_refreshes_its_owning_cluster():
+    assert readiness_refresh("MODIFIED", broker_statefulset(2)) == \
+        ReadinessRefresh("kafka", "odr", 2)
+    # The StatefulSet controller drops readyReplicas when no pod is ready.
+    assert readiness_refresh("MODIFIED", broker_statefulset(None)) == \
+        ReadinessRefresh("kafka", "odr", 0)
+    assert readiness_refresh(None, broker_statefulset(3)) == ReadinessRefresh("kafka", "odr", 3)
+    # Not a BrokerCluster's brokers, or gone with its cluster: nothing to refresh.
+    assert readiness_refresh("MODIFIED", broker_statefulset(1, component="zookeeper")) is None
+    assert readiness_refresh("MODIFIED", broker_statefulset(1, owner_kind="Other")) is None
+    assert readiness_refresh("DELETED", broker_statefulset(0)) is None
+
+
+def test_ready_replicas_follow_a_lost_broker_at_once_and_ready_turns_false():
+    cluster = {"metadata": {"name": "odr", "generation": 4},
+               "spec": {"replicas": 3},
+               "status": {"readyReplicas": 3, "conditions": [
+                   {"type": "Ready", "status": "True", "reason": "ClusterReady",
+                    "message": "3 brokers ready, all partitions fully replicated",
+                    "lastTransitionTime": "2026-11-27T20:00:00Z"},
+                   {"type": "Degraded", "status": "False", "reason": "Healthy"}]}}
+    update = readiness_status(ReadinessRefresh("kafka", "odr", 2), cluster)
+    assert update is not None and update["readyReplicas"] == 2
+    conditions = {c["type"]: c for c in update["conditions"]}
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"],
+            conditions["Ready"]["message"]) == ("False", "BrokersNotReady", "2/3 brokers ready")
+    assert conditions["Degraded"]["reason"] == "Healthy"  # other conditions kept
+    # Back to full strength: the count follows, Ready is the reconcile's (it asks Kafka).
+    cluster["status"]["readyReplicas"] = 2
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 3), cluster) == \
+        {"readyReplicas": 3}
+    # Already current, or the cluster is being deleted: nothing to write.
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 2), cluster) is None
+    cluster["metadata"]["deletionTimestamp"] = "2026-11-27T21:00:00Z"
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 1), cluster) is None
