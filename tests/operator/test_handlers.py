@@ -275,8 +275,9 @@ async def test_a_broker_losing_readiness_shows_in_the_cluster_status_at_once(api
     await coro
     sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
     sts = {**sts, "status": {"replicas": 3, "readyReplicas": 2}}
-    await follow_broker_readiness(event={"type": "MODIFIED", "object": sts},
-                                  body=kopf.Body(cast(kopf.RawBody, sts)), logger=LOGGER)
+    handler: Any = follow_broker_readiness  # as kopf calls it: the event and its object
+    await handler(event={"type": "MODIFIED", "object": sts},
+                  body=kopf.Body(cast(kopf.RawBody, sts)), logger=LOGGER)
     status = stored(api, "odradek.dev/v1alpha1/brokerclusters", "kafka", "odr")["status"]
     assert status["readyReplicas"] == 2
     ready = {c["type"]: c for c in status["conditions"]}["Ready"]
