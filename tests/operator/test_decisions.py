@@ -381,13 +381,13 @@ def test_a_broker_statefulset_event_refreshes_its_owning_cluster():
 
 
 def test_ready_replicas_follow_a_lost_broker_at_once_and_ready_turns_false():
-    cluster: dict[str, Any] = {"metadata": {"name": "odr", "generation": 4},
-                               "spec": {"replicas": 3},
-                               "status": {"readyReplicas": 3, "conditions": [
-        {"type": "Ready", "status": "True", "reason": "ClusterReady",
-         "message": "3 brokers ready, all partitions fully replicated",
-         "lastTransitionTime": "2026-11-27T20:00:00Z"},
-        {"type": "Degraded", "status": "False", "reason": "Healthy"}]}}
+    ready = {"type": "Ready", "status": "True", "reason": "ClusterReady",
+             "message": "3 brokers ready, all partitions fully replicated",
+             "lastTransitionTime": "2026-11-27T20:00:00Z"}
+    healthy = {"type": "Degraded", "status": "False", "reason": "Healthy"}
+    cluster: dict[str, Any] = {
+        "metadata": {"name": "odr", "generation": 4}, "spec": {"replicas": 3},
+        "status": {"readyReplicas": 3, "conditions": [ready, healthy]}}
     update = readiness_status(ReadinessRefresh("kafka", "odr", 2), cluster)
     assert update is not None and update["readyReplicas"] == 2
     conditions = {c["type"]: c for c in update["conditions"]}
