@@ -3,6 +3,8 @@
 The plan is computed before anything is sent, so a refusal (the topic has more partitions
 than the spec, which Kafka cannot undo; not enough brokers for the replication factor) is
 reported without touching the topic, and the rest of the spec (configs) is still applied.
+Unknown config keys are the exception: Kafka refuses a whole create or alter for one of them,
+so nothing is sent and every unknown key is named (Kafka's refusal names only the first).
 """
 
 from __future__ import annotations
