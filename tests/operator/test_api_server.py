@@ -135,3 +135,34 @@ spec:
     kubectl("patch", "-n", namespace, "topic", "held", "--type=merge",
             "-p", '{"metadata": {"finalizers": null}}')
     kubectl("wait", "-n", namespace, "--for=delete", "topic/held", "--timeout=30s")
+
+
+def test_topic_partitions_can_grow_but_a_decrease_is_refused_on_apply(namespace):
+    topic = {"apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+             "metadata": {"name": "grows", "namespace": namespace},
+             "spec": {"clusterRef": {"name": "odradek"}, "partitions": 12,
+                      "replicationFactor": 1}}
+    kubectl("apply", "-f", "-", stdin=json.dumps(topic))
+    shrink = kubectl("patch", "-n", namespace, "topic", "grows", "--type=merge",
+                     "-p", '{"spec": {"partitions": 6}}', check=False)
+    assert shrink.returncode != 0, "the API server accepted a partition decrease"
+    assert ("partitions cannot be decreased: the topic has 12 partitions, which is higher "
+            "than the requested 6" in shrink.stderr), shrink.stderr
+    kubectl("patch", "-n", namespace, "topic", "grows", "--type=merge",
+            "-p", '{"spec": {"partitions": 16}}')
+    grown = kubectl("get", "-n", namespace, "topic", "grows",
+                    "-o", "jsonpath={.spec.partitions}").stdout
+    assert grown == "16"
+
+
+@pytest.mark.parametrize("kind", ["Topic", "ConsumerGroup"])
+def test_a_missing_cluster_ref_is_refused_in_one_clear_line(namespace, kind):
+    spec = {"partitions": 1, "replicationFactor": 1} if kind == "Topic" else {}
+    bad = {"apiVersion": "odradek.dev/v1alpha1", "kind": kind,
+           "metadata": {"name": "no-cluster", "namespace": namespace}, "spec": spec}
+    result = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [
+        f'The {kind} "no-cluster" is invalid: spec.clusterRef: Required value: set '
+        "clusterRef.name (a BrokerCluster in this namespace) or clusterRef.bootstrapServers "
+        "(host:port,...)"], result.stderr

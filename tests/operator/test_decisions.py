@@ -1,4 +1,5 @@
-"""Pure decisions: ISR-aware restarts, roll order, drains, rebalances, topic plans, resets."""
+"""Pure decisions: ISR-aware restarts, roll order, drains, rebalances, topic plans, resets,
+broker readiness."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from odradek_operator.decisions.cluster_plan import (
     decide_restart,
 )
 from odradek_operator.decisions.config_change import (
+    describe_config_changes,
     plan_dynamic_config,
     restart_relevant_config,
     split_config,
@@ -23,9 +25,17 @@ from odradek_operator.decisions.placement import (
     plan_rebalance,
     plan_replication_factor,
 )
+from odradek_operator.decisions.readiness import (
+    ReadinessRefresh,
+    readiness_refresh,
+    readiness_status,
+)
 from odradek_operator.decisions.restart import restart_order, restart_verdict
 from odradek_operator.decisions.state import ClusterState, PartitionState
 from odradek_operator.decisions.topic_plan import ObservedTopic, plan_topic
+from odradek_operator.handlers.topic import topic_result
+from odradek_operator.kafka.groups import reset_already_done
+from odradek_operator.kafka.topics import TopicOutcome
 from odradek_operator.spec import ClusterRef, ResetSpec, TopicSpec
 
 
@@ -237,7 +247,32 @@ def test_missing_topic_is_created_unless_brokers_are_too_few():
 def test_partitions_grow_but_never_shrink():
     assert plan_topic(topic_spec(partitions=5), observed(), frozenset({0, 1, 2})).grow_to == 5
     plan = plan_topic(topic_spec(partitions=2), observed(), frozenset({0, 1, 2}))
-    assert plan.grow_to is None and plan.refusals[0][0] == "PartitionsCannotShrink"
+    assert plan.grow_to is None and not plan.create and not plan.reassignment
+
+
+def test_partitions_added_outside_are_reported_with_what_would_fix_it():
+    """Kafka cannot remove partitions: the Topic says so and asks for the spec to follow,
+    never suggesting that the operator will repair it (or that the topic be recreated)."""
+    plan = plan_topic(topic_spec(partitions=2), observed(partitions=3), frozenset({0, 1, 2}))
+    assert plan.refusals == (("MorePartitionsThanSpec",
+                              "topic t has 3 partitions, more than spec.partitions 2: Kafka "
+                              "cannot remove partitions; set spec.partitions to 3"),)
+    result = topic_result(topic_spec(partitions=2), TopicOutcome(plan, observed(partitions=3)),
+                          4)
+    ready = {c.type: c for c in result.conditions}["Ready"]
+    assert (ready.status, ready.reason) == (False, "MorePartitionsThanSpec")
+    assert result.status["partitions"] == 3
+
+
+def test_config_changed_event_tells_set_keys_from_removed_ones():
+    plan = plan_topic(topic_spec(config={"retention.ms": "100", "cleanup.policy": "compact"}),
+                      observed(overrides={"retention.ms": "5", "segment.bytes": "9",
+                                          "flush.ms": "1"}),
+                      frozenset({0, 1, 2}))
+    result = topic_result(topic_spec(), TopicOutcome(plan, observed()), 2)
+    assert ("Normal", "ConfigChanged", "topic configs of t: set cleanup.policy, retention.ms; "
+            "removed flush.ms, segment.bytes") in result.events
+    assert describe_config_changes([("a", "delete", None)]) == "removed a"
 
 
 def test_config_drift_is_set_back_and_foreign_overrides_removed():
@@ -246,6 +281,23 @@ def test_config_drift_is_set_back_and_foreign_overrides_removed():
                       frozenset({0, 1, 2}))
     assert plan.config_changes == (("retention.ms", "set", "100"),
                                    ("segment.bytes", "delete", None))
+
+
+TOPIC_CONFIGS = frozenset({"retention.ms", "cleanup.policy", "segment.bytes"})
+
+
+def test_every_unknown_config_key_is_reported_and_nothing_is_changed():
+    spec = topic_spec(config={"retention.ms": "1", "retention.msec": "2", "cleanup": "x"})
+    for existing in (None, observed(partitions=2)):
+        plan = plan_topic(spec, existing, frozenset({0, 1, 2}), TOPIC_CONFIGS)
+        assert plan.refusals == (("InvalidConfig", "Unknown topic config names: cleanup, "
+                                  "retention.msec (spec.config of topic t)"),)
+        assert plan.in_sync  # no create, no grow, no config change: Kafka would refuse all
+    single = plan_topic(topic_spec(config={"retension.ms": "1"}), None, frozenset({0, 1}),
+                        TOPIC_CONFIGS)
+    assert single.refusals[0][1].startswith("Unknown topic config name: retension.ms ")
+    # The cluster's names unknown (no topic to ask): Kafka's own refusal decides.
+    assert plan_topic(spec, None, frozenset({0, 1})).create
 
 
 def test_replication_factor_change_is_a_reassignment():
@@ -288,3 +340,65 @@ def test_reset_partitions_cover_named_topics_or_the_committed_ones():
     assert reset_partitions(reset, (), {("a", 0): 1}, parts) == [("b", 0)]
     assert reset_partitions(ResetSpec("r", "earliest"), (), {("a", 0): 1}, parts) == \
         [("a", 0), ("a", 1)]
+
+
+def test_a_reset_runs_once_per_id_and_a_dry_run_does_not_use_its_id_up():
+    real, dry = ResetSpec("r1", "earliest"), ResetSpec("r1", "earliest", dry_run=True)
+    assert not reset_already_done(real, None)
+    assert reset_already_done(real, {"id": "r1", "dryRun": False})
+    assert not reset_already_done(ResetSpec("r2", "earliest"), {"id": "r1", "dryRun": False})
+    # A dry run of r1 does not count as r1 having run; it does for another dry run.
+    assert not reset_already_done(real, {"id": "r1", "dryRun": True})
+    assert reset_already_done(dry, {"id": "r1", "dryRun": True})
+
+
+# ---------------------------------------------------------------- broker readiness
+
+
+def broker_statefulset(ready: int | None, *, component="broker", owner_kind="BrokerCluster"
+                       ) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "odr", "namespace": "kafka",
+                         "labels": {"app.kubernetes.io/component": component},
+                         "ownerReferences": [{"apiVersion": "odradek.dev/v1alpha1",
+                                              "kind": owner_kind, "name": "odr",
+                                              "uid": "u", "controller": True}]},
+            "spec": {"replicas": 3},
+            "status": {} if ready is None else {"readyReplicas": ready}}
+
+
+def test_a_broker_statefulset_event_refreshes_its_owning_cluster():
+    assert readiness_refresh("MODIFIED", broker_statefulset(2)) == \
+        ReadinessRefresh("kafka", "odr", 2)
+    # The StatefulSet controller drops readyReplicas when no pod is ready.
+    assert readiness_refresh("MODIFIED", broker_statefulset(None)) == \
+        ReadinessRefresh("kafka", "odr", 0)
+    assert readiness_refresh(None, broker_statefulset(3)) == ReadinessRefresh("kafka", "odr", 3)
+    # Not a BrokerCluster's brokers, or gone with its cluster: nothing to refresh.
+    assert readiness_refresh("MODIFIED", broker_statefulset(1, component="zookeeper")) is None
+    assert readiness_refresh("MODIFIED", broker_statefulset(1, owner_kind="Other")) is None
+    assert readiness_refresh("DELETED", broker_statefulset(0)) is None
+
+
+def test_ready_replicas_follow_a_lost_broker_at_once_and_ready_turns_false():
+    ready = {"type": "Ready", "status": "True", "reason": "ClusterReady",
+             "message": "3 brokers ready, all partitions fully replicated",
+             "lastTransitionTime": "2026-11-27T20:00:00Z"}
+    healthy = {"type": "Degraded", "status": "False", "reason": "Healthy"}
+    cluster: dict[str, Any] = {
+        "metadata": {"name": "odr", "generation": 4}, "spec": {"replicas": 3},
+        "status": {"readyReplicas": 3, "conditions": [ready, healthy]}}
+    update = readiness_status(ReadinessRefresh("kafka", "odr", 2), cluster)
+    assert update is not None and update["readyReplicas"] == 2
+    conditions = {c["type"]: c for c in update["conditions"]}
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"],
+            conditions["Ready"]["message"]) == ("False", "BrokersNotReady", "2/3 brokers ready")
+    assert conditions["Degraded"]["reason"] == "Healthy"  # other conditions kept
+    # Back to full strength: the count follows, Ready is the reconcile's (it asks Kafka).
+    cluster["status"]["readyReplicas"] = 2
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 3), cluster) == \
+        {"readyReplicas": 3}
+    # Already current, or the cluster is being deleted: nothing to write.
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 2), cluster) is None
+    cluster["metadata"]["deletionTimestamp"] = "2026-11-27T21:00:00Z"
+    assert readiness_status(ReadinessRefresh("kafka", "odr", 1), cluster) is None

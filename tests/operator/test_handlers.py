@@ -21,6 +21,7 @@ from odradek_operator.handlers.broker_cluster import (
     reconcile_broker_cluster,
     stop_brokers_then_release,
 )
+from odradek_operator.handlers.broker_readiness import follow_broker_readiness
 from odradek_operator.handlers.topic import reconcile_topic
 from odradek_operator.metrics import REGISTRY
 
@@ -261,3 +262,23 @@ async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation
     coro, _ = call(reconcile_broker_cluster, cluster_body(**secure))
     await coro
     assert restart_hash() != first
+
+
+async def test_a_broker_losing_readiness_shows_in_the_cluster_status_at_once(api):
+    """The StatefulSet watch copies its ready count onto the owning BrokerCluster without
+    waiting for the periodic reconcile."""
+    api.objects[kmock.resource("odradek.dev/v1alpha1/brokerclusters"), "kafka", "odr"] = {
+        **cluster_body(),
+        "status": {"readyReplicas": 3, "conditions": [
+            {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": ""}]}}
+    coro, _ = call(reconcile_broker_cluster, cluster_body())  # its children, StatefulSet too
+    await coro
+    sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
+    sts = {**sts, "status": {"replicas": 3, "readyReplicas": 2}}
+    handler: Any = follow_broker_readiness  # as kopf calls it: the event and its object
+    await handler(event={"type": "MODIFIED", "object": sts},
+                  body=kopf.Body(cast(kopf.RawBody, sts)), logger=LOGGER)
+    status = stored(api, "odradek.dev/v1alpha1/brokerclusters", "kafka", "odr")["status"]
+    assert status["readyReplicas"] == 2
+    ready = {c["type"]: c for c in status["conditions"]}["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "BrokersNotReady")

@@ -71,14 +71,33 @@ def test_topic_reconcile_creates_grows_alters_and_reports_its_id(cluster_factory
     assert grown.topic.partitions == 4 and grown.topic.topic_id == topic_id
     wait_for_overrides(bootstrap, {"retention.ms": "60000"})
 
-    # Shrinking is refused with a reason; the topic is left as it is.
+    # Fewer partitions than the topic has is refused with a reason; the topic stays as it is.
     refused = asyncio.run(sync(bootstrap, topic_spec(bootstrap, partitions=3,
                                                      config={"retention.ms": 60000})))
-    assert refused.plan.refusals[0][0] == "PartitionsCannotShrink"
+    assert refused.plan.refusals[0][0] == "MorePartitionsThanSpec"
     ready = {c.type: c for c in topic_result(topic_spec(bootstrap, partitions=3), refused,
                                              2).conditions}["Ready"]
-    assert ready.status is False and ready.reason == "PartitionsCannotShrink"
+    assert ready.status is False and ready.reason == "MorePartitionsThanSpec"
     assert refused.topic is not None and refused.topic.partitions == 4
+
+
+def test_every_unknown_topic_config_key_is_named_in_the_condition(cluster_factory):
+    """Kafka refuses a create or alter at the first unknown key; the Topic names them all,
+    checked against the names the cluster itself lists (DescribeConfigs)."""
+    cluster = cluster_factory(1, offsets_topic_replication_factor="1")
+    bootstrap = cluster.bootstrap
+    asyncio.run(sync(bootstrap, topic_spec(bootstrap)))
+    typos = {"retention.msec": 1, "cleanup_policy": "compact", "retention.ms": 60000}
+    for name in ("events", "new-events"):  # an existing topic, and one still to create
+        spec = TopicSpec.parse({"clusterRef": {"bootstrapServers": bootstrap},
+                                "partitions": 1, "replicationFactor": 1, "config": typos},
+                               name)
+        outcome = asyncio.run(sync(bootstrap, spec))
+        ready = {c.type: c for c in topic_result(spec, outcome, 1).conditions}["Ready"]
+        assert (ready.status, ready.reason) == (False, "InvalidConfig")
+        assert ready.message.startswith(
+            "Unknown topic config names: cleanup_policy, retention.msec "), ready.message
+    assert asyncio.run(sync(bootstrap, topic_spec(bootstrap))).plan.in_sync
 
 
 def test_topic_drift_made_outside_is_repaired(cluster_factory):

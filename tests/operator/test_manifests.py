@@ -6,9 +6,12 @@ import pytest
 from odradek_operator.conditions import Condition, merge_conditions
 from odradek_operator.errors import InvalidSpec, backoff_delay
 from odradek_operator.handlers.broker_cluster import desired_children
+from odradek_operator.manifests import brokers as broker_manifests
 from odradek_operator.manifests.common import RESTART_HASH_ANNOTATION, ClusterNames, Owner
 from odradek_operator.manifests.zookeeper import IMAGE_CONTRACT, zookeeper_connect
 from odradek_operator.spec import BrokerClusterSpec, ConsumerGroupSpec, TopicSpec
+
+from tests.operator.crd_schema import schema_of
 
 NAMES = ClusterNames("odr", "kafka")
 OWNER = Owner("odr", "kafka", "uid-1")
@@ -156,6 +159,18 @@ def test_topic_and_group_specs_default_names_from_the_resource():
                                            "timestamp": "yesterday"}}, "g")
 
 
+@pytest.mark.parametrize("parse", [TopicSpec.parse, ConsumerGroupSpec.parse])
+def test_a_missing_cluster_ref_is_reported_in_one_line_as_the_api_server_does(parse):
+    with pytest.raises(InvalidSpec) as refused:
+        parse({"partitions": 3, "replicationFactor": 1}, "events")
+    assert str(refused.value) == (
+        "spec.clusterRef: Required value: set clusterRef.name (a BrokerCluster in this "
+        "namespace) or clusterRef.bootstrapServers (host:port,...)")
+    crd_rules = schema_of("Topic")["properties"]["spec"]["x-kubernetes-validations"]
+    (crd_message,) = [r["message"] for r in crd_rules if r["rule"] == "has(self.clusterRef)"]
+    assert str(refused.value).endswith(crd_message)
+
+
 def test_conditions_keep_transition_time_until_status_flips():
     first = merge_conditions([], [Condition("Ready", False, "Waiting")], 1, now="T1")
     same = merge_conditions(first, [Condition("Ready", False, "StillWaiting")], 2, now="T2")
@@ -202,14 +217,17 @@ def test_pods_meet_the_restricted_pod_security_standard():
 
 
 @pytest.mark.parametrize("delete_claim", [False, True])
-def test_claims_are_kept_with_the_cluster_unless_delete_claim(delete_claim):
+def test_claims_are_kept_on_scale_down_and_deletion_unless_delete_claim(delete_claim):
     objs = children(cluster_spec(
         storage={"deleteClaim": delete_claim},
         zookeeper={"managed": {"replicas": 1, "storage": {"deleteClaim": delete_claim}}}))
     expected = "Delete" if delete_claim else "Retain"
     brokers = objs[("StatefulSet", "odr")]["spec"]["persistentVolumeClaimRetentionPolicy"]
-    # A drained broker's claim goes whatever the policy: its replicas moved away first.
-    assert brokers == {"whenScaled": "Delete", "whenDeleted": expected}
+    # A scale-down honours deleteClaim too (Strimzi's deleteClaim: false): the removed
+    # broker's data survives for a later scale-up; with true it goes after the drain.
+    assert brokers == {"whenScaled": expected, "whenDeleted": expected}
+    assert broker_manifests.stop_brokers_patch(delete_claim)["spec"][
+        "persistentVolumeClaimRetentionPolicy"] == brokers
     zookeeper = objs[("StatefulSet", "odr-zookeeper")]["spec"][
         "persistentVolumeClaimRetentionPolicy"]
     assert zookeeper == {"whenScaled": "Retain", "whenDeleted": expected}

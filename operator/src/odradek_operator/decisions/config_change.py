@@ -13,11 +13,11 @@ joins the hash, so the change still lands, through the restart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["CLUSTER_WIDE_DYNAMIC_KEYS", "DynamicConfigPlan", "plan_dynamic_config",
-           "restart_relevant_config", "split_config"]
+__all__ = ["CLUSTER_WIDE_DYNAMIC_KEYS", "DynamicConfigPlan", "describe_config_changes",
+           "plan_dynamic_config", "restart_relevant_config", "split_config"]
 
 CLUSTER_WIDE_DYNAMIC_KEYS = frozenset({
     # log defaults (LogConfig synonyms Kafka lets a cluster change live)
@@ -80,3 +80,14 @@ def plan_dynamic_config(desired: Mapping[str, str], applied: Mapping[str, str]
         if applied.get(key) != value]
     ops += [(key, "delete", None) for key in sorted(applied) if key not in wanted]
     return DynamicConfigPlan(tuple(ops))
+
+
+def describe_config_changes(operations: Iterable[tuple[str, str, str | None]]) -> str:
+    """IncrementalAlterConfigs operations (key, ``set``/``delete``, value) for an Event:
+    ``set a, b; removed c`` — a removed key falls back to its default, which is not what
+    setting it would mean."""
+    ops = list(operations)
+    parts = [f"{verb} {', '.join(key for key, op, _ in ops if op == kind)}"
+             for kind, verb in (("set", "set"), ("delete", "removed"))
+             if any(op == kind for _, op, _ in ops)]
+    return "; ".join(parts)

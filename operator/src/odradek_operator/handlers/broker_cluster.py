@@ -29,7 +29,12 @@ from ..decisions.cluster_plan import (
     decide_replicas,
     decide_restart,
 )
-from ..decisions.config_change import plan_dynamic_config, restart_relevant_config, split_config
+from ..decisions.config_change import (
+    describe_config_changes,
+    plan_dynamic_config,
+    restart_relevant_config,
+    split_config,
+)
 from ..decisions.state import ClusterState
 from ..errors import ClusterUnreachable
 from ..kafka.access import ClusterAccess
@@ -162,7 +167,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
         plan = plan_dynamic_config(spec.config, dynamic.get("applied") or {})
         if not plan.empty and dynamic_supported:
             ok = await _with_admin(access, lambda admin: apply_dynamic_config(admin, plan))
-            keys = ", ".join(k for k, _, _ in plan.operations)
+            keys = describe_config_changes(plan.operations)
             if ok:
                 dynamic = {"applied": split_config(spec.config)[1], "supported": True,
                            "image": spec.image}
@@ -171,7 +176,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
                 dynamic = {"applied": dynamic.get("applied") or {}, "supported": False,
                            "image": spec.image}
                 result.event("ConfigNeedsRestart", f"the cluster refused dynamic broker "
-                             f"configs; rolling restart applies {keys}", warning=True)
+                             f"configs; a rolling restart applies them: {keys}", warning=True)
                 busy.append("switching to a rolling restart for config changes")
     if dynamic:
         result.status["dynamicConfig"] = dynamic

@@ -1,7 +1,10 @@
 """Topic: create, alter and delete a Kafka topic through the admin protocol.
 
 Triggers: create/update/resume of the resource, and a timer that repairs drift made outside
-Kubernetes (a config set with another tool, partitions added by hand). The annotation
+Kubernetes: a config set or removed with another tool is set back, a replication factor
+changed by hand is reassigned back. Partitions added by hand cannot be repaired (Kafka cannot
+remove partitions): the Topic reports a ``MorePartitionsThanSpec`` condition until
+spec.partitions is raised to match. The annotation
 ``odradek.dev/managed: "false"`` detaches the resource: nothing is changed or deleted in Kafka.
 Deletion goes through kopf's finalizer and honours ``spec.deletionPolicy``.
 """
@@ -13,6 +16,7 @@ from typing import Any
 import kopf
 
 from ..conditions import DEGRADED, READY, RECONCILING, Condition
+from ..decisions.config_change import describe_config_changes
 from ..errors import ClusterUnreachable, TemporaryReconcileError
 from ..kafka.session import admin_session
 from ..kafka.topics import TopicOutcome, delete_topic, sync_topic
@@ -40,8 +44,8 @@ def topic_result(spec: TopicSpec, outcome: TopicOutcome, generation: int | None
     if plan.grow_to:
         result.event("PartitionsAdded", f"grew {spec.topic_name} to {plan.grow_to} partitions")
     if plan.config_changes:
-        keys = ", ".join(k for k, _, _ in plan.config_changes)
-        result.event("ConfigChanged", f"set topic configs: {keys}")
+        result.event("ConfigChanged", f"topic configs of {spec.topic_name}: "
+                                      f"{describe_config_changes(plan.config_changes)}")
     if plan.reassignment:
         result.event("Reassigning", f"moving {len(plan.reassignment)} partition(s) to "
                                     f"replication factor {spec.replication_factor}")

@@ -65,7 +65,8 @@ async def observe_topic(admin: AsyncAdminClient, name: str) -> ObservedTopic | N
     return ObservedTopic(
         name=name, topic_id=info.topic_id,
         assignment={p: part.replicas for p, part in sorted(info.partitions.items())},
-        overrides=overrides, reassigning=bool(reassigning))
+        overrides=overrides, reassigning=bool(reassigning),
+        config_names=frozenset(e.name for e in configs.values()))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from odradek.client.admin import RESOURCE_TOPIC, AsyncAdminClient, NewTopic
-from odradek.client.errors import KafkaClientError
+from odradek.client.errors import BrokerResponseError, KafkaClientError
 from odradek.client.metadata import TopicPartition
 
 from ..decisions.topic_plan import ObservedTopic, TopicPlan, plan_topic
@@ -41,7 +41,12 @@ async def sync_topic(admin: AsyncAdminClient, spec: TopicSpec) -> TopicOutcome:
     metadata = await admin.describe_cluster()
     brokers = frozenset(metadata.brokers)
     observed = await observe_topic(admin, spec.topic_name)
-    plan = plan_topic(spec, observed, brokers)
+    if observed is not None:
+        config_names = observed.config_names
+    else:
+        existing = sorted(name for name, info in metadata.topics.items() if info.error_code == 0)
+        config_names = await topic_config_names(admin, existing[0] if existing else None)
+    plan = plan_topic(spec, observed, brokers, config_names)
     try:
         await _apply(admin, spec, plan)
     except KafkaClientError as exc:
@@ -51,6 +56,19 @@ async def sync_topic(admin: AsyncAdminClient, spec: TopicSpec) -> TopicOutcome:
         raise
     after = await observe_topic(admin, spec.topic_name) if not plan.in_sync else observed
     return TopicOutcome(plan, after)
+
+
+async def topic_config_names(admin: AsyncAdminClient, topic: str | None) -> frozenset[str]:
+    """Every topic config name the cluster knows, from DescribeConfigs of an existing topic
+    (which lists defaults too): how a topic still to be created learns which of its keys are
+    unknown. Empty when there is no topic to ask (Kafka's refusal then names the first)."""
+    if topic is None:
+        return frozenset()
+    try:
+        described = await admin.describe_topic_configs([topic])
+    except BrokerResponseError:  # deleted meanwhile, or not ours to describe: Kafka decides
+        return frozenset()
+    return frozenset(name for entries in described.values() for name in entries)
 
 
 def permanent_reason(exc: KafkaClientError) -> str | None:

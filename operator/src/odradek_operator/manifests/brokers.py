@@ -187,19 +187,22 @@ def rack_rbac(names: ClusterNames, owner: Owner | None) -> list[dict[str, Any]]:
 
 
 def claim_retention(delete_claim: bool) -> dict[str, str]:
-    """A drained broker's volume holds no replica any more (``whenScaled: Delete``); the
-    cluster's volumes outlive it unless ``spec.storage.deleteClaim`` says otherwise."""
-    return {"whenScaled": "Delete", "whenDeleted": "Delete" if delete_claim else "Retain"}
+    """``spec.storage.deleteClaim`` decides for both a scale-down and the cluster's deletion,
+    as Strimzi's ``deleteClaim`` does: false keeps a removed broker's claim (a later
+    scale-up gives the same broker id its volume back, and an accidental scale-down loses no
+    data); true deletes it once the StatefulSet removes the pod, which happens only after the
+    broker was drained."""
+    policy = "Delete" if delete_claim else "Retain"
+    return {"whenScaled": policy, "whenDeleted": policy}
 
 
 def stop_brokers_patch(delete_claim: bool) -> dict[str, Any]:
     """The StatefulSet patch that stops every broker before the cluster is deleted.
 
-    Scaling to zero is a scale-down, so ``whenScaled: Delete`` would take every claim with it;
-    the same patch makes the scale-down keep them whenever deletion keeps them."""
-    when_deleted = claim_retention(delete_claim)["whenDeleted"]
-    return {"spec": {"replicas": 0, "persistentVolumeClaimRetentionPolicy": {
-        "whenScaled": when_deleted, "whenDeleted": when_deleted}}}
+    Scaling to zero is a scale-down: the claims follow :func:`claim_retention`, kept unless
+    ``deleteClaim``, exactly as the deletion that follows treats them."""
+    return {"spec": {"replicas": 0,
+                     "persistentVolumeClaimRetentionPolicy": claim_retention(delete_claim)}}
 
 
 def _security_env(spec: BrokerClusterSpec, env: list[dict[str, Any]],
