@@ -79,12 +79,11 @@ class Supervisor:
     """
 
     def __init__(self, processes: Sequence[ManagedProcess], report: Callable[[str], None],
-                 *, backoff: Callable[[], RestartBackoff] = RestartBackoff,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 *, clock: Callable[[], float] = time.monotonic) -> None:
         self._report = report
         self._clock = clock
         now = clock()
-        self._watched = [_Watched(process, backoff()) for process in processes]
+        self._watched = [_Watched(process, RestartBackoff()) for process in processes]
         for watched in self._watched:
             watched.backoff.started(now)
 
