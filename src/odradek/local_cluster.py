@@ -27,6 +27,7 @@ __all__ = [
     "ManagedProcess",
     "WaitTimeout",
     "ZooKeeperProcess",
+    "answers_api_versions",
     "free_port",
     "port_open",
     "wait_until",
@@ -75,6 +76,25 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+def answers_api_versions(host: str, port: int, timeout: float = 1.0) -> bool:
+    """A Kafka broker on ``host:port`` (PLAINTEXT) answers ApiVersions within ``timeout``."""
+    import asyncio
+
+    from odradek.client.connection import Connection, NodeAddress
+    from odradek.client.errors import KafkaClientError
+
+    async def ask() -> None:
+        connection = await Connection.open(NodeAddress(-1, host, port), timeout=timeout)
+        connection.close()
+        await connection.wait_closed(timeout)
+
+    try:
+        asyncio.run(ask())
+    except (KafkaClientError, OSError, TimeoutError):
+        return False
+    return True
+
+
 @dataclass
 class ManagedProcess:
     """A child process with its log file; stopped by PID, never by name."""
@@ -87,8 +107,10 @@ class ManagedProcess:
     _log: IO[bytes] | None = field(default=None, init=False)
 
     def start(self) -> None:
+        """Start (or, after it exited, start again) the process, appending to its log."""
         if self.running:
             raise RuntimeError(f"{self.name} is already running (pid {self.pid})")
+        self._reap(0)  # the previous run's log handle
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         self.process = subprocess.Popen(
@@ -107,6 +129,20 @@ class ManagedProcess:
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """How the process ended (negative: killed by that signal); None while it runs."""
+        return self.process.poll() if self.process is not None else None
+
+    @property
+    def address(self) -> str | None:
+        """``host:port`` the process serves on, if it serves anything."""
+        return None
+
+    def ready(self) -> bool:
+        """Serving right now (one quick check, no waiting); a plain process once started."""
+        return self.running
 
     def kill(self) -> None:
         """SIGKILL: the crash case (no shutdown hooks, no flush)."""
@@ -157,11 +193,18 @@ class ZooKeeperProcess(ManagedProcess):
     def connect(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def address(self) -> str:
+        return self.connect
+
+    def ready(self) -> bool:
+        return self.running and zookeeper_ready("127.0.0.1", self.port)
+
     def wait_ready(self, timeout: float = 60) -> None:
         def ready() -> bool:
             if not self.running:
                 raise WaitTimeout(f"ZooKeeper exited early:\n{self.log_tail()}")
-            return zookeeper_ready("127.0.0.1", self.port)
+            return self.ready()
 
         wait_until(ready, timeout, f"ZooKeeper on port {self.port}", interval=0.1)
 
@@ -200,6 +243,17 @@ class BrokerProcess(ManagedProcess):
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def address(self) -> str:
+        return self.bootstrap
+
+    def ready(self) -> bool:
+        """Answers requests, not just accepts connections: a restarted broker listens while
+        it waits for ZooKeeper to expire its previous session, and serves only after."""
+        if not self.overrides["listeners"].startswith("PLAINTEXT://"):
+            return self.running and port_open("127.0.0.1", self.port)
+        return self.running and answers_api_versions("127.0.0.1", self.port)
 
     @property
     def metrics_address(self) -> str | None:

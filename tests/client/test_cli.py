@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
+
+from odradek.local_cluster import BrokerProcess
 
 from .conftest import REPO, Target
 
 
 def odradek(*args: str, input: str | None = None, timeout: float = 60
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "odradek", *args], input=input,
+    """The command's output as a pipe gets it, whatever terminal size the test runs under."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run([sys.executable, "-m", "odradek", *args], input=input, env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
@@ -100,3 +105,50 @@ def test_groups_describe_and_reset_offsets(apache_kafka) -> None:
     assert described[0]["partitions"][0]["lag"] == 1
     listed = json.loads(odradek("groups", *bs, "--output", "json", "list").stdout)
     assert group in [g["group"] for g in listed]
+
+
+def test_groups_commands_take_the_group_as_argument_or_option(broker: BrokerProcess) -> None:
+    bs = ["--bootstrap-server", broker.bootstrap]
+    topic = f"pos-{uuid.uuid4().hex[:8]}"
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    assert odradek("topics", *bs, "create", "--topic", topic, "--partitions", "1"
+                   ).returncode == 0
+    assert odradek("produce", *bs, topic, input="x\ny\n").returncode == 0
+    done = odradek("consume", *bs, topic, "--group", group, "--from-beginning",
+                   "--max-messages", "2")
+    assert done.returncode == 0, done.stderr
+    for form in ([group], ["--group", group]):
+        done = odradek("groups", *bs, "--output", "json", "describe", *form)
+        assert done.returncode == 0, f"groups describe {form}: {done.stderr}"
+        assert json.loads(done.stdout)[0]["partitions"][0]["current_offset"] == 2
+    done = odradek("groups", *bs, "--output", "json", "reset-offsets", group, "--topic", topic,
+                   "--to-earliest", "--execute")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["offsets"][0]["new_offset"] == 0
+    done = odradek("topics", *bs, "--output", "json", "describe", topic)
+    assert done.returncode == 0, done.stderr
+    assert [t["topic"] for t in json.loads(done.stdout)] == [topic]
+    done = odradek("groups", *bs, "delete", group)
+    assert done.returncode == 0, done.stderr
+    assert group not in [g["group"] for g in json.loads(
+        odradek("groups", *bs, "--output", "json", "list").stdout)]
+    missing = odradek("groups", *bs, "describe")
+    assert missing.returncode == 2 and "GROUP or --group GROUP" in missing.stderr
+
+
+def test_piped_tables_keep_long_names_whole(broker: BrokerProcess) -> None:
+    bs = ["--bootstrap-server", broker.bootstrap]
+    topic = f"a-topic-name-far-longer-than-a-terminal-is-wide-{'t' * 100}-{uuid.uuid4().hex[:8]}"
+    group = f"a-group-name-far-longer-than-a-terminal-is-wide-{'g' * 100}-{uuid.uuid4().hex[:8]}"
+    assert odradek("topics", *bs, "create", "--topic", topic, "--partitions", "1"
+                   ).returncode == 0
+    assert odradek("produce", *bs, topic, input="x\n").returncode == 0
+    assert odradek("consume", *bs, topic, "--group", group, "--from-beginning",
+                   "--max-messages", "1").returncode == 0
+    for command in (["groups", *bs, "list"], ["groups", *bs, "describe", "--group", group],
+                    ["topics", *bs, "describe", "--topic", topic]):
+        done = odradek(*command)  # stdout is a pipe, as under grep or > file
+        assert done.returncode == 0, done.stderr
+        assert "…" not in done.stdout, done.stdout
+        name = group if command[0] == "groups" else topic
+        assert name in done.stdout, f"{' '.join(command[3:])} cut {name}:\n{done.stdout}"

@@ -4,7 +4,6 @@ starts a real Prometheus that scrapes them and loads the alert rules."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -15,46 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from odradek.local_cluster import free_port, port_open
+from odradek.local_cluster import free_port
+from tests.harness.dev_cluster import consecutive_free_ports, read_until
 from tests.harness.prometheus import promtool_binary
-
-
-def _two_free_ports() -> int:
-    """A free port whose successor is free too (broker 1 uses base + 1)."""
-    while True:
-        port = free_port()
-        if port < 65535 and not port_open("127.0.0.1", port + 1):
-            return port
-
-
-def _read_until(process: subprocess.Popen[bytes], output: Path, pattern: str,
-                timeout: float) -> str:
-    """The output file once ``pattern`` appears in it (the CLI prints its table there)."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen = output.read_text(errors="replace")
-        if re.search(pattern, seen):
-            return seen
-        if process.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(f"no {pattern!r} in the output:\n{seen[-3000:]}")
 
 
 @pytest.mark.slow
 def test_dev_cluster_prints_metrics_urls_and_runs_prometheus(tmp_path: Path) -> None:
     promtool_binary()  # Debian's prometheus package is installed (make prometheus)
-    base, zk, metrics = _two_free_ports(), free_port(), _two_free_ports()
+    base, zk, metrics = consecutive_free_ports(2), free_port(), consecutive_free_ports(2)
     log_path = tmp_path / "cli.log"
     log_file = log_path.open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "odradek", "cluster", "--brokers", "2", "--data-dir",
          str(tmp_path / "data"), "--base-port", str(base), "--zookeeper-port", str(zk),
          "--metrics-base-port", str(metrics), "--prometheus"],
-        stdout=log_file, stderr=log_file, env=dict(os.environ, COLUMNS="400"))
+        stdout=log_file, stderr=log_file)
     try:
-        output = _read_until(process, log_path, r"Ctrl-C stops the cluster", 120)
+        output = read_until(process, log_path, r"Ctrl-C stops the cluster", 120).string
         for i in range(2):
             assert f"http://127.0.0.1:{metrics + i}/metrics" in output
         found = re.search(r"Prometheus: (http://127\.0\.0\.1:\d+)", output)

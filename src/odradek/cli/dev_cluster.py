@@ -1,8 +1,10 @@
 """`odradek cluster`: ZooKeeper plus N brokers on this machine, for development.
 
 The processes are the same ones a test starts (:mod:`odradek.local_cluster`). The command
-stays in the foreground, reports a process that dies, and on SIGTERM/SIGINT stops the
-brokers (controlled shutdown) before ZooKeeper.
+stays in the foreground and keeps them up: a broker (or ZooKeeper) that dies — say, killed
+with ``kill -9`` to try failover — is reported in one line and restarted with backoff while
+the rest keep running (:mod:`odradek.cli.supervisor`). SIGTERM/SIGINT stop the brokers
+(controlled shutdown) and then ZooKeeper, also while a restart is pending.
 
 Broker ``i`` serves ``/metrics`` on ``metrics-base-port + i`` (printed with the addresses).
 ``--prometheus`` also starts Debian's ``prometheus`` (when installed: ``make prometheus``)
@@ -18,7 +20,10 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from odradek.cli.output import table_console
+from odradek.cli.supervisor import Supervisor
 from odradek.local_cluster import LocalCluster, WaitTimeout, port_open
 from odradek.metrics.prometheus import LocalPrometheus, PrometheusError, ScrapeTarget
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
@@ -31,7 +36,7 @@ def run_dev_cluster(
     brokers: int, data_dir: Path, base_port: int, zookeeper_port: int, overrides: list[str],
     *, metrics_base_port: int = 0, prometheus: bool = False,
 ) -> int:
-    console = Console(stderr=True)
+    console = table_console(stderr=True)
     metrics_ports = ([metrics_base_port + i for i in range(brokers)] if metrics_base_port
                      else [])
     busy = [p for p in [zookeeper_port, *range(base_port, base_port + brokers), *metrics_ports]
@@ -84,22 +89,18 @@ def run_dev_cluster(
     console.print("consume:  odradek consume --bootstrap-server "
                   f"{cluster.brokers[0].bootstrap} my-topic --from-beginning")
     console.print("any Kafka client works too, e.g. kcat -b "
-                  f"{cluster.brokers[0].bootstrap} -L\n\nCtrl-C stops the cluster.")
+                  f"{cluster.brokers[0].bootstrap} -L\n\nA broker or ZooKeeper that dies is "
+                  "restarted (try kill -9 on a broker's pid). Ctrl-C stops the cluster.")
 
-    exit_code = 0
-    while not stop.wait(1.0):
-        dead = [p for p in [cluster.zookeeper, *cluster.brokers] if not p.running]
-        if dead:
-            for process in dead:
-                console.print(f"[red]{process.name} exited; last log lines:[/red]\n"
-                              f"{process.log_tail(20)}")
-            exit_code = 1
-            break
+    supervisor = Supervisor([cluster.zookeeper, *cluster.brokers],
+                            lambda line: console.print(Text(line), soft_wrap=True))
+    while not stop.wait(0.5):
+        supervisor.check()
     with console.status("stopping brokers, then ZooKeeper…"):
         if server is not None:
             server.stop()
         cluster.stop()
-    return exit_code
+    return 0
 
 
 def _start_prometheus(console: Console, cluster: LocalCluster,

@@ -12,6 +12,7 @@ from .output import (
     bootstrap_option,
     client_errors,
     command_config_option,
+    names_argument,
     output_option,
     print_json,
     print_table,
@@ -51,7 +52,7 @@ def list_(ctx: click.Context) -> None:
 
 
 @groups.command()
-@click.option("--group", "group_ids", multiple=True, required=True)
+@names_argument("--group", "group_ids", multiple=True, help="Group to describe (repeatable).")
 @click.pass_context
 @client_errors
 def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
@@ -100,7 +101,7 @@ def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
 
 
 @groups.command(name="reset-offsets")
-@click.option("--group", required=True)
+@names_argument("--group", "group", multiple=False, help="The group whose offsets move.")
 @click.option("--topic", "topics", multiple=True, required=True,
               help="TOPIC or TOPIC:P1,P2 (repeatable).")
 @click.option("--to-earliest", is_flag=True)
@@ -181,7 +182,7 @@ def reset_offsets(ctx: click.Context, group: str, topics: tuple[str, ...], to_ea
 
 
 @groups.command()
-@click.option("--group", "group_ids", multiple=True, required=True)
+@names_argument("--group", "group_ids", multiple=True, help="Group to delete (repeatable).")
 @click.pass_context
 @client_errors
 def delete(ctx: click.Context, group_ids: tuple[str, ...]) -> None:

@@ -1,8 +1,10 @@
 """Shared plumbing of the client commands: bootstrap option, tables vs JSON, errors, Ctrl-C.
 
 Humans get rich tables on stdout; ``--output json`` prints one JSON document (or JSON lines
-for streams) for scripts. Any client error becomes one ``Error: ...`` line and exit code 1;
-Ctrl-C stops with exit code 130 after the command's own cleanup ran.
+for streams) for scripts. A table fits the window only in a terminal: piped to grep or a file
+it is never cut, so a long topic or group name arrives whole. Any client error becomes one
+``Error: ...`` line and exit code 1; Ctrl-C stops with exit code 130 after the command's own
+cleanup ran.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,6 +70,46 @@ def client_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def names_argument(option: str, dest: str, *, multiple: bool, required: bool = True,
+                   help: str) -> Callable[[F], F]:
+    """The name(s) a command acts on, as arguments (``groups describe G``) or as Kafka's option
+    (``--group G``, what kafka-consumer-groups and kafka-topics take and scripts already use).
+
+    Both forms may be mixed; the names arrive in ``dest`` (a tuple when ``multiple``, else one
+    string, or None when not ``required`` and none was given), duplicates dropped.
+    """
+    noun = option.lstrip("-")
+    metavar = noun.upper() if required else f"[{noun.upper()}]"
+    metavar += "..." if multiple else ""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def merged(*args: Any, **kwargs: Any) -> Any:
+            positional = kwargs.pop("positional_names") or ()
+            flagged = kwargs.pop(dest)
+            if isinstance(positional, str):
+                positional = (positional,)
+            if isinstance(flagged, str):
+                flagged = (flagged,)
+            names = tuple(dict.fromkeys((*positional, *(flagged or ()))))
+            ctx = click.get_current_context()
+            if required and not names:
+                raise click.UsageError(f"give the {noun}: {noun.upper()} or {option} "
+                                       f"{noun.upper()}", ctx)
+            if not multiple and len(names) > 1:
+                raise click.UsageError(f"one {noun} at a time, got {', '.join(names)}", ctx)
+            kwargs[dest] = names if multiple else (names[0] if names else None)
+            return func(*args, **kwargs)
+
+        with_option = click.option(option, dest, multiple=multiple, default=None,
+                                   metavar=noun.upper(), help=help)(merged)
+        argument = click.argument("positional_names", metavar=metavar,
+                                  nargs=-1 if multiple else 1, required=False)
+        return argument(with_option)  # type: ignore[return-value]
+
+    return decorate
+
+
 def parse_properties(values: Iterable[str], known: Sequence[str]) -> dict[str, str]:
     """``--property k=v`` pairs (Kafka console tool style); unknown keys are an error."""
     out = {}
@@ -89,17 +134,42 @@ def parse_configs(values: Iterable[str]) -> dict[str, str]:
     return out
 
 
+_UNLIMITED_WIDTH = 1_000_000
+"""Columns of a console that is not a terminal: wider than any table, so rich never wraps or
+cuts a cell (a table is only as wide as its content, so nothing is padded to this width)."""
+
+
+def table_console(stderr: bool = False) -> Console:
+    """A rich console for stdout (or stderr) that truncates only where a person reads it.
+
+    In a terminal rich fits tables to the window. Anywhere else (a pipe, a file, a test) it
+    would assume 80 columns and cut names with an ellipsis, so the width is unlimited there:
+    whoever greps the output gets every name whole.
+    """
+    from rich.console import Console
+
+    console = Console(stderr=stderr)
+    if console.is_terminal:
+        return console
+    return Console(stderr=stderr, width=_UNLIMITED_WIDTH)
+
+
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]
                 ) -> None:
-    from rich.console import Console
+    """A table under an optional title line. The title is a line of its own, not rich's table
+    title, which would wrap a long topic or group name to the table's (narrow) width."""
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, show_lines=False)
+    console = table_console()
+    if title:
+        console.print(Text(title, style="bold"), soft_wrap=True)
+    table = Table(show_lines=False)
     for column in columns:
         table.add_column(column)
     for row in rows:
         table.add_row(*("" if v is None else str(v) for v in row))
-    Console().print(table)
+    console.print(table)
 
 
 def print_json(data: Any) -> None:

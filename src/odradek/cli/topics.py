@@ -10,6 +10,7 @@ from .output import (
     bootstrap_option,
     client_errors,
     command_config_option,
+    names_argument,
     output_option,
     parse_configs,
     print_json,
@@ -34,7 +35,7 @@ def _admin(ctx: click.Context) -> Any:
 
 
 @topics.command()
-@click.option("--topic", required=True)
+@names_argument("--topic", "topic", multiple=False, help="The topic to create.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None,
               help="Default: the broker's num.partitions.")
 @click.option("--replication-factor", type=click.IntRange(min=1), default=None,
@@ -85,7 +86,8 @@ def list_(ctx: click.Context, exclude_internal: bool) -> None:
 
 
 @topics.command()
-@click.option("--topic", "names", multiple=True, help="Topic(s) to describe (default: all).")
+@names_argument("--topic", "names", multiple=True, required=False,
+                help="Topic to describe (repeatable; default: all).")
 @click.pass_context
 @client_errors
 def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
@@ -125,7 +127,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
 
 
 @topics.command()
-@click.option("--topic", required=True)
+@names_argument("--topic", "topic", multiple=False, help="The topic to alter.")
 @click.option("--partitions", type=click.IntRange(min=1), default=None,
               help="New total partition count (can only grow).")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE",
@@ -161,7 +163,7 @@ def alter(ctx: click.Context, topic: str, partitions: int | None, configs: tuple
 
 
 @topics.command()
-@click.option("--topic", "names", multiple=True, required=True)
+@names_argument("--topic", "names", multiple=True, help="Topic to delete (repeatable).")
 @click.option("--if-exists", is_flag=True, help="No error when the topic does not exist.")
 @click.pass_context
 @client_errors
