@@ -262,6 +262,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Follower request timeout towards the leader.", at_least=1),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", LONG, 5000,
               "How often high watermarks are checkpointed."),
+    ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000,
+              "Incremental fetch sessions (KIP-227) the broker keeps; 0 turns them off.",
+              at_least=0),
     # Messages
     ConfigDef("message.max.bytes", INT, 1048588, "Largest record batch accepted.",
               topic_name="max.message.bytes", at_least=0),

@@ -113,6 +113,8 @@ class ReplicationConfig(Section):
     replica_fetch_backoff_ms: int = setting("replica.fetch.backoff.ms")
     replica_socket_timeout_ms: int = setting("replica.socket.timeout.ms")
     num_replica_fetchers: int = setting("num.replica.fetchers")
+    max_incremental_fetch_session_cache_slots: int = setting(
+        "max.incremental.fetch.session.cache.slots")
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,15 +29,20 @@ positions = st.builds(
 )
 topic_names = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=40)
 topics = st.lists(st.tuples(topic_names, st.lists(positions, max_size=4)), max_size=4)
+forgotten_topics = st.lists(
+    st.tuples(topic_names, st.lists(st.integers(0, 2**31 - 1), max_size=4)), max_size=3)
 
 
 def kio_frame(version: int, correlation_id: int, client_id: str | None, *, replica_id: int,
               max_wait_ms: int, min_bytes: int, max_bytes: int, isolation_level: int,
-              rack_id: str, topics: list[tuple[str, list[FetchPosition]]]) -> bytes:
+              rack_id: str, topics: list[tuple[str, list[FetchPosition]]],
+              session_id: int = 0, session_epoch: int = -1,
+              forgotten: list[tuple[str, list[int]]] | None = None) -> bytes:
     body = {
         "cluster_id": None, "replica_id": replica_id, "max_wait": max_wait_ms,
         "min_bytes": min_bytes, "max_bytes": max_bytes, "isolation_level": isolation_level,
-        "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": rack_id,
+        "session_id": session_id, "session_epoch": session_epoch, "rack_id": rack_id,
+        "forgotten_topics_data": [{"topic": t, "partitions": p} for t, p in forgotten or []],
         "topics": [{"topic": name, "partitions": [p._asdict() for p in parts]}
                    for name, parts in topics],
     }
@@ -48,14 +53,17 @@ def kio_frame(version: int, correlation_id: int, client_id: str | None, *, repli
 @given(version=st.integers(MIN_VERSION, MAX_VERSION), correlation_id=st.integers(0, 2**31 - 1),
        client_id=st.one_of(st.none(), topic_names), replica_id=INT32, max_wait_ms=INT32,
        min_bytes=INT32, max_bytes=INT32, isolation_level=st.sampled_from([0, 1]),
-       rack_id=topic_names, topics=topics)
+       rack_id=topic_names, topics=topics, session_id=INT32, session_epoch=INT32,
+       forgotten=forgotten_topics)
 def test_bytes_match_kio(version: int, correlation_id: int, client_id: str | None,
                          replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int,
                          isolation_level: int, rack_id: str,
-                         topics: list[tuple[str, list[FetchPosition]]]) -> None:
+                         topics: list[tuple[str, list[FetchPosition]]], session_id: int,
+                         session_epoch: int, forgotten: list[tuple[str, list[int]]]) -> None:
     fields = dict(replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
                   max_bytes=max_bytes, isolation_level=isolation_level, rack_id=rack_id,
-                  topics=topics)
+                  topics=topics, session_id=session_id, session_epoch=session_epoch,
+                  forgotten=forgotten)
     ours = encode_fetch_request(version, correlation_id, client_id, **fields)  # type: ignore[arg-type]
     assert ours == kio_frame(version, correlation_id, client_id, **fields)  # type: ignore[arg-type]
 

@@ -91,20 +91,23 @@ def _fetch(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) 
     from .handlers.fetch import handle_fetch
 
     if int(body.replica_id) >= 0:  # a follower: the inter-broker principal
-        follower = authz.authorize(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME)
-        allowed, denied = (list(body.topics), []) if follower else ([], list(body.topics))
-    else:
-        allowed, denied = [], []
-        for topic in body.topics:
-            ok = authz.authorize(ctx, Op.READ, TOPIC, topic.topic)
-            (allowed if ok else denied).append(topic)
-    if not denied:
-        return handler(ctx, body)
-    errors = [FetchTopicResult(t.topic, tuple(
-        FetchPartitionResult(int(p.partition), int(TOPIC_DENIED)) for p in t.partitions))
-        for t in denied]
-    narrowed = dataclasses.replace(body, topics=tuple(allowed))
-    return handle_fetch(ctx, narrowed, denied=errors)
+        if authz.authorize(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
+            return handler(ctx, body)
+        errors = [FetchTopicResult(t.topic, tuple(
+            FetchPartitionResult(int(p.partition), int(TOPIC_DENIED)) for p in t.partitions))
+            for t in body.topics]
+        return handle_fetch(ctx, dataclasses.replace(body, topics=()), denied=errors)
+    # A consumer: READ on each topic it reads, checked by the handler on every fetch (a
+    # fetch session's partitions are read without being named in the request).
+    readable: dict[str, bool] = {}
+
+    def authorized(topic: str) -> bool:
+        allowed = readable.get(topic)
+        if allowed is None:
+            allowed = readable[topic] = authz.authorize(ctx, Op.READ, TOPIC, topic)
+        return allowed
+
+    return handle_fetch(ctx, body, authorized=authorized)
 
 
 _LIST_OFFSETS = Items("topics", _name, "topics", topic_partitions(

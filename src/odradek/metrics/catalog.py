@@ -99,6 +99,19 @@ PURGATORY_EXPIRATIONS = MetricSpec(
     "Delayed operations completed by their timeout, by operation.", ("operation",),
     source="purgatory.expired")
 
+# --- incremental fetch sessions (KIP-227; Kafka's FetchSessionCache metrics) ------------
+FETCH_SESSIONS = MetricSpec(
+    "odradek_fetch_sessions", G, "Incremental fetch sessions cached by this broker.",
+    source="fetch_sessions.changed")
+FETCH_SESSION_PARTITIONS = MetricSpec(
+    "odradek_fetch_session_partitions", G,
+    "Partitions held by this broker's incremental fetch sessions.",
+    source="fetch_sessions.changed")
+FETCH_SESSION_EVICTIONS = MetricSpec(
+    "odradek_fetch_session_evictions_total", C,
+    "Fetch sessions evicted to make room for another (the cache is full: "
+    "max.incremental.fetch.session.cache.slots).", source="fetch_sessions.evicted")
+
 # --- client quotas (only while some quota is configured; one series per quota sharer) -----
 QUOTA_LABELS = ("user", "client_id")
 QUOTA_PRODUCE_RATE = MetricSpec(

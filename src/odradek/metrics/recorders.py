@@ -26,6 +26,7 @@ __all__ = [
     "CleanerMetrics",
     "ConnectionMetrics",
     "ControllerMetrics",
+    "FetchSessionMetrics",
     "PurgatoryMetrics",
     "ReplicationMetrics",
     "RequestMetrics",
@@ -229,6 +230,23 @@ class PurgatoryMetrics(_Recorder):
         """A delayed operation was completed by its timeout, not by its condition (``count``
         0 creates the series: no expiry yet is a value, not a gap)."""
         self._expirations.labels(operation).value += count
+
+
+class FetchSessionMetrics(_Recorder):
+    """The incremental fetch session cache: its size, and evictions."""
+
+    def __init__(self) -> None:
+        families = [MetricFamily(spec) for spec in (
+            m.FETCH_SESSIONS, m.FETCH_SESSION_PARTITIONS, m.FETCH_SESSION_EVICTIONS)]
+        self._sessions, self._partitions, self._evictions = (f.labels() for f in families)
+        self.families = tuple(families)
+
+    def changed(self, sessions: int, partitions: int) -> None:
+        self._sessions.set(sessions)
+        self._partitions.set(partitions)
+
+    def evicted(self) -> None:
+        self._evictions.value += 1
 
 
 class StorageMetrics(_Recorder):

@@ -29,6 +29,7 @@ from .recorders import (
     CleanerMetrics,
     ConnectionMetrics,
     ControllerMetrics,
+    FetchSessionMetrics,
     PurgatoryMetrics,
     ReplicationMetrics,
     RequestMetrics,
@@ -92,6 +93,7 @@ class BrokerMetrics:
         self.requests = RequestMetrics()
         self.connections = ConnectionMetrics()
         self.purgatory = PurgatoryMetrics()
+        self.fetch_sessions = FetchSessionMetrics()
         self.storage = StorageMetrics()
         self.cleaner = CleanerMetrics()
         self.replication = ReplicationMetrics()
@@ -99,7 +101,8 @@ class BrokerMetrics:
         self.zookeeper = ZooKeeperMetrics()
         self.transactions = TransactionMetrics()
         self.recorders = (self.traffic, self.requests, self.connections, self.purgatory,
-                          self.storage, self.cleaner, self.replication, self.controller,
+                          self.fetch_sessions, self.storage, self.cleaner, self.replication,
+                          self.controller,
                           self.zookeeper, self.transactions)
         self.event_loop_lag = MetricFamily(m.EVENT_LOOP_LAG)
         self._probe = EventLoopLagProbe(self.event_loop_lag.labels(),

@@ -4,8 +4,9 @@ A follower sends one Fetch to each leader per append it learns of: at a modest p
 that is hundreds per second per leader, each built from dicts into kio entities and written
 by kio's generic serializer. In a profile of three brokers under a 1k msgs/s open-loop
 producer (RF 3, linger.ms 0) that framing was ~9% of each broker's CPU. A follower's Fetch
-has a fixed shape (no fetch session, so nothing forgotten; no cluster id), so it is laid out
-here directly; the tests check the bytes against kio's encoder at every version.
+has a fixed shape (a fetch session's id, epoch and forgotten partitions; no cluster id), so
+it is laid out here directly; the tests check the bytes against kio's encoder at every
+version.
 
 Layout per version (what changes): v5 adds a partition's log_start_offset, v7 the session
 id and epoch and the forgotten-topics array, v9 current_leader_epoch, v11 rack_id, v12 is
@@ -53,8 +54,13 @@ def encode_fetch_request(
     topics: Sequence[tuple[str, Sequence[FetchPosition]]],
     isolation_level: int = 0,
     rack_id: str = "",
+    session_id: int = 0,
+    session_epoch: int = -1,
+    forgotten: Sequence[tuple[str, Sequence[int]]] = (),
 ) -> bytes:
-    """The complete request frame (size prefix and header included)."""
+    """The complete request frame (size prefix and header included). ``session_id``,
+    ``session_epoch`` and ``forgotten`` (topic, partitions) are a fetch session's (v7+;
+    the defaults: no session)."""
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"fetch request version {version} not in {MIN_VERSION}..{MAX_VERSION}")
     flexible = version >= _FIRST_FLEXIBLE
@@ -68,7 +74,7 @@ def encode_fetch_request(
     out += INT32.pack(replica_id) + INT32.pack(max_wait_ms) + INT32.pack(min_bytes)
     out += INT32.pack(max_bytes) + isolation_level.to_bytes(1, "big", signed=True)
     if version >= 7:
-        out += b"\x00\x00\x00\x00\xff\xff\xff\xff"  # session 0, epoch -1: no fetch session
+        out += INT32.pack(session_id) + INT32.pack(session_epoch)
     out += array_length(len(topics), flexible)
     for topic, positions in topics:
         out += string_field(topic, flexible)
@@ -78,7 +84,14 @@ def encode_fetch_request(
         if flexible:
             out += b"\x00"
     if version >= 7:
-        out += array_length(0, flexible)  # forgotten topics
+        out += array_length(len(forgotten), flexible)
+        for topic, indexes in forgotten:
+            out += string_field(topic, flexible)
+            out += array_length(len(indexes), flexible)
+            for index in indexes:
+                out += INT32.pack(index)
+            if flexible:
+                out += b"\x00"
     if version >= 11:
         out += string_field(rack_id, flexible)
     if flexible:

@@ -13,8 +13,11 @@ its leader (odradek's client :class:`~odradek.client.connection.Connection`) and
    After this step our log is a prefix of the leader's, so replicas never diverge.
 2. **Fetch** (``replica_id`` = our broker id, the current leader epoch, long-poll
    ``replica.fetch.wait.max.ms``/``min.bytes``, ``replica.fetch.max.bytes`` per
-   partition). Batches are appended with ``append_as_follower`` (offsets and epochs kept);
-   the follower HW becomes ``min(leader HW, our LEO)`` and never moves back.
+   partition), in an incremental fetch session (:mod:`.fetch_session_handler`): after the
+   first, full fetch a request names only partitions whose position moved, and the leader
+   neither reads nor answers those with nothing new (a partition missing from an answer
+   has nothing new). Batches are appended with ``append_as_follower`` (offsets and epochs
+   kept); the follower HW becomes ``min(leader HW, our LEO)`` and never moves back.
 3. **OFFSET_OUT_OF_RANGE**: if the leader's log start is above our LEO (it deleted what we
    miss) the log restarts empty at the leader's log start; otherwise our LEO is above the
    leader's (only after an unclean election): truncate to the leader's HW and go on.
@@ -51,6 +54,7 @@ from odradek.protocol.errors import KafkaError
 from odradek.protocol.fetch_request import FetchPosition, encode_fetch_request
 from odradek.types import BrokerId, TopicPartition
 
+from .fetch_session_handler import FetchSessionHandler
 from .partition import Partition
 
 if TYPE_CHECKING:
@@ -194,6 +198,7 @@ class ReplicaFetcher:
         self._states: dict[TopicPartition, FollowerFetchState] = {}
         self._changed = asyncio.Event()
         self._connection: Connection | None = None
+        self._session = FetchSessionHandler()
         self._task: asyncio.Task[None] | None = None
         # Checked by the loop: Python 3.11's asyncio.wait_for drops a cancellation that
         # lands in the same loop turn as the awaited response, and the loop would go on.
@@ -297,6 +302,7 @@ class ReplicaFetcher:
         return self._connection
 
     def _close(self) -> None:
+        self._session.reset()
         if self._connection is not None:
             self._connection.close()
             self._connection = None
@@ -384,28 +390,38 @@ class ReplicaFetcher:
     # Fetching ----------------------------------------------------------------------------
     async def _fetch(self, connection: Connection, states: list[FollowerFetchState]) -> None:
         config = self._config()
-        topics: dict[str, list[FetchPosition]] = {}
+        positions: dict[TopicPartition, FetchPosition] = {}
         offsets: dict[TopicPartition, tuple[FollowerFetchState, int]] = {}
         for state in states:
             partition_log = state.partition.log
             offset = int(partition_log.log_end_offset)
             offsets[state.key] = (state, offset)
-            topics.setdefault(state.partition.topic, []).append(FetchPosition(
+            positions[state.key] = FetchPosition(
                 state.partition.index, state.leader_epoch, offset,
-                int(partition_log.log_start_offset), config.replica_fetch_max_bytes))
+                int(partition_log.log_start_offset), config.replica_fetch_max_bytes)
         version = connection.version(ApiKey.FETCH)
+        # A fetch session (v7+) names only the partitions whose position changed.
+        session = self._session if version >= 7 else FetchSessionHandler()
+        request = session.build(positions)
 
         def encode(correlation_id: int, client_id: str | None) -> bytes:
             return encode_fetch_request(
                 version, correlation_id, client_id, replica_id=self.broker_id,
                 max_wait_ms=config.replica_fetch_wait_max_ms,
                 min_bytes=config.replica_fetch_min_bytes,
-                max_bytes=config.replica_fetch_response_max_bytes, topics=list(topics.items()))
+                max_bytes=config.replica_fetch_response_max_bytes, topics=request.topics,
+                session_id=request.session_id, session_epoch=request.epoch,
+                forgotten=request.forgotten)
 
         response = await self._timed(connection.send_encoded(ApiKey.FETCH, version, encode),
                                      extra_wait_s=config.replica_fetch_wait_max_ms / 1000)
-        if int(getattr(response, "error_code", 0)):
-            raise OSError(f"fetch from leader {self.leader}: error {int(response.error_code)}")
+        code = int(getattr(response, "error_code", 0))
+        if not session.handle_response(code, int(getattr(response, "session_id", 0))):
+            log.info("fetch session %d with leader %d: error %d; starting over with a full "
+                     "fetch", request.session_id, self.leader, code)
+            return
+        if code:
+            raise OSError(f"fetch from leader {self.leader}: error {code}")
         out_of_range: list[FollowerFetchState] = []
         for topic in response.responses:
             for part in topic.partitions:

@@ -12,6 +12,12 @@ into the ISR).
 
 Records stay in the page cache: a partition's answer carries a file region, which the
 connection sends with ``sendfile``.
+
+Two hooks come from the Fetch handler: ``authorized(topic)``, the consumer's READ permission
+(a refused partition is answered TOPIC_AUTHORIZATION_FAILED, and, as in Kafka, does not by
+itself end a long poll), and ``unchanged``, an incremental fetch session's test that the
+client already knows everything a partition with nothing to read would say: such a partition
+is left out of the answer without being read (:mod:`.fetch_session`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,13 @@ LeaderLookup = Callable[[str, int], Partition]
 
 FollowerFetchListener = Callable[[Partition, int, int], None]
 """``(partition, replica_id, fetch_offset)``: a follower's position, checked in range."""
+
+Unchanged = Callable[["PartitionFetch", int, int, int], bool]
+"""``(wanted, high_watermark, last_stable_offset, log_start_offset)`` of a partition with
+nothing to read: True when the client knows it all already (skip it)."""
+
+Authorized = Callable[[str], bool]
+"""``topic -> bool``: may the client read it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,13 +89,15 @@ class FetchRead:
 
 
 def read_partitions(
-    params: FetchParams, lookup: LeaderLookup, on_follower_fetch: FollowerFetchListener
+    params: FetchParams, lookup: LeaderLookup, on_follower_fetch: FollowerFetchListener,
+    *, unchanged: Unchanged | None = None, authorized: Authorized | None = None,
 ) -> FetchRead:
     """Read every wanted partition, in request order, within the byte limits."""
     remaining = params.max_bytes
     total = 0
     errored = False
     first_with_data = True
+    refused = 0
     topics: list[FetchTopicResult] = []
     by_topic: dict[str, list[FetchPartitionResult]] = {}
     for wanted in params.partitions:
@@ -90,20 +105,31 @@ def read_partitions(
         if parts is None:
             parts = by_topic[wanted.topic] = []
             topics.append(FetchTopicResult(wanted.topic, parts))
+        if authorized is not None and not authorized(wanted.topic):
+            parts.append(FetchPartitionResult(wanted.partition,
+                                              ErrorCode.topic_authorization_failed))
+            refused += 1
+            continue
         try:
             result, size = _read_one(
                 params, wanted, min(remaining, wanted.partition_max_bytes), first_with_data,
-                lookup, on_follower_fetch,
+                lookup, on_follower_fetch, unchanged,
             )
         except Exception as exc:
             errored = True
             code, _message = response_error(exc, f"fetch from {wanted.topic}-{wanted.partition}")
             result, size = FetchPartitionResult(wanted.partition, code), 0
+        if result is None:
+            continue
         parts.append(result)
         if size:
             first_with_data = False
             total += size
             remaining = max(remaining - size, 0)
+    if unchanged is not None:
+        topics = [topic for topic in topics if topic.partitions]
+    if refused and refused == len(params.partitions):
+        errored = True  # nothing it may read: no reason to wait
     return FetchRead(topics, total, errored)
 
 
@@ -114,7 +140,8 @@ def _read_one(
     min_one_batch: bool,
     lookup: LeaderLookup,
     on_follower_fetch: FollowerFetchListener,
-) -> tuple[FetchPartitionResult, int]:
+    unchanged: Unchanged | None,
+) -> tuple[FetchPartitionResult | None, int]:
     partition = lookup(wanted.topic, wanted.partition)
     partition.check_leader_epoch(wanted.current_leader_epoch)
     from_follower = params.from_follower
@@ -126,6 +153,10 @@ def _read_one(
         # a diverged follower, and must never count towards the high watermark.
         on_follower_fetch(partition, params.replica_id, fetch_offset)
     partition_log = partition.log
+    if (unchanged is not None and fetch_offset >= upper
+            and unchanged(wanted, partition_log.high_watermark,
+                          partition_log.last_stable_offset, partition_log.log_start_offset)):
+        return None, 0
     region = None
     aborted: list[tuple[int, int]] | None = [] if read_committed else None
     if fetch_offset < upper and (max_bytes > 0 or min_one_batch):

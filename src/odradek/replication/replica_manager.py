@@ -55,11 +55,19 @@ from .delayed_produce import (
     DelayedProduce,
     settle,
 )
+from .fetch_session import FetchSessionCache
 from .fetcher import ReplicaFetcherManager
 from .isr_manager import IsrManager
 from .partition import NO_LEADER, FollowerProgress, Partition, PartitionLeadership
 from .purgatory import Purgatory
-from .reads import FetchParams, FetchRead, has_new_data, read_partitions
+from .reads import (
+    Authorized,
+    FetchParams,
+    FetchRead,
+    Unchanged,
+    has_new_data,
+    read_partitions,
+)
 
 if TYPE_CHECKING:
     from odradek.config_sections import ReplicationConfig
@@ -99,6 +107,8 @@ class ReplicaManager:
         self.log_manager = log_manager
         self._log_config_for = log_config_for
         self.fetch_purgatory = Purgatory("fetch")
+        self.fetch_sessions = FetchSessionCache(
+            replication.max_incremental_fetch_session_cache_slots)
         self.produce_purgatory = Purgatory("produce")
         self.replication = replication
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -122,6 +132,8 @@ class ReplicaManager:
             if self.fetchers is not None:
                 self.fetchers.on_appended = metrics.traffic.replicated_in
                 self.fetchers.on_failure = metrics.replication.fetcher_failed
+            self.fetch_sessions.on_change = metrics.fetch_sessions.changed
+            self.fetch_sessions.on_evict = metrics.fetch_sessions.evicted
             for purgatory in (self.fetch_purgatory, self.produce_purgatory):
                 purgatory.on_expired = metrics.purgatory.expired
                 metrics.purgatory.expired(purgatory.name, 0)  # a series from the start
@@ -220,12 +232,15 @@ class ReplicaManager:
         )
 
     # Fetch -------------------------------------------------------------------------------
-    def fetch(self, params: FetchParams) -> FetchRead | asyncio.Future[FetchRead]:
+    def fetch(self, params: FetchParams, *, unchanged: Unchanged | None = None,
+              authorized: Authorized | None = None) -> FetchRead | asyncio.Future[FetchRead]:
         """Read the wanted partitions; answer at once when there is enough data (or an
-        error, or no wait allowed), else long-poll until data arrives or ``max_wait_ms``."""
+        error, or no wait allowed), else long-poll until data arrives or ``max_wait_ms``.
+        ``unchanged`` and ``authorized``: see :func:`.reads.read_partitions`."""
 
         def read() -> FetchRead:
-            return read_partitions(params, self.leader_partition, self._record_follower_fetch)
+            return read_partitions(params, self.leader_partition, self._record_follower_fetch,
+                                   unchanged=unchanged, authorized=authorized)
 
         found = read()
         if found.satisfies(params) or params.max_wait_ms <= 0 or not params.partitions:

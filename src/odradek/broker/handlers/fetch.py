@@ -7,9 +7,18 @@ What is read, for whom, and how long a fetch may wait are the replication layer'
 (:mod:`odradek.replication.reads`, :meth:`ReplicaManager.fetch`). This handler decodes
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
 (bulk record data leaves the page cache by ``sendfile``; a region of at most 16 KiB is
-copied into the response's one ``sendmsg``, see ``socket_channel``). Incremental fetch
-sessions are not offered (session id 0 in every response), so every request is a full
-fetch.
+copied into the response's one ``sendmsg``, see ``socket_channel``).
+
+From v7 a fetch may belong to an incremental fetch session (KIP-227,
+:mod:`odradek.replication.fetch_session`): the session's context says which partitions to
+read (an incremental request names only those that changed), lets the read skip partitions
+with nothing new, and cuts the answer to what the client does not know yet. A session error
+(FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is answered at once, with no
+partitions.
+
+A consumer's READ permission is checked here, per topic of everything the fetch reads
+(``authorized``, from the access rules), so a session's partitions are checked on every
+fetch, not only when the client first names them.
 
 A consumer's fetch counts against its ``consumer_byte_rate`` quota (Kafka's way): it reads
 at most the quota's bytes of one measurement window, the response size is recorded once it
@@ -25,6 +34,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
+from odradek.clock import monotonic_ms
 from odradek.protocol.builder import millis
 from odradek.protocol.fetch_response import (
     EncodedResponse,
@@ -33,6 +43,8 @@ from odradek.protocol.fetch_response import (
 )
 from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
+from odradek.replication.fetch_session import FetchContext, SessionError
+from odradek.replication.reads import Authorized
 
 from ..context import RequestContext
 from ..outcomes import Deferred
@@ -44,11 +56,14 @@ _FETCH = QuotaType.FETCH
 
 
 def handle_fetch(ctx: RequestContext, request: Any,
-                 denied: Sequence[FetchTopicResult] = ()) -> Any:
+                 denied: Sequence[FetchTopicResult] = (),
+                 authorized: Authorized | None = None) -> Any:
     """``denied``: results of partitions the authorizer refused (:mod:`..access_rules`),
-    answered with the rest; with nothing else to read the answer goes out at once."""
+    answered with the rest; with nothing else to read the answer goes out at once.
+    ``authorized``: may the client read a topic (None: no check)."""
+    version, correlation_id = ctx.api_version, ctx.header.correlation_id
     if denied and not request.topics:
-        return encode_fetch_response(ctx.api_version, ctx.header.correlation_id, denied)
+        return encode_fetch_response(version, correlation_id, denied)
     replica_id = int(request.replica_id)
     max_bytes = max(int(request.max_bytes), 0)
     quotas = ctx.services.quotas
@@ -58,36 +73,55 @@ def handle_fetch(ctx: RequestContext, request: Any,
         cap = quotas.max_bytes_in_window(_FETCH, quota_user(ctx.principal), _client_id(ctx))
         if cap is not None:
             max_bytes = min(max_bytes, cap)
+    wanted = tuple(
+        PartitionFetch(
+            topic.topic,
+            int(part.partition),
+            int(part.fetch_offset),
+            max(int(part.partition_max_bytes), 0),
+            int(getattr(part, "current_leader_epoch", -1)),
+        )
+        for topic in request.topics
+        for part in topic.partitions
+    )
+    replica_manager = ctx.services.replica_manager
+    context: FetchContext | SessionError
+    if version >= 7:
+        context = replica_manager.fetch_sessions.new_context(
+            session_id=int(request.session_id), epoch=int(request.session_epoch),
+            wanted=wanted, forgotten=[
+                (topic.topic, int(index))
+                for topic in request.forgotten_topics_data for index in topic.partitions
+            ],
+            from_follower=replica_id >= 0, now_ms=monotonic_ms())
+        if isinstance(context, SessionError):
+            return encode_fetch_response(version, correlation_id, denied,
+                                         error_code=context.code)
+    else:
+        context = FetchContext(wanted)
     params = FetchParams(
         replica_id=replica_id,
         min_bytes=int(request.min_bytes),
         max_bytes=max_bytes,
         max_wait_ms=millis(request.max_wait),
-        partitions=tuple(
-            PartitionFetch(
-                topic.topic,
-                int(part.partition),
-                int(part.fetch_offset),
-                max(int(part.partition_max_bytes), 0),
-                int(getattr(part, "current_leader_epoch", -1)),
-            )
-            for topic in request.topics
-            for part in topic.partitions
-        ),
+        partitions=context.partitions,
         isolation_level=int(request.isolation_level),
     )
-    outcome = ctx.services.replica_manager.fetch(params)
+    outcome = replica_manager.fetch(
+        params, unchanged=context.unchanged if context.incremental else None,
+        authorized=authorized)
     if isinstance(outcome, asyncio.Future):
-        return Deferred(outcome, functools.partial(_respond, ctx, quotas, denied=denied))
-    return _respond(ctx, quotas, outcome, denied)
+        return Deferred(outcome,
+                        functools.partial(_respond, ctx, quotas, context, denied=denied))
+    return _respond(ctx, quotas, context, outcome, denied)
 
 
 def _client_id(ctx: RequestContext) -> str:
     return ctx.header.client_id or ""
 
 
-def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead,
-             denied: Sequence[FetchTopicResult] = ()) -> EncodedResponse:
+def _respond(ctx: RequestContext, quotas: QuotaManager | None, context: FetchContext,
+             read: FetchRead, denied: Sequence[FetchTopicResult] = ()) -> EncodedResponse:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
     if quotas is not None:
         user, client_id = quota_user(ctx.principal), _client_id(ctx)
@@ -97,5 +131,8 @@ def _respond(ctx: RequestContext, quotas: QuotaManager | None, read: FetchRead,
             if ctx.throttle is not None:
                 ctx.throttle.mute(throttle_ms)
             return encode_fetch_response(version, correlation_id, denied,
-                                         throttle_time_ms=throttle_ms)
-    return encode_fetch_response(version, correlation_id, [*read.topics, *denied])
+                                         throttle_time_ms=throttle_ms,
+                                         session_id=context.throttled())
+    topics, session_id = context.respond(read.topics)
+    return encode_fetch_response(version, correlation_id, [*topics, *denied],
+                                 session_id=session_id)
