@@ -74,3 +74,21 @@ def test_k8s_up_builds_only_what_the_local_stack_runs():
     out = _dry_run("k8s-up")
     builds = [line for line in out.splitlines() if "build.sh" in line]
     assert builds == ["e2e/local/build.sh etcd kube coredns helm"], out
+
+
+def test_every_default_image_in_the_tree_carries_the_chart_app_version():
+    """The operator's defaults, the CRDs' schema defaults and the examples name the images by
+    the same tag (a BrokerCluster applied from examples/ must not wait for an image that no
+    build makes)."""
+    import re
+
+    wrong = []
+    for folder in ("crds", "charts/odradek/crds", "examples", "operator/src"):
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix not in (".yaml", ".py") or not path.is_file():
+                continue
+            for tag in re.findall(r"odradek/(?:broker|zookeeper|operator):([\w.-]+)",
+                                  path.read_text()):
+                if tag != APP_VERSION:
+                    wrong.append(f"{path.relative_to(REPO)}: {tag}")
+    assert not wrong, f"image tags other than the chart's appVersion {APP_VERSION}: {wrong}"
