@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from odradek.metrics import BrokerMetrics, MetricsOptions
-from odradek.metrics.operator import OperatorMetrics
+from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
 from odradek.metrics.prometheus import ScrapeTarget
 from odradek.metrics.sources import ControllerState, PartitionState
 from odradek.protocol.api_versions import ApiKey
@@ -208,8 +208,14 @@ class DemoCluster:
             broker.tick(now, shrunk)
             broker.consume(now)
         for kind in ("BrokerCluster", "Topic", "ConsumerGroup"):
-            result = "temporary_error" if self._rng.random() < 0.05 else "success"
-            self.operator.reconciled(kind, result, self._rng.expovariate(1 / 0.2))
+            failed = self._rng.random() < 0.05
+            result = ReconcileOutcome.TEMPORARY_ERROR if failed else ReconcileOutcome.SUCCESS
+            self.operator.reconciled(kind, result, self._rng.expovariate(1 / 0.2),
+                                     "ClusterUnreachable" if failed else "")
+        self.operator.under_replicated_observed(LABELS["namespace"], LABELS["cluster"],
+                                                2 if shrunk else 0)
+        self.operator.group_lag_observed(LABELS["namespace"], "analytics", "analytics",
+                                         self._rng.randint(0, 5000))
         self._loop.call_later(interval, self._tick, interval)
 
     def targets(self) -> list[ScrapeTarget]:

@@ -22,7 +22,7 @@ from odradek_operator.handlers.broker_cluster import (
     stop_brokers_then_release,
 )
 from odradek_operator.handlers.topic import reconcile_topic
-from odradek_operator.metrics import REGISTRY
+from odradek_operator.metrics import METRICS
 
 from tests.harness.certs import make_certs
 
@@ -131,8 +131,8 @@ async def test_topic_of_a_missing_cluster_waits_with_a_condition(api):
 
 async def test_unreachable_cluster_is_retried_with_backoff_never_a_crash(api):
     events = capture_events()
-    before = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
-                                       {"kind": "Topic", "result": "temporary"}) or 0
+    before = METRICS.sample("odradek_operator_reconciles_total",
+                            {"kind": "Topic", "result": "temporary_error"}) or 0
     delays = []
     for retry in (0, 3):
         coro, patch = call(reconcile_topic, topic_body({"bootstrapServers": "127.0.0.1:1"}),
@@ -143,8 +143,8 @@ async def test_unreachable_cluster_is_retried_with_backoff_never_a_crash(api):
         assert conditions(patch)["Ready"]["reason"] == "ClusterUnreachable"
     assert delays == [5, 40]
     assert posted(events) == [("Warning", "ClusterUnreachable")]  # once, not every retry
-    after = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
-                                      {"kind": "Topic", "result": "temporary"})
+    after = METRICS.sample("odradek_operator_reconciles_total",
+                           {"kind": "Topic", "result": "temporary_error"})
     assert after == before + 2
 
 
