@@ -22,7 +22,16 @@ from .lag import LAG
 
 __all__ = ["ALERT_GROUPS", "AlertRule", "prometheus_rule", "rules_document"]
 
-RUNBOOK_BASE = "docs/runbooks"
+REPOSITORY_URL = "https://github.com/odradek/odradek"
+"""Where odradek's sources (and so its runbooks) are published: the one place to change it."""
+RUNBOOK_DIR = "docs/runbooks"
+RUNBOOK_BASE = f"{REPOSITORY_URL}/blob/main/{RUNBOOK_DIR}"
+"""``runbook_url`` is absolute: a pager opens it as a link, outside any checkout."""
+BROKER_TARGETS = 'up{cluster!="", broker!=""}'
+"""Prometheus's own ``up`` of every odradek broker target, whatever the scrape job is called
+(``odradek`` in the dev cluster's Prometheus, ``<namespace>/<PodMonitor>`` under
+prometheus-operator): every broker target carries the ``cluster`` and ``broker`` target
+labels (:data:`odradek.metrics.prometheus.TARGET_LABELS`), nothing else is expected to."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,8 @@ class AlertRule:
 
     @property
     def runbook(self) -> str:
-        return f"{RUNBOOK_BASE}/{self.name}.md"
+        """The runbook's path in the repository."""
+        return f"{RUNBOOK_DIR}/{self.name}.md"
 
     def as_rule(self, runbook_base: str | None = None) -> dict[str, Any]:
         base = RUNBOOK_BASE if runbook_base is None else runbook_base.rstrip("/")
@@ -57,6 +67,24 @@ CLUSTER = "namespace, cluster"
 BROKER = "namespace, cluster, broker"
 
 AVAILABILITY = (
+    AlertRule(
+        "OdradekBrokersDown",
+        f"sum by ({CLUSTER}) ({BROKER_TARGETS}) == 0",
+        "1m", "critical",
+        "Every broker of {{ $labels.cluster }} is down",
+        "Prometheus has failed to scrape every broker of cluster "
+        "{{ $labels.namespace }}/{{ $labels.cluster }} for a minute: the brokers are down or "
+        "unreachable, and every other odradek alert for this cluster is blind.",
+    ),
+    AlertRule(
+        "OdradekBrokersAbsent",
+        f"absent({BROKER_TARGETS})",
+        "5m", "critical",
+        "Prometheus scrapes no odradek broker",
+        "No odradek broker target has existed for 5 minutes: the brokers' pods are gone, or "
+        "their PodMonitor (or scrape configuration) no longer selects them. No odradek "
+        "alert can fire.",
+    ),
     AlertRule(
         "OdradekOfflinePartitions",
         f"sum by ({CLUSTER}) ({m.OFFLINE_PARTITIONS.name}) > 0",
