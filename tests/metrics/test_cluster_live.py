@@ -215,7 +215,7 @@ def test_lag_is_produced_minus_committed_and_never_negative(live: Live) -> None:
 
 # Tables listing what is broken: empty on a healthy cluster, so the every-panel test leaves
 # them to the fault tests, which read them while the fault lasts.
-PROBLEM_TABLES = {("odradek-replication", "Under-replicated partitions")}
+PROBLEM_TABLES = {("odradek-replication", "Partitions with a short ISR")}
 
 
 def _problem_rows(live: Live, dashboard: str, title: str) -> list[dict[str, str]]:
@@ -249,7 +249,7 @@ def test_killed_broker_under_replicates_and_offlines_partitions_until_it_rejoins
     live.wait("under-replicated partitions", lambda: (live.prometheus.value(under) or 0) > 0)
 
     def listed_with_surviving_leaders() -> bool:
-        rows = _problem_rows(live, "odradek-replication", "Under-replicated partitions")
+        rows = _problem_rows(live, "odradek-replication", "Partitions with a short ISR")
         return bool(rows) and all(row["broker"] != str(victim) for row in rows)
 
     live.wait("the replication dashboard lists them", listed_with_surviving_leaders)
