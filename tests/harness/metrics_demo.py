@@ -19,13 +19,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from odradek.metrics import BrokerMetrics, MetricsOptions
+from odradek.metrics import BrokerMetrics
 from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
 from odradek.metrics.prometheus import ScrapeTarget
 from odradek.metrics.sources import ControllerState, PartitionState
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.quota import QuotaEntity, QuotaManager, QuotaType
+from tests.harness.chart_defaults import default_metrics_options
 from tests.harness.metrics_fakes import (
     FakeController,
     FakeCoordinator,
@@ -47,8 +48,7 @@ class DemoBroker:
         self.brokers = brokers
         self.rng = random.Random(seed)
         self.logs = logs
-        self.metrics = BrokerMetrics(MetricsOptions(topic_labels=True, max_topics=100,
-                                                    loop_lag_interval_seconds=0.1))
+        self.metrics = BrokerMetrics(default_metrics_options(loop_lag_interval_seconds=0.1))
         self.replicas = FakeReplicaManager()
         self.controller = FakeController(ControllerState(active=False))
         self.purgatory = FakePurgatory({"produce": 0, "fetch": 0})

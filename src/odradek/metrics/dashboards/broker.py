@@ -68,7 +68,9 @@ def dashboard() -> Dashboard:
             (f"sum by (broker) ({m.EVENT_LOOP_TASKS.name}{{{BROKERS}}})", "tasks {{broker}}")))
         .with_row(Row("Storage"))
         .with_panel(timeseries_panel(
-            "Flush and fsync p99", "Disk latency seen by the log.", "s",
+            "Flush and fsync p99", "Disk latency seen by the log. Empty while nothing "
+            "flushes: by default (log.flush.interval.* unset, as in Kafka) durability comes "
+            "from replication; topics with flush.messages or flush.ms flush.", "s",
             (quantile(0.99, m.LOG_FLUSH_DURATION.name, BROKERS, "broker"), "flush {{broker}}"),
             (quantile(0.99, m.LOG_FSYNC_DURATION.name, BROKERS, "broker"), "fsync {{broker}}"),
             width=8))
