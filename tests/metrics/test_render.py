@@ -60,7 +60,9 @@ def test_the_legend_names_every_line_even_internal_topics() -> None:
     try:
         draw_timeseries(ax, data, "Bps")
         assert len(ax.get_lines()) == 4
-        assert [text.get_text() for text in ax.get_legend().get_texts()] == topics
+        legend = ax.get_legend()
+        assert legend is not None
+        assert [text.get_text() for text in legend.get_texts()] == topics
         fig.canvas.draw()
         ticks = [label.get_text() for label in ax.yaxis.get_ticklabels()]
         assert ticks and all("e+" not in tick for tick in ticks), ticks
