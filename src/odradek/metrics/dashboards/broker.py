@@ -12,10 +12,11 @@ PHASES = m.REQUEST_PHASE_DURATION.name
 
 
 def _phases(api: str) -> tuple[str, str]:
-    """Mean time per phase: stacked, the bars add up to the mean request time."""
+    """Mean time per phase: stacked, the bars add up to the mean request time. Only where
+    the window has requests (0/0 is NaN, not a time)."""
     selector = f'{BROKERS}, api="{api}"'
     return (f"sum by (phase) (rate({PHASES}_sum{{{selector}}}[{RATE}])) / "
-            f"sum by (phase) (rate({PHASES}_count{{{selector}}}[{RATE}]))", "{{phase}}")
+            f"(sum by (phase) (rate({PHASES}_count{{{selector}}}[{RATE}])) > 0)", "{{phase}}")
 
 
 def dashboard() -> Dashboard:
