@@ -57,6 +57,12 @@ def _case(name: str, series: list[dict[str, str]], firing_at: str, labels: dict[
 BROKER0 = {**CLUSTER, "broker": "0"}
 BROKER1 = {**CLUSTER, "broker": "1"}
 
+OPERATOR_ONLY = [
+    _series("up", {"namespace": "kafka", "job": "kafka/odradek-operator"}, "1x10"),
+    _series("odradek_operator_brokercluster_under_replicated_partitions",
+            {"namespace": "kafka", "exported_namespace": "prod", "name": "events",
+             "job": "kafka/odradek-operator"}, "0x10")]
+
 CASES: dict[str, list[dict[str, Any]]] = {
     # both brokers of prod/events stop answering scrapes from t=2m (broker 0) and t=3m
     # (broker 1); another cluster's broker and the operator's target stay up
@@ -68,12 +74,17 @@ CASES: dict[str, list[dict[str, Any]]] = {
                         "job": "odradek"}, "1x8"),
          _series("up", {"namespace": "prod", "job": "odradek-operator"}, "0x8")],
         "5m", CLUSTER, "0", quiet_at=("1m", "2m", "3m", "7m"))],
-    # the only broker target disappears (stale) at t=2m; the operator's target stays
-    "OdradekBrokersAbsent": [_case(
-        "OdradekBrokersAbsent",
-        [_series("up", {**BROKER0, "job": "kafka/odradek"}, "1 1 stale"),
-         _series("up", {"namespace": "prod", "job": "kafka/odradek-operator"}, "1x10")],
-        "8m", {}, "1", quiet_at=("0m", "1m", "6m"))],
+    # the only broker target disappears (stale) at t=2m while the operator manages a
+    # BrokerCluster; the operator's own target stays
+    "OdradekBrokersAbsent": [
+        _case("OdradekBrokersAbsent",
+              [_series("up", {**BROKER0, "job": "kafka/odradek"}, "1 1 stale"),
+               *OPERATOR_ONLY],
+              "8m", {}, "1", quiet_at=("0m", "1m", "6m")),
+        # the operator alone, no BrokerCluster (the chart's default install): silent
+        {"interval": "1m", "input_series": [OPERATOR_ONLY[0]], "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "OdradekBrokersAbsent", "exp_alerts": []}]},
+    ],
     # offline for 3 minutes from t=2m: fires once 'for: 1m' has passed, resolves at t=5m
     "OdradekOfflinePartitions": [_case(
         "OdradekOfflinePartitions",

@@ -124,7 +124,8 @@ def test_stopping_every_broker_raises_brokers_down(tmp_path: Path) -> None:
 
 
 def test_no_broker_target_raises_brokers_absent(tmp_path: Path) -> None:
-    """A Prometheus that scrapes only the operator (its PodMonitor selects no broker)."""
+    """A Prometheus that scrapes only the operator, which reports a BrokerCluster (the
+    brokers' PodMonitor selects nothing)."""
     with demo_cluster(interval=0.1) as cluster:
         servers = prometheus_server(tmp_path, [cluster.operator_target()],
                                     rule_files=(ROOT / RULES_FILE,))

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import catalog as m
 from .lag import LAG
+from .operator import UNDER_REPLICATED as OPERATOR_UNDER_REPLICATED
 
 __all__ = ["ALERT_GROUPS", "AlertRule", "prometheus_rule", "rules_document"]
 
@@ -76,14 +77,17 @@ AVAILABILITY = (
         "{{ $labels.namespace }}/{{ $labels.cluster }} for a minute: the brokers are down or "
         "unreachable, and every other odradek alert for this cluster is blind.",
     ),
+    # Brokers without targets: pods without an address (Pending), or a PodMonitor that
+    # selects nothing. Only where the operator manages a BrokerCluster, so an install with
+    # the operator alone (the chart's default) does not page.
     AlertRule(
         "OdradekBrokersAbsent",
-        f"absent({BROKER_TARGETS})",
+        f"count({OPERATOR_UNDER_REPLICATED.name}) unless count({BROKER_TARGETS})",
         "5m", "critical",
         "Prometheus scrapes no odradek broker",
-        "No odradek broker target has existed for 5 minutes: the brokers' pods are gone, or "
-        "their PodMonitor (or scrape configuration) no longer selects them. No odradek "
-        "alert can fire.",
+        "The operator manages {{ $value }} BrokerCluster(s), but Prometheus has had no "
+        "odradek broker target for 5 minutes: the brokers' pods have no address, or their "
+        "PodMonitor (or scrape configuration) selects none. No other odradek alert can fire.",
     ),
     AlertRule(
         "OdradekOfflinePartitions",
