@@ -34,7 +34,7 @@ from odradek.metrics.render import evaluate_panels, render_dashboard
 from tests.harness.chart_defaults import default_broker_config
 from tests.harness.metrics_demo import LABELS as DEMO_LABELS
 from tests.harness.metrics_demo import demo_cluster
-from tests.harness.metrics_workload import Workload, create_compacted_topic
+from tests.harness.metrics_workload import FLUSHED_TOPIC_CONFIG, Workload, create_compacted_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_LABELS = {"namespace": "live", "cluster": "live"}
@@ -49,9 +49,6 @@ LIVE_OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "log.cleaner.backoff.ms": "1000",
 }
-FLUSHED_TOPIC_CONFIG = {"flush.messages": "200"}
-"""The workload topic flushes every 200 records (a per-topic choice users make for data they
-want on disk before replication): by default nothing flushes, and the flush panel is empty."""
 
 
 @contextmanager
