@@ -8,22 +8,31 @@ routed; on kind the pods are not reachable from the test process, so the scenari
 It also skips while the broker does not start its ``/metrics`` server (``metrics.port`` exists in
 the config, but the broker does not serve ``odradek.metrics.BrokerMetrics`` yet): the skip
 reason says so, and the scenario runs by itself once the broker wires it.
+
+The operator's ``/metrics`` (its pod's ``metrics`` port, the one the chart's PodMonitor
+scrapes) is scraped the same way, and every query of the shipped Operator dashboard must
+return data from it: the dashboard and the operator share their metric definitions
+(:mod:`odradek.metrics.operator`), and this proves it against the image that runs.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import pytest
 
 from e2e.conftest import Images
 from e2e.helm import REPO_ROOT
-from e2e.kube import Kube
-from e2e.platform import BROKER_SELECTOR, Platform, platform_values
+from e2e.kube import Kube, conditions
+from e2e.platform import BROKER_SELECTOR, CLUSTER, Platform, platform_values
 
 pytestmark = pytest.mark.e2e
 
 METRICS_PORT = 9404
+OPERATOR_DASHBOARD = "odradek-operator"
+RATE_WINDOW_S = 120  # the rate window of the queries: each kind reconciles at least every 60 s
 
 
 def broker_serves_metrics() -> bool:
@@ -58,3 +67,78 @@ def test_prometheus_scrapes_every_broker(kube: Kube, images: Images, namespace: 
         scraped = {row["metric"]["pod"] for row in rows}
     print(f"Prometheus scraped {sorted(scraped)}")
     assert scraped == {pod.metadata.name for pod in pods}
+
+
+def _operator_selector(release: str) -> str:
+    return (f"app.kubernetes.io/name=odradek,app.kubernetes.io/instance={release},"
+            "app.kubernetes.io/component=operator")
+
+
+def _dashboard_queries(model: dict) -> list[str]:
+    """The PromQL of every panel target and of every ``label_values`` variable."""
+    queries = [target["expr"] for panel in model["panels"] if panel.get("type") != "row"
+               for target in panel.get("targets", [])]
+    for variable in model["templating"]["list"]:
+        if variable["type"] == "query":
+            selector = re.fullmatch(r"label_values\((.*), \w+\)", variable["query"])
+            assert selector, variable["query"]
+            queries.append(selector.group(1))
+    return queries
+
+
+@pytest.mark.timeout(1200)
+def test_every_operator_dashboard_query_has_data_from_the_running_operator(
+        kube: Kube, images: Images, namespace: str, platform: Platform, backend,
+        tmp_path: Path) -> None:
+    if backend.name != "local":
+        pytest.skip("pod IPs are reachable from the test process only on the local backend")
+    from odradek.metrics.dashboards import dashboard_json
+    from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
+    from odradek.metrics.render import evaluate_panels, grafana_expr
+
+    platform.install(platform_values(images, backend.storage_class))
+    (operator,) = kube.core.list_namespaced_pod(
+        namespace, label_selector=_operator_selector(platform.release)).items
+    assert operator.spec is not None and operator.status is not None
+    ports = {p.name: p.container_port for c in operator.spec.containers for p in c.ports or []}
+    assert "metrics" in ports, f"the operator pod exposes no metrics port: {ports}"
+    # the target label the PodMonitor's scrape adds: the operator's namespace
+    target = ScrapeTarget(f"{operator.status.pod_ip}:{ports['metrics']}",
+                          {"namespace": namespace})
+    variables = {"namespace": namespace}  # kind: unset, so "All"
+    with LocalPrometheus(tmp_path / "prometheus", [target]) as prom:
+        prom.wait_for("the operator's target up", lambda: prom.value("sum(up)") == 1,
+                      timeout=120)
+        started = time.time()
+        # every kind reconciles while Prometheus watches: the BrokerCluster on its timer,
+        # a Topic and a ConsumerGroup from their creation on
+        kube.custom.create_namespaced_custom_object(
+            "odradek.dev", "v1alpha1", namespace, "topics", {
+                "apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+                "metadata": {"name": "watched", "namespace": namespace},
+                "spec": {"clusterRef": {"name": CLUSTER}, "partitions": 3,
+                         "replicationFactor": 3}})
+        kube.wait_condition(namespace, "topics", "watched", "Ready", timeout=180)
+        kube.custom.create_namespaced_custom_object(
+            "odradek.dev", "v1alpha1", namespace, "consumergroups", {
+                "apiVersion": "odradek.dev/v1alpha1", "kind": "ConsumerGroup",
+                "metadata": {"name": "watchers", "namespace": namespace},
+                "spec": {"clusterRef": {"name": CLUSTER}, "groupId": "watchers",
+                         "topics": ["watched"]}})
+        kube.wait_resource(namespace, "consumergroups", "watchers", "to be reconciled",
+                           lambda group: bool(conditions(group)), timeout=180)
+        time.sleep(max(0.0, started + RATE_WINDOW_S + 30 - time.time()))
+        end = time.time()
+        model = dashboard_json(OPERATOR_DASHBOARD)
+        rate_interval = f"{RATE_WINDOW_S}s"
+        for query in _dashboard_queries(model):
+            expr = grafana_expr(query, variables, rate_interval)
+            assert prom.query_range(expr, started, end, 5.0), f"no data for {expr}"
+        panels = evaluate_panels(model, prom, start=started, end=end, step=5.0,
+                                 variables=variables, rate_interval=rate_interval)
+        empty = [p.panel["title"] for p in panels if not p.has_data]
+        assert not empty, f"Operator dashboard panels without data: {empty}"
+        (reconciles,) = [p for p in panels if p.panel["title"] == "Reconciles"]
+        kinds = {series["metric"]["kind"] for _, found in reconciles.results for series in found}
+        print(f"operator reconciles seen for {sorted(kinds)}")
+        assert kinds >= {"BrokerCluster", "Topic", "ConsumerGroup"}

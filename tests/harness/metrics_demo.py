@@ -19,13 +19,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from odradek.metrics import BrokerMetrics, MetricsOptions
-from odradek.metrics.operator import OperatorMetrics
+from odradek.metrics import BrokerMetrics
+from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
 from odradek.metrics.prometheus import ScrapeTarget
 from odradek.metrics.sources import ControllerState, PartitionState
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.quota import QuotaEntity, QuotaManager, QuotaType
+from tests.harness.chart_defaults import default_metrics_options
 from tests.harness.metrics_fakes import (
     FakeController,
     FakeCoordinator,
@@ -47,8 +48,7 @@ class DemoBroker:
         self.brokers = brokers
         self.rng = random.Random(seed)
         self.logs = logs
-        self.metrics = BrokerMetrics(MetricsOptions(topic_labels=True, max_topics=100,
-                                                    loop_lag_interval_seconds=0.1))
+        self.metrics = BrokerMetrics(default_metrics_options(loop_lag_interval_seconds=0.1))
         self.replicas = FakeReplicaManager()
         self.controller = FakeController(ControllerState(active=False))
         self.purgatory = FakePurgatory({"produce": 0, "fetch": 0})
@@ -208,8 +208,14 @@ class DemoCluster:
             broker.tick(now, shrunk)
             broker.consume(now)
         for kind in ("BrokerCluster", "Topic", "ConsumerGroup"):
-            result = "temporary_error" if self._rng.random() < 0.05 else "success"
-            self.operator.reconciled(kind, result, self._rng.expovariate(1 / 0.2))
+            failed = self._rng.random() < 0.05
+            result = ReconcileOutcome.TEMPORARY_ERROR if failed else ReconcileOutcome.SUCCESS
+            self.operator.reconciled(kind, result, self._rng.expovariate(1 / 0.2),
+                                     "ClusterUnreachable" if failed else "")
+        self.operator.under_replicated_observed(LABELS["namespace"], LABELS["cluster"],
+                                                2 if shrunk else 0)
+        self.operator.group_lag_observed(LABELS["namespace"], "analytics", "analytics",
+                                         self._rng.randint(0, 5000))
         self._loop.call_later(interval, self._tick, interval)
 
     def targets(self) -> list[ScrapeTarget]:

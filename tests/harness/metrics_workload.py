@@ -12,6 +12,10 @@ import time
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+FLUSHED_TOPIC_CONFIG = {"flush.messages": "200"}
+"""For the workload's topic: a flush every 200 records (a per-topic choice users make for data
+they want on disk before replication acknowledges it). By default nothing flushes (Kafka's
+log.flush.interval.* unset), and the flush and fsync panel would have nothing to show."""
 TRANSACTION_EVERY = 10  # rounds: about one transaction a second
 ABORT_EVERY = 4  # transactions: every fourth one aborts, so both endings show
 

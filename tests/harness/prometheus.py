@@ -15,9 +15,11 @@ from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
 
 __all__ = [
     "GRAFANA_BUILTINS",
+    "matching_samples",
     "metric_names",
     "prometheus_server",
     "promtool_binary",
+    "selectors",
     "to_promql",
 ]
 
@@ -59,6 +61,39 @@ def metric_names(expr: str) -> set[str]:
 
     promql_parser.walk(promql_parser.parse(expr), visit)
     return names
+
+
+def selectors(expr: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """Every vector selector of a PromQL expression as (metric name, [(label, op, value)]),
+    ``op`` one of ``=``, ``!=``, ``=~``, ``!~`` (the ``__name__`` matcher left out)."""
+    match = promql_parser.MatchOp
+    ops = ((match.Equal, "="), (match.NotEqual, "!="), (match.Re, "=~"), (match.NotRe, "!~"))
+    found: list[tuple[str, list[tuple[str, str, str]]]] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            fixed = [m.value for m in node.matchers.matchers if m.name == "__name__"]
+            found.append((node.name or fixed[0],
+                          [(m.name, next(text for op, text in ops if op == m.op), m.value)
+                           for m in node.matchers.matchers if m.name != "__name__"]))
+
+    promql_parser.walk(promql_parser.parse(expr), visit)
+    return found
+
+
+def matching_samples(samples: list[tuple[str, dict[str, str]]], name: str,
+                     matchers: list[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """The label sets of ``samples`` (name, labels) that a selector selects, matched the way
+    Prometheus matches (a missing label is the empty string; regexes are anchored)."""
+
+    def accepts(labels: dict[str, str], label: str, op: str, value: str) -> bool:
+        actual = labels.get(label, "")
+        return {"=": actual == value, "!=": actual != value,
+                "=~": re.fullmatch(value, actual) is not None,
+                "!~": re.fullmatch(value, actual) is None}[op]
+
+    return [labels for sample_name, labels in samples if sample_name == name
+            and all(accepts(labels, *matcher) for matcher in matchers)]
 
 
 def prometheus_server(tmp_path: Path, targets: list[ScrapeTarget],

@@ -3,9 +3,11 @@
     python -m tests.harness.render_demo [--output build/dashboards] [--seconds 120]
                                         [--source live|demo]
 
-``live`` (the default): three real brokers (``odradek.local_cluster``, one ZooKeeper) with
-a producer, a committing consumer group and a compacted topic; Prometheus scrapes their
-``/metrics`` and each panel's PromQL is evaluated over the run. The operator dashboard needs
+``live`` (the default): three real brokers (``odradek.local_cluster``, one ZooKeeper)
+configured as a default install of the chart configures them (its ``cluster.config``: so
+per-topic series are on exactly when a default install has them), with a producer, a
+committing consumer group and a compacted topic; Prometheus scrapes their ``/metrics`` from
+before they start, and each panel's PromQL is evaluated over the run. The operator dashboard needs
 a running operator, which only exists on Kubernetes, so the live run leaves it out.
 ``demo``: the synthetic cluster of :mod:`tests.harness.metrics_demo` (real registries and
 exposition, simulated brokers and an operator), which draws every dashboard in seconds. The
@@ -29,47 +31,61 @@ from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
 from odradek.metrics.generate import RULES_FILE
 from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
 from odradek.metrics.render import evaluate_panels, render_dashboard
+from tests.harness.chart_defaults import default_broker_config
 from tests.harness.metrics_demo import LABELS as DEMO_LABELS
 from tests.harness.metrics_demo import demo_cluster
-from tests.harness.metrics_workload import Workload, create_compacted_topic
+from tests.harness.metrics_workload import FLUSHED_TOPIC_CONFIG, Workload, create_compacted_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVE_LABELS = {"namespace": "live", "cluster": "live"}
 OPERATOR_DASHBOARD = "odradek-operator"
 
 
+LIVE_OVERRIDES = {
+    # what a three-broker test cluster needs to start quickly; nothing of metrics.*: the
+    # brokers export what a default install's do (the chart's cluster.config)
+    "offsets.topic.num.partitions": "3",
+    "transaction.state.log.num.partitions": "3",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.cleaner.backoff.ms": "1000",
+}
+
+
 @contextmanager
-def live_targets(scratch: Path, seconds: float) -> Iterator[list[ScrapeTarget]]:
-    """Three brokers with metrics endpoints under a bounded workload; their scrape targets."""
+def live_run(scratch: Path, seconds: float) -> Iterator[LocalPrometheus]:
+    """Prometheus first, then three brokers configured like a default install, their topics
+    and a bounded workload: the window drawn starts before the brokers, so it holds their
+    start (ZooKeeper registration, controller elections) as well as the steady traffic."""
+    metrics_ports = [free_port() for _ in range(3)]
+    targets = [ScrapeTarget(f"127.0.0.1:{port}", {**LIVE_LABELS, "broker": str(i)})
+               for i, port in enumerate(metrics_ports)]
     cluster = LocalCluster(
         3, scratch / "cluster", zookeeper_port=free_port(),
-        overrides={"default.replication.factor": "3", "min.insync.replicas": "2",
-                   "offsets.topic.replication.factor": "3",
-                   "offsets.topic.num.partitions": "3",
-                   "transaction.state.log.num.partitions": "3",
-                   "group.initial.rebalance.delay.ms": "0",
-                   "metrics.topic.labels.enable": "true", "log.cleaner.backoff.ms": "1000"},
-        ports=[free_port() for _ in range(3)], metrics_ports=[free_port() for _ in range(3)])
-    cluster.start()
+        overrides={**default_broker_config(), **LIVE_OVERRIDES},
+        ports=[free_port() for _ in range(3)], metrics_ports=metrics_ports)
     workload = None
-    try:
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-        admin.create_topics([NewTopic("events", 3, 3)])["events"].result(30)
-        create_compacted_topic(cluster.bootstrap)
-        workload = Workload(cluster.bootstrap, "events", "dashboards", seconds + 120).start()
-        yield [ScrapeTarget(f"127.0.0.1:{broker.metrics_port}",
-                            {**LIVE_LABELS, "broker": str(i)})
-               for i, broker in enumerate(cluster.brokers)]
-    finally:
-        if workload is not None:
-            workload.stop()
-        cluster.stop()
+    with LocalPrometheus(scratch / "prometheus", targets,
+                         rule_files=[ROOT / RULES_FILE]) as prometheus:
+        cluster.start()
+        try:
+            admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+            admin.create_topics([NewTopic("events", 3, 3, config=FLUSHED_TOPIC_CONFIG)]
+                                )["events"].result(30)
+            create_compacted_topic(cluster.bootstrap)
+            workload = Workload(cluster.bootstrap, "events", "dashboards", seconds + 120).start()
+            yield prometheus
+        finally:
+            if workload is not None:
+                workload.stop()
+            cluster.stop()
 
 
 @contextmanager
-def demo_targets() -> Iterator[list[ScrapeTarget]]:
-    with demo_cluster() as cluster:
-        yield [*cluster.targets(), cluster.operator_target()]
+def demo_run(scratch: Path) -> Iterator[LocalPrometheus]:
+    with demo_cluster() as cluster, LocalPrometheus(
+            scratch / "prometheus", [*cluster.targets(), cluster.operator_target()],
+            rule_files=[ROOT / RULES_FILE]) as prometheus:
+        yield prometheus
 
 
 def main() -> int:
@@ -83,11 +99,10 @@ def main() -> int:
     labels = LIVE_LABELS if live else DEMO_LABELS
     names = [name for name in DASHBOARDS if not (live and name == OPERATOR_DASHBOARD)]
     with tempfile.TemporaryDirectory(prefix="odradek-dashboards-") as scratch:
-        targets_of = live_targets(Path(scratch), args.seconds) if live else demo_targets()
-        with targets_of as targets, LocalPrometheus(
-                Path(scratch) / "prometheus", targets, rule_files=[ROOT / RULES_FILE]) as prom:
-            started = time.time()
-            print(f"prometheus {prom.url} scraping {len(targets)} targets for "
+        started = time.time()
+        run = live_run(Path(scratch), args.seconds) if live else demo_run(Path(scratch))
+        with run as prom:
+            print(f"prometheus {prom.url} scraping {len(prom.targets)} targets for "
                   f"{args.seconds:.0f}s", flush=True)
             time.sleep(args.seconds)
             end = time.time()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from odradek.metrics.alerts import ALL_ALERTS, AlertRule
+from odradek.metrics.alerts import ALL_ALERTS, RUNBOOK_BASE, AlertRule
 from odradek.metrics.generate import RULES_FILE
 from tests.harness.prometheus import promtool_binary
 
@@ -34,7 +35,7 @@ def _annotations(rule: AlertRule, labels: dict[str, str], value: str) -> dict[st
         return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], template)
 
     return {"summary": expand(rule.summary), "description": expand(rule.description),
-            "runbook_url": f"docs/runbooks/{rule.name}.md"}
+            "runbook_url": f"{RUNBOOK_BASE}/{rule.name}.md"}
 
 
 def _alert(name: str, labels: dict[str, str], value: str) -> dict[str, Any]:
@@ -56,7 +57,34 @@ def _case(name: str, series: list[dict[str, str]], firing_at: str, labels: dict[
 BROKER0 = {**CLUSTER, "broker": "0"}
 BROKER1 = {**CLUSTER, "broker": "1"}
 
+OPERATOR_ONLY = [
+    _series("up", {"namespace": "kafka", "job": "kafka/odradek-operator"}, "1x10"),
+    _series("odradek_operator_brokercluster_under_replicated_partitions",
+            {"namespace": "kafka", "exported_namespace": "prod", "name": "events",
+             "job": "kafka/odradek-operator"}, "0x10")]
+
 CASES: dict[str, list[dict[str, Any]]] = {
+    # both brokers of prod/events stop answering scrapes from t=2m (broker 0) and t=3m
+    # (broker 1); another cluster's broker and the operator's target stay up
+    "OdradekBrokersDown": [_case(
+        "OdradekBrokersDown",
+        [_series("up", {**BROKER0, "job": "odradek"}, "1 1 0 0 0 0 0 1"),
+         _series("up", {**BROKER1, "job": "odradek"}, "1 1 1 0 0 0 0 1"),
+         _series("up", {"namespace": "prod", "cluster": "logs", "broker": "0",
+                        "job": "odradek"}, "1x8"),
+         _series("up", {"namespace": "prod", "job": "odradek-operator"}, "0x8")],
+        "5m", CLUSTER, "0", quiet_at=("1m", "2m", "3m", "7m"))],
+    # the only broker target disappears (stale) at t=2m while the operator manages a
+    # BrokerCluster; the operator's own target stays
+    "OdradekBrokersAbsent": [
+        _case("OdradekBrokersAbsent",
+              [_series("up", {**BROKER0, "job": "kafka/odradek"}, "1 1 stale"),
+               *OPERATOR_ONLY],
+              "8m", {}, "1", quiet_at=("0m", "1m", "6m")),
+        # the operator alone, no BrokerCluster (the chart's default install): silent
+        {"interval": "1m", "input_series": [OPERATOR_ONLY[0]], "alert_rule_test": [
+            {"eval_time": "10m", "alertname": "OdradekBrokersAbsent", "exp_alerts": []}]},
+    ],
     # offline for 3 minutes from t=2m: fires once 'for: 1m' has passed, resolves at t=5m
     "OdradekOfflinePartitions": [_case(
         "OdradekOfflinePartitions",
@@ -127,6 +155,21 @@ def test_every_alert_has_a_case_and_a_runbook() -> None:
         runbook = ROOT / rule.runbook
         assert runbook.is_file(), f"{rule.name} has no runbook at {rule.runbook}"
         assert rule.name in runbook.read_text()
+
+
+def test_every_runbook_url_is_an_absolute_link_to_a_runbook_in_the_repository() -> None:
+    rules = [rule for group in yaml.safe_load((ROOT / RULES_FILE).read_text())["groups"]
+             for rule in group["rules"]]
+    assert {rule["alert"] for rule in rules} == set(BY_NAME)
+    for rule in rules:
+        url = urllib.parse.urlsplit(rule["annotations"]["runbook_url"])
+        assert url.scheme == "https" and url.netloc, f"{rule['alert']}: {url.geturl()}"
+        path = url.path.split("/blob/main/", 1)
+        assert len(path) == 2, f"{rule['alert']}: not a link into the repository: {url.path}"
+        runbook = ROOT / path[1]
+        assert runbook.is_file(), f"{rule['alert']}: {url.geturl()} names no file in the tree"
+        assert runbook.parent == ROOT / "docs" / "runbooks"
+        assert rule["alert"] in runbook.read_text()
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -15,7 +15,7 @@ from odradek.metrics.alerts import ALL_ALERTS
 from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
 from odradek.metrics.generate import RULES_FILE
 from odradek.metrics.prometheus import LocalPrometheus
-from odradek.metrics.render import PanelData, evaluate_panels, render_dashboard
+from odradek.metrics.render import PanelData, evaluate_panels, render_dashboard, series_lines
 from tests.harness.metrics_demo import LABELS, DemoCluster, demo_cluster
 from tests.harness.prometheus import prometheus_server
 
@@ -70,6 +70,18 @@ def test_every_panel_query_is_accepted_and_returns_data(run: Run, name: str) -> 
     assert not empty, f"{name}: panels without data: {empty}"
 
 
+@pytest.mark.parametrize("name", sorted(DASHBOARDS))
+def test_every_legend_tells_its_series_apart(run: Run, name: str) -> None:
+    """Two lines of a panel never share a legend text (the legend format covers every
+    label the series differ in)."""
+    for panel in run.evaluate(name):
+        if panel.panel["type"] != "timeseries":
+            continue
+        legends = [legend for legend, _, _ in series_lines(panel)]
+        repeated = sorted({legend for legend in legends if legends.count(legend) > 1})
+        assert not repeated, f"{name} / {panel.panel['title']}: {repeated} name several lines"
+
+
 def test_alert_rules_load_and_evaluate(run: Run) -> None:
     groups = run.prometheus.api("rules")["groups"]
     rules = {rule["name"]: rule for group in groups for rule in group["rules"]}
@@ -84,3 +96,44 @@ def test_renderer_draws_stats_time_series_and_tables(run: Run, tmp_path: Path) -
                                 tmp_path / f"{name}.png")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.stat().st_size > 20_000, f"{name}: suspiciously small picture"
+
+
+def _alert_states(prometheus: LocalPrometheus, name: str) -> list[tuple[str, dict[str, str]]]:
+    return [(alert["state"], alert["labels"]) for alert in prometheus.alerts()
+            if alert["labels"].get("alertname") == name]
+
+
+def test_stopping_every_broker_raises_brokers_down(tmp_path: Path) -> None:
+    """The generated rules in a real Prometheus: up, then the whole cluster stops."""
+    with demo_cluster(interval=0.1) as cluster:
+        servers = prometheus_server(tmp_path, cluster.targets(), rule_files=(ROOT / RULES_FILE,))
+        prometheus = next(servers)
+        try:
+            prometheus.wait_for("every broker up", lambda: prometheus.value(
+                'sum(up{cluster="demo"})') == len(cluster.ports), timeout=30)
+            assert _alert_states(prometheus, "OdradekBrokersDown") == []
+            cluster.stop()
+            prometheus.wait_for("OdradekBrokersDown pending or firing", lambda: any(
+                state in ("pending", "firing") and labels["cluster"] == "demo"
+                and labels["namespace"] == "demo"
+                for state, labels in _alert_states(prometheus, "OdradekBrokersDown")),
+                timeout=30)
+            assert _alert_states(prometheus, "OdradekBrokersAbsent") == []
+        finally:
+            servers.close()
+
+
+def test_no_broker_target_raises_brokers_absent(tmp_path: Path) -> None:
+    """A Prometheus that scrapes only the operator, which reports a BrokerCluster (the
+    brokers' PodMonitor selects nothing)."""
+    with demo_cluster(interval=0.1) as cluster:
+        servers = prometheus_server(tmp_path, [cluster.operator_target()],
+                                    rule_files=(ROOT / RULES_FILE,))
+        prometheus = next(servers)
+        try:
+            prometheus.wait_for("OdradekBrokersAbsent pending or firing", lambda: any(
+                state in ("pending", "firing")
+                for state, _ in _alert_states(prometheus, "OdradekBrokersAbsent")), timeout=30)
+            assert _alert_states(prometheus, "OdradekBrokersDown") == []
+        finally:
+            servers.close()

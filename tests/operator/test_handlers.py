@@ -23,7 +23,7 @@ from odradek_operator.handlers.broker_cluster import (
 )
 from odradek_operator.handlers.broker_readiness import follow_broker_readiness
 from odradek_operator.handlers.topic import reconcile_topic
-from odradek_operator.metrics import REGISTRY
+from odradek_operator.metrics import METRICS
 
 from tests.harness.certs import make_certs
 
@@ -132,8 +132,8 @@ async def test_topic_of_a_missing_cluster_waits_with_a_condition(api):
 
 async def test_unreachable_cluster_is_retried_with_backoff_never_a_crash(api):
     events = capture_events()
-    before = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
-                                       {"kind": "Topic", "result": "temporary"}) or 0
+    before = METRICS.sample("odradek_operator_reconciles_total",
+                            {"kind": "Topic", "result": "temporary_error"}) or 0
     delays = []
     for retry in (0, 3):
         coro, patch = call(reconcile_topic, topic_body({"bootstrapServers": "127.0.0.1:1"}),
@@ -144,8 +144,8 @@ async def test_unreachable_cluster_is_retried_with_backoff_never_a_crash(api):
         assert conditions(patch)["Ready"]["reason"] == "ClusterUnreachable"
     assert delays == [5, 40]
     assert posted(events) == [("Warning", "ClusterUnreachable")]  # once, not every retry
-    after = REGISTRY.get_sample_value("odradek_operator_reconciles_total",
-                                      {"kind": "Topic", "result": "temporary"})
+    after = METRICS.sample("odradek_operator_reconciles_total",
+                           {"kind": "Topic", "result": "temporary_error"})
     assert after == before + 2
 
 

@@ -19,10 +19,20 @@ from typing import Any
 
 from . import catalog as m
 from .lag import LAG
+from .operator import UNDER_REPLICATED as OPERATOR_UNDER_REPLICATED
 
 __all__ = ["ALERT_GROUPS", "AlertRule", "prometheus_rule", "rules_document"]
 
-RUNBOOK_BASE = "docs/runbooks"
+REPOSITORY_URL = "https://github.com/odradek/odradek"
+"""Where odradek's sources (and so its runbooks) are published: the one place to change it."""
+RUNBOOK_DIR = "docs/runbooks"
+RUNBOOK_BASE = f"{REPOSITORY_URL}/blob/main/{RUNBOOK_DIR}"
+"""``runbook_url`` is absolute: a pager opens it as a link, outside any checkout."""
+BROKER_TARGETS = 'up{cluster!="", broker!=""}'
+"""Prometheus's own ``up`` of every odradek broker target, whatever the scrape job is called
+(``odradek`` in the dev cluster's Prometheus, ``<namespace>/<PodMonitor>`` under
+prometheus-operator): every broker target carries the ``cluster`` and ``broker`` target
+labels (:data:`odradek.metrics.prometheus.TARGET_LABELS`), nothing else is expected to."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +46,8 @@ class AlertRule:
 
     @property
     def runbook(self) -> str:
-        return f"{RUNBOOK_BASE}/{self.name}.md"
+        """The runbook's path in the repository."""
+        return f"{RUNBOOK_DIR}/{self.name}.md"
 
     def as_rule(self, runbook_base: str | None = None) -> dict[str, Any]:
         base = RUNBOOK_BASE if runbook_base is None else runbook_base.rstrip("/")
@@ -57,6 +68,27 @@ CLUSTER = "namespace, cluster"
 BROKER = "namespace, cluster, broker"
 
 AVAILABILITY = (
+    AlertRule(
+        "OdradekBrokersDown",
+        f"sum by ({CLUSTER}) ({BROKER_TARGETS}) == 0",
+        "1m", "critical",
+        "Every broker of {{ $labels.cluster }} is down",
+        "Prometheus has failed to scrape every broker of cluster "
+        "{{ $labels.namespace }}/{{ $labels.cluster }} for a minute: the brokers are down or "
+        "unreachable, and every other odradek alert for this cluster is blind.",
+    ),
+    # Brokers without targets: pods without an address (Pending), or a PodMonitor that
+    # selects nothing. Only where the operator manages a BrokerCluster, so an install with
+    # the operator alone (the chart's default) does not page.
+    AlertRule(
+        "OdradekBrokersAbsent",
+        f"count({OPERATOR_UNDER_REPLICATED.name}) unless count({BROKER_TARGETS})",
+        "5m", "critical",
+        "Prometheus scrapes no odradek broker",
+        "The operator manages {{ $value }} BrokerCluster(s), but Prometheus has had no "
+        "odradek broker target for 5 minutes: the brokers' pods have no address, or their "
+        "PodMonitor (or scrape configuration) selects none. No other odradek alert can fire.",
+    ),
     AlertRule(
         "OdradekOfflinePartitions",
         f"sum by ({CLUSTER}) ({m.OFFLINE_PARTITIONS.name}) > 0",

@@ -23,7 +23,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["PanelData", "evaluate_panels", "grafana_expr", "main", "render_dashboard"]
+__all__ = [
+    "PanelData",
+    "draw_timeseries",
+    "evaluate_panels",
+    "format_value",
+    "grafana_expr",
+    "main",
+    "render_dashboard",
+    "series_lines",
+]
 
 COLUMNS = 24
 ROW_INCHES = 0.42
@@ -52,7 +61,16 @@ class PanelData:
 
     @property
     def has_data(self) -> bool:
-        return any(series for _, series in self.results)
+        """Whether the panel draws anything: some series has a value that is a number (a
+        panel whose every value is NaN, like a quantile of a histogram without observations,
+        draws nothing in Grafana either)."""
+        return any(not math.isnan(float(value)) for _, series in self.results
+                   for item in series for _, value in _points(item))
+
+
+def _points(item: Mapping[str, Any]) -> list[tuple[float, str]]:
+    """The (time, value) pairs of one result series, range (``values``) or instant (``value``)."""
+    return list(item["values"]) if "values" in item else [item["value"]]
 
 
 def evaluate_panels(model: dict[str, Any], api: QueryAPI, *, start: float, end: float,
@@ -82,8 +100,29 @@ def _legend(template: str, labels: Mapping[str, str]) -> str:
     return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), ""), template).strip()
 
 
+_UNITS: dict[str, tuple[str, float, tuple[str, ...]]] = {
+    # Grafana unit id: (symbol, base, prefixes). Grafana's "bytes" is IEC, "Bps" SI.
+    "bytes": ("B", 1024.0, ("Ki", "Mi", "Gi", "Ti")),
+    "decbytes": ("B", 1000.0, ("k", "M", "G", "T")),
+    "Bps": ("B/s", 1000.0, ("k", "M", "G", "T")),
+    "binBps": ("B/s", 1024.0, ("Ki", "Mi", "Gi", "Ti")),
+    "reqps": ("req/s", 1000.0, ("k", "M", "G", "T")),
+    "ops": ("ops/s", 1000.0, ("k", "M", "G", "T")),
+}
+_PLAIN = ("", 1000.0, ("k", "M", "G", "T"))
+
+
+def _number(value: float) -> str:
+    """Three significant digits, never in exponent notation (an axis reads ``1000``, not
+    ``1e+03``)."""
+    text = f"{value:.3g}"
+    if "e" not in text:
+        return text
+    return f"{value:.0f}" if abs(value) >= 1 else f"{value:.6f}".rstrip("0").rstrip(".")
+
+
 def format_value(value: float, unit: str) -> str:
-    """A value with Grafana's unit, compactly (enough for a picture)."""
+    """A value with Grafana's unit in human units (``1.5 kB/s``, ``12 MiB``, ``250 ms``)."""
     if math.isnan(value) or math.isinf(value):
         return str(value)
     if unit == "percentunit":
@@ -91,16 +130,44 @@ def format_value(value: float, unit: str) -> str:
     if unit == "s":
         for scale, suffix in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
             if abs(value) >= scale or scale == 1e-6:
-                return f"{value / scale:.3g} {suffix}"
-    suffix = {"bytes": "B", "Bps": "B/s", "reqps": " req/s", "ops": " ops/s"}.get(unit, "")
-    base = 1024.0 if unit in ("bytes", "Bps") else 1000.0
-    for power, prefix in ((3, "G"), (2, "M"), (1, "k")):
+                return f"{_number(value / scale)} {suffix}"
+    symbol, base, prefixes = _UNITS.get(unit, _PLAIN)
+    for power in range(len(prefixes), 0, -1):
         if abs(value) >= base**power:
-            binary = "i" if base == 1024.0 and prefix else ""
-            return f"{value / base**power:.3g} {prefix}{binary}{suffix.strip()}".strip()
-    if unit in ("none", "") and value == int(value):
+            return f"{_number(value / base**power)} {prefixes[power - 1]}{symbol}"
+    if not symbol and value == int(value):
         return str(int(value))
-    return f"{value:.3g}{suffix}"
+    return f"{_number(value)} {symbol}".strip()
+
+
+def series_lines(data: PanelData) -> list[tuple[str, list[datetime], list[float]]]:
+    """The lines of a time series panel: (legend text, times, values) per series."""
+    lines = []
+    for legend, series in data.results:
+        for item in series:
+            times = [datetime.fromtimestamp(float(t)) for t, _ in item["values"]]
+            lines.append((_legend(legend, item["metric"]), times,
+                          [float(v) for _, v in item["values"]]))
+    return lines
+
+
+def draw_timeseries(ax: Any, data: PanelData, unit: str) -> None:
+    """Lines, axes in human units, and a legend naming every line. Handles and labels are
+    passed explicitly: matplotlib leaves a label starting with ``_`` out of an automatic
+    legend, which hid ``__consumer_offsets`` and ``__transaction_state``."""
+    import matplotlib.dates as mdates
+    from matplotlib.ticker import FuncFormatter
+
+    lines = series_lines(data)
+    handles = [ax.plot(times, values, linewidth=1)[0] for _, times, values in lines]
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_value(v, unit)))
+    ax.tick_params(labelsize=7)
+    ax.grid(alpha=0.3)
+    names = [name for name, _, _ in lines]
+    if names:
+        ax.legend(handles[:8], names[:8], fontsize=6, loc="upper left",
+                  ncol=2 if len(names) > 4 else 1, framealpha=0.6)
 
 
 def render_dashboard(model: dict[str, Any], panels: Sequence[PanelData], path: Path,
@@ -109,9 +176,7 @@ def render_dashboard(model: dict[str, Any], panels: Sequence[PanelData], path: P
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
 
     bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in model["panels"])
     height = bottom * ROW_INCHES + 0.8
@@ -142,21 +207,7 @@ def render_dashboard(model: dict[str, Any], panels: Sequence[PanelData], path: P
             ax.text(0.5, 0.5, "No data", ha="center", va="center", color="#999999")
             ax.set_axis_off()
         elif panel["type"] == "timeseries":
-            for legend, series in data.results:
-                for item in series:
-                    times: list[Any] = [datetime.fromtimestamp(float(t))
-                                        for t, _ in item["values"]]
-                    values = [float(v) for _, v in item["values"]]
-                    ax.plot(times, values, linewidth=1, label=_legend(legend, item["metric"]))
-            ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
-            ax.yaxis.set_major_formatter(
-                FuncFormatter(lambda v, _, unit=unit: format_value(v, unit)))
-            ax.tick_params(labelsize=7)
-            ax.grid(alpha=0.3)
-            handles, names = ax.get_legend_handles_labels()
-            if names:
-                ax.legend(handles[:8], names[:8], fontsize=6, loc="upper left",
-                          ncol=2 if len(names) > 4 else 1, framealpha=0.6)
+            draw_timeseries(ax, data, unit)
         elif panel["type"] == "stat":
             value = float(data.results[0][1][0]["value"][1])
             ax.text(0.5, 0.45, format_value(value, unit), ha="center", va="center",

@@ -15,7 +15,6 @@ Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,7 +44,7 @@ from ..kube.api import KubeApi, KubeApiError
 from ..manifests import brokers as broker_manifests
 from ..manifests.common import ClusterNames, Owner, config_hash
 from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
-from ..metrics import UNDER_REPLICATED
+from ..metrics import METRICS
 from ..runtime import kube
 from ..spec import BrokerClusterSpec
 from .common import ReconcileResult, reconcile_guarded
@@ -218,7 +217,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     if kafka is not None:
         result.status.update({"controllerId": kafka.controller,
                               "underReplicatedPartitions": kafka.under_replicated_partitions})
-        UNDER_REPLICATED.labels(namespace, name).set(kafka.under_replicated_partitions)
+        METRICS.under_replicated_observed(namespace, name, kafka.under_replicated_partitions)
     result.conditions += _conditions(spec, replicas.phase, replicas.message, kafka,
                                      ready_replicas, busy, problems)
     if busy:
@@ -326,8 +325,7 @@ async def stop_brokers_then_release(*, body: kopf.Body, namespace: str | None, n
     for child in broker_manifests.rack_rbac(names, None):
         if child["kind"] in ("ClusterRole", "ClusterRoleBinding"):
             await api.delete(child["kind"], None, child["metadata"]["name"])
-    with contextlib.suppress(KeyError):
-        UNDER_REPLICATED.remove(namespace, name)
+    METRICS.cluster_forgotten(namespace or "", name)
 
 
 def seconds_since(timestamp: str | None) -> float:

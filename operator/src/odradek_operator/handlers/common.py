@@ -16,6 +16,8 @@ from typing import Any
 
 import kopf
 
+from odradek.metrics.operator import ReconcileOutcome
+
 from ..conditions import READY, RECONCILING, Condition, merge_conditions, now_rfc3339
 from ..errors import (
     ClusterUnreachable,
@@ -81,7 +83,7 @@ async def reconcile_guarded(kind: str, kwargs: Mapping[str, Any],
             try:
                 result = await reconcile(body, namespace, name)
             except TemporaryReconcileError as exc:
-                record.result, record.reason = "temporary", exc.reason
+                record.result, record.reason = ReconcileOutcome.TEMPORARY_ERROR, exc.reason
                 delay = backoff_delay(retry) if isinstance(exc, ClusterUnreachable) \
                     else (exc.delay or 10)
                 logger.warning(f"{kind} waits ({exc.reason}): {exc}; retry in {delay:.0f}s")
@@ -92,7 +94,7 @@ async def reconcile_guarded(kind: str, kwargs: Mapping[str, Any],
                     kopf.warn(body, reason=exc.reason, message=str(exc))
                 raise kopf.TemporaryError(str(exc), delay=delay) from exc
             except PermanentReconcileError as exc:
-                record.result, record.reason = "permanent", exc.reason
+                record.result, record.reason = ReconcileOutcome.PERMANENT_ERROR, exc.reason
                 logger.error(f"{kind} cannot be reconciled ({exc.reason}): {exc}")
                 patch.status["conditions"] = merge_conditions(current, [
                     Condition(READY, False, exc.reason, str(exc)),

@@ -8,7 +8,6 @@ consuming). Deleting the resource leaves the group alone.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import kopf
@@ -16,7 +15,7 @@ import kopf
 from ..conditions import BLOCKED, READY, Condition, now_rfc3339
 from ..kafka.groups import GroupOutcome, sync_group
 from ..kafka.session import admin_session
-from ..metrics import GROUP_LAG
+from ..metrics import METRICS
 from ..runtime import kube
 from ..spec import ConsumerGroupSpec
 from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_time
@@ -75,7 +74,7 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     async with admin_session(access.bootstrap_servers,
                              security=access.settings) as admin:
         outcome = await sync_group(admin, spec, last_reset)
-    GROUP_LAG.labels(namespace, name, spec.group_id).set(outcome.total_lag)
+    METRICS.group_lag_observed(namespace, name, spec.group_id, outcome.total_lag)
     return group_result(spec, outcome)
 
 
@@ -97,5 +96,4 @@ def forget_consumer_group(*, namespace: str | None, name: str, body: kopf.Body,
                           **_: Any) -> None:
     """The group itself is the consumers'; only the lag series goes."""
     group_id = (body.get("spec") or {}).get("groupId") or name
-    with contextlib.suppress(KeyError):
-        GROUP_LAG.remove(namespace, name, group_id)
+    METRICS.group_forgotten(namespace or "", name, group_id)

@@ -12,10 +12,11 @@ PHASES = m.REQUEST_PHASE_DURATION.name
 
 
 def _phases(api: str) -> tuple[str, str]:
-    """Mean time per phase: stacked, the bars add up to the mean request time."""
+    """Mean time per phase: stacked, the bars add up to the mean request time. Only where
+    the window has requests (0/0 is NaN, not a time)."""
     selector = f'{BROKERS}, api="{api}"'
     return (f"sum by (phase) (rate({PHASES}_sum{{{selector}}}[{RATE}])) / "
-            f"sum by (phase) (rate({PHASES}_count{{{selector}}}[{RATE}]))", "{{phase}}")
+            f"(sum by (phase) (rate({PHASES}_count{{{selector}}}[{RATE}])) > 0)", "{{phase}}")
 
 
 def dashboard() -> Dashboard:
@@ -68,7 +69,9 @@ def dashboard() -> Dashboard:
             (f"sum by (broker) ({m.EVENT_LOOP_TASKS.name}{{{BROKERS}}})", "tasks {{broker}}")))
         .with_row(Row("Storage"))
         .with_panel(timeseries_panel(
-            "Flush and fsync p99", "Disk latency seen by the log.", "s",
+            "Flush and fsync p99", "Disk latency seen by the log. Empty while nothing "
+            "flushes: by default (log.flush.interval.* unset, as in Kafka) durability comes "
+            "from replication; topics with flush.messages or flush.ms flush.", "s",
             (quantile(0.99, m.LOG_FLUSH_DURATION.name, BROKERS, "broker"), "flush {{broker}}"),
             (quantile(0.99, m.LOG_FSYNC_DURATION.name, BROKERS, "broker"), "fsync {{broker}}"),
             width=8))

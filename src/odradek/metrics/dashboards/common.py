@@ -123,9 +123,12 @@ def table_panel(title: str, description: str, unit: str, expr: str, *, width: in
 
 
 def quantile(q: float, histogram: str, selector: str, by: str) -> str:
-    """``histogram_quantile`` of a catalog histogram over ``$__rate_interval``, kept ``by``."""
+    """``histogram_quantile`` of a catalog histogram over ``$__rate_interval``, kept ``by``,
+    only where the window has observations: without any, every bucket's rate is 0 and the
+    quantile is NaN (0/0), which draws nothing and used to pass for data."""
     return (f"histogram_quantile({q}, sum by (le, {by}) "
-            f"(rate({histogram}_bucket{{{selector}}}[{RATE}])))")
+            f"(rate({histogram}_bucket{{{selector}}}[{RATE}])))"
+            f" and on ({by}) sum by ({by}) (rate({histogram}_count{{{selector}}}[{RATE}])) > 0")
 
 
 def rate_sum(counter: str, selector: str, by: str) -> str:

@@ -31,9 +31,11 @@ def dashboard() -> Dashboard:
             (f"sum by (kind, result) (rate({RECONCILES.name}{{{SELECTOR}}}[{RATE}]))",
              "{{kind}} {{result}}")))
         .with_panel(timeseries_panel(
-            "Error ratio", "Share of reconciliations that failed, by kind.", "percentunit",
+            "Error ratio", "Share of reconciliations that failed, by kind (none drawn for a "
+            "kind without reconciliations in the window).", "percentunit",
             (f'sum by (kind) (rate({RECONCILES.name}{{{SELECTOR}, result!="success"}}[{RATE}]))'
-             f" / sum by (kind) (rate({RECONCILES.name}{{{SELECTOR}}}[{RATE}]))", "{{kind}}")))
+             f" / (sum by (kind) (rate({RECONCILES.name}{{{SELECTOR}}}[{RATE}])) > 0)",
+             "{{kind}}")))
         .with_panel(timeseries_panel(
             "Duration p50 / p99", "Time of one reconciliation, by kind.", "s",
             (quantile(0.5, RECONCILE_DURATION.name, SELECTOR, "kind"), "p50 {{kind}}"),

@@ -37,7 +37,7 @@ def dashboard() -> Dashboard:
             (rate_sum(m.ISR_SHRINKS.name, BROKERS, "broker"), "shrink {{broker}}"),
             (rate_sum(m.ISR_EXPANDS.name, BROKERS, "broker"), "expand {{broker}}"), width=8))
         .with_panel(table_panel(
-            "Under-replicated partitions", "Partitions whose ISR is short, with their leader.",
+            "Partitions with a short ISR", "Partitions whose ISR is short, with their leader.",
             "short",
             f"{m.PARTITION_ISR.name}{{{BROKERS}}} "
             f"< on (namespace, cluster, broker, topic, partition) "
