@@ -261,7 +261,7 @@ def test_monitoring_objects():
     (monitor,) = by_kind(docs, "PodMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
     assert monitor["spec"]["podMetricsEndpoints"] == [
-        {"port": "metrics", "path": "/metrics", "interval": "15s"}]
+        {"port": "metrics", "path": "/metrics", "interval": "15s", "honorLabels": True}]
     (rule,) = by_kind(docs, "PrometheusRule")
     shipped = yaml.safe_load((CHART / "rules" / "odradek.rules.yaml").read_text())
     assert rule["spec"] == shipped and rule["spec"]["groups"]
@@ -274,6 +274,20 @@ def test_monitoring_objects():
         assert cm["metadata"]["annotations"] == {"grafana_folder": "odradek"}
         for name, text in cm["data"].items():
             assert json.loads(text) == json.loads((CHART / "dashboards" / name).read_text())
+
+
+@needs_helm
+def test_runbook_links_point_where_the_user_hosts_the_runbooks():
+    from odradek.metrics.alerts import RUNBOOK_BASE
+
+    docs = render(monitoring=True, set_=(
+        "monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.com/odradek/",))
+    (rule,) = by_kind(docs, "PrometheusRule")
+    urls = [r["annotations"]["runbook_url"] for g in rule["spec"]["groups"]
+            for r in g["rules"] if "alert" in r]
+    assert urls and all(u.startswith("https://wiki.example.com/odradek/Odradek") for u in urls)
+    assert RUNBOOK_BASE in (CHART / "templates" / "prometheusrule.yaml").read_text(), \
+        "the template replaces a runbook base the generated rules no longer use"
 
 
 def _grants(role: dict[str, Any], scope: str) -> set[tuple[str, str, str, str]]:

@@ -131,6 +131,26 @@ def test_pod_monitor_only_when_its_crd_exists():
     assert ("PodMonitor", "odr") in children(cluster_spec(), pod_monitor=True)
 
 
+def test_pod_monitor_gives_each_broker_the_cluster_and_broker_target_labels():
+    """Every broker dashboard and alert selects on ``cluster`` and ``broker``: the
+    PodMonitor's relabelings must produce them from what Kubernetes knows of the pod
+    (Prometheus anchors a relabel regex at both ends, as ``re.fullmatch`` does)."""
+    import re
+
+    monitor = children(cluster_spec(), pod_monitor=True)[("PodMonitor", "odr")]
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    meta = {"__meta_kubernetes_pod_label_app_kubernetes_io_instance": "odr",
+            "__meta_kubernetes_pod_name": "odr-12"}
+    labels = {}
+    for rule in endpoint["relabelings"]:
+        value = ";".join(meta[name] for name in rule["sourceLabels"])
+        match = re.fullmatch(rule.get("regex", "(.*)"), value)
+        assert match, rule
+        labels[rule["targetLabel"]] = match.expand(
+            rule.get("replacement", "$1").replace("$1", r"\1"))
+    assert labels == {"cluster": "odr", "broker": "12"}
+
+
 @pytest.mark.parametrize(("raw", "message"), [
     ({"zookeeper": {}}, "exactly one"),
     ({"zookeeper": {"connect": "zk:2181", "managed": {}}}, "exactly one"),

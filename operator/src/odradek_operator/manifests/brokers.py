@@ -132,12 +132,26 @@ def pod_disruption_budget(names: ClusterNames, owner: Owner | None) -> dict[str,
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": names.selector(BROKER)}}}
 
 
+# The target labels every broker dashboard and alert selects on (docs/observability.md):
+# prometheus-operator adds ``namespace``; ``cluster`` is the BrokerCluster's name (the pods'
+# instance label) and ``broker`` the broker id (the StatefulSet ordinal at the end of the
+# pod name, which the entrypoint makes the broker.id).
+BROKER_TARGET_RELABELINGS = (
+    {"sourceLabels": ["__meta_kubernetes_pod_label_app_kubernetes_io_instance"],
+     "targetLabel": "cluster"},
+    {"sourceLabels": ["__meta_kubernetes_pod_name"], "regex": ".*-([0-9]+)",
+     "targetLabel": "broker", "replacement": "$1"},
+)
+
+
 def pod_monitor(names: ClusterNames, owner: Owner | None) -> dict[str, Any]:
     """prometheus-operator's PodMonitor (applied only when its CRD exists)."""
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PodMonitor",
             "metadata": metadata(names.statefulset, names, BROKER, owner),
             "spec": {"selector": {"matchLabels": names.selector(BROKER)},
-                     "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics"}]}}
+                     "podMetricsEndpoints": [{
+                         "port": "metrics", "path": "/metrics",
+                         "relabelings": [dict(r) for r in BROKER_TARGET_RELABELINGS]}]}}
 
 
 def _rack_init_container(spec: BrokerClusterSpec) -> dict[str, Any]:
