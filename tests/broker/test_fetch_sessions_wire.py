@@ -10,7 +10,6 @@ import subprocess
 import threading
 import time
 
-import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -18,14 +17,6 @@ from tests.harness.apache_kafka import CONSOLE_CONSUMER, ApacheKafka
 
 from .conftest import BrokerStarter, wait_until_true
 from .inprocess import InProcessBroker
-
-
-@pytest.fixture(scope="module")
-def apache_kafka() -> ApacheKafka:
-    kafka = ApacheKafka()
-    if kafka.fetch_jars() is None:
-        pytest.skip(f"Apache Kafka {kafka.version} is unavailable: {kafka.unavailable_reason}")
-    return kafka
 
 
 def sessions(broker: InProcessBroker) -> tuple[float, float]:
@@ -44,7 +35,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partitions: int) ->
 
 
 def test_the_java_consumer_reads_everything_through_a_session_and_survives_its_eviction(
-    start_broker: BrokerStarter, topic_name: str, apache_kafka: ApacheKafka,
+    start_broker: BrokerStarter, topic_name: str, kafka_jars: ApacheKafka,
 ) -> None:
     broker = start_broker(0)
     bootstrap = broker.bootstrap
@@ -54,7 +45,7 @@ def test_the_java_consumer_reads_everything_through_a_session_and_survives_its_e
     rounds = [[b"r%d-%03d" % (r, i) for i in range(60)] for r in range(6)]
     total = sum(len(r) for r in rounds)
     consumer = subprocess.Popen(
-        apache_kafka.java_command(CONSOLE_CONSUMER, [
+        kafka_jars.java_command(CONSOLE_CONSUMER, [
             "--bootstrap-server", bootstrap, "--topic", topic_name, "--from-beginning",
             "--max-messages", str(total), "--timeout-ms", "90000",
             "--consumer-property", "fetch.max.wait.ms=200"]),
@@ -66,16 +57,23 @@ def test_the_java_consumer_reads_everything_through_a_session_and_survives_its_e
         # The consumer keeps one session with the broker, holding all six partitions.
         wait_until_true(lambda: sessions(broker) == (1, partitions), 60,
                         "the Java consumer's fetch session")
+        evicted: set[int] = set()
+
+        def evict_all() -> None:
+            evicted.update(cache.sessions)
+            for session_id in evicted:
+                cache.remove(session_id)
+
+        def replaced() -> bool:
+            return (bool(cache.sessions) and not evicted & set(cache.sessions)
+                    and sessions(broker) == (1, partitions))
+
         for number, values in enumerate(rounds[1:], start=1):
             if number == 3:  # evict it, as a full cache would: FETCH_SESSION_ID_NOT_FOUND
-                evicted = set(cache.sessions)
-                broker.call(lambda ids=evicted: [cache.remove(s) for s in ids])
+                broker.call(evict_all)
             produce(bootstrap, topic_name, values, partitions)
             if number == 3:  # the consumer starts over with a full fetch and a new session
-                wait_until_true(
-                    lambda ids=evicted: bool(cache.sessions) and set(cache.sessions) != ids
-                    and sessions(broker) == (1, partitions), 60,
-                    "a new session after the eviction")
+                wait_until_true(replaced, 60, "a new session after the eviction")
             time.sleep(0.3)
         out, err = consumer.communicate(timeout=120)
     finally:
@@ -91,7 +89,7 @@ def test_the_java_consumer_reads_everything_through_a_session_and_survives_its_e
 
 
 def test_a_full_session_cache_leaves_the_second_consumer_sessionless_but_served(
-    start_broker: BrokerStarter, topic_name: str, apache_kafka: ApacheKafka,
+    start_broker: BrokerStarter, topic_name: str, kafka_jars: ApacheKafka,
 ) -> None:
     broker = start_broker(0, max_incremental_fetch_session_cache_slots="1")
     bootstrap = broker.bootstrap
@@ -102,7 +100,7 @@ def test_a_full_session_cache_leaves_the_second_consumer_sessionless_but_served(
     outputs: list[str] = []
 
     def consume() -> None:
-        proc = apache_kafka.run_java_tool(CONSOLE_CONSUMER, [
+        proc = kafka_jars.run_java_tool(CONSOLE_CONSUMER, [
             "--bootstrap-server", bootstrap, "--topic", topic_name, "--from-beginning",
             "--max-messages", str(len(values)), "--timeout-ms", "60000"], 120)
         outputs.append(proc.stdout if proc.returncode == 0 else f"exit {proc.returncode}")

@@ -20,14 +20,6 @@ pytestmark = pytest.mark.java
 TOOL_TIMEOUT = 120.0
 
 
-@pytest.fixture(scope="module")
-def kafka_tools() -> ApacheKafka:
-    kafka = ApacheKafka()
-    if kafka.fetch_jars() is None:
-        pytest.skip(f"Apache Kafka {kafka.version} is unavailable: {kafka.unavailable_reason}")
-    return kafka
-
-
 def _tool(kafka: ApacheKafka, *args: str) -> str:
     proc = kafka.run_java_tool(REASSIGN_PARTITIONS, list(args), TOOL_TIMEOUT)
     assert proc.returncode == 0, (
@@ -47,7 +39,7 @@ def _throttles(zk: Any) -> dict[str, dict[str, str]]:
 
 
 def test_reassign_with_throttle_then_verify_exits_0_and_clears_throttles(
-    cluster_factory: Any, kafka_tools: ApacheKafka, tmp_path: Path
+    cluster_factory: Any, kafka_jars: ApacheKafka, tmp_path: Path
 ) -> None:
     cluster = cluster_factory(3, **FAST)
     values = [b"v%d" % i for i in range(200)]
@@ -61,13 +53,13 @@ def test_reassign_with_throttle_then_verify_exits_0_and_clears_throttles(
         plan.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": "moving", "partition": p, "replicas": r} for p, r in target.items()]}))
         bootstrap = ("--bootstrap-server", cluster.bootstrap)
-        out = _tool(kafka_tools, *bootstrap, "--execute", "--reassignment-json-file", str(plan),
+        out = _tool(kafka_jars, *bootstrap, "--execute", "--reassignment-json-file", str(plan),
                     "--throttle", "10000000")
         assert "Successfully started partition reassignment" in out, out
         assert _throttles(zk), "--execute --throttle set no throttle"
 
         def verified() -> str | None:
-            text = _tool(kafka_tools, *bootstrap, "--verify", "--reassignment-json-file",
+            text = _tool(kafka_jars, *bootstrap, "--verify", "--reassignment-json-file",
                          str(plan))
             return text if "Clearing broker-level throttles" in text else None
 

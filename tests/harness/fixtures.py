@@ -23,6 +23,7 @@ from odradek.local_cluster import (
     free_port,
 )
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
+from tests.harness.apache_kafka import ApacheKafka
 from tests.harness.netns import NetworkLab
 from tests.harness.netns_cluster import NetnsCluster
 
@@ -58,6 +59,16 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperPro
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_jars() -> ApacheKafka:
+    """Apache Kafka's jars (its Java tools and clients), fetched from Maven Central once;
+    the test skips, saying why, where they cannot be had."""
+    kafka = ApacheKafka()
+    if kafka.fetch_jars() is None:
+        pytest.skip(f"Apache Kafka {kafka.version} is unavailable: {kafka.unavailable_reason}")
+    return kafka
 
 
 @pytest.fixture

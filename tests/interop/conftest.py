@@ -100,12 +100,9 @@ def target_name() -> str:
 
 
 @pytest.fixture(scope="session")
-def apache_kafka() -> ApacheKafka:
-    """Apache Kafka's jars (fetched from Maven Central once); skips when unavailable."""
-    kafka = ApacheKafka()
-    if kafka.fetch_jars() is None:
-        pytest.skip(f"Apache Kafka {kafka.version} is unavailable: {kafka.unavailable_reason}")
-    return kafka
+def apache_kafka(kafka_jars: ApacheKafka) -> ApacheKafka:
+    """Apache Kafka's jars (the harness's ``kafka_jars``), by the suite's own name."""
+    return kafka_jars
 
 
 @pytest.fixture(scope="session")
