@@ -283,7 +283,7 @@ class SessionModel(RuleBasedStateMachine):
     def subscribe(self, key: Key) -> None:
         client = self.client
         if key not in client.known:
-            client.known[key] = client.parked.pop(key, None) or Known()
+            client.known[key] = client.parked.pop(key, Known())
 
     @rule(key=st.sampled_from(KEYS))
     def unsubscribe(self, key: Key) -> None:
@@ -325,6 +325,7 @@ class SessionModel(RuleBasedStateMachine):
                     out_of_range.add(key)
                     continue
                 assert not part.error_code, part
+                assert part.records is None or isinstance(part.records, bytes)
                 known.position += len(part.records or b"")
                 known.high_watermark = part.high_watermark
                 known.log_start = part.log_start_offset
