@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from odradek.metrics import BrokerMetrics, MetricsOptions
-from odradek.metrics.lag import LogOffsets, clamped_lag
+from odradek.metrics.lag import (
+    LogOffsets,
+    clamped_lag,
+    is_sink_marker_group,
+    sink_marker_group,
+)
 from tests.harness.metrics_fakes import FakeCoordinator, FakeLog, FakeLogs
 
 NOW = 1_700_000_000.0
@@ -81,6 +86,26 @@ def test_group_without_members_is_reported_until_its_offsets_expire() -> None:
     coordinator.expire("gone")
     assert metrics.sample("odradek_consumer_group_lag_records", _row("gone", "events", 0)) is None
     assert metrics.sample("odradek_consumer_group_members", {"group": "gone"}) is None
+
+
+def test_exactly_once_sink_marker_groups_have_no_lag_series() -> None:
+    """A marker group's offset counts micro-batches: as lag it would grow for as long as the
+    query runs and fire OdradekConsumerGroupLagGrowing."""
+    metrics, coordinator, logs = _metrics()
+    log = logs.logs[("metrics", 0)] = FakeLog()
+    log.append(4_000, timestamp_ms=int((NOW - 900) * 1000))
+    marker = sink_marker_group("page-metrics", "5f0c3f5e-3c1d-4b9e-9a43-2b7e8c1d0a6f", 1)
+    assert is_sink_marker_group(marker)
+    coordinator.set(marker, "Empty", 0, {("metrics", 0): 12})
+    coordinator.set("dashboards", "Stable", 1, {("metrics", 0): 3_900})
+    text = metrics.exposition().decode()
+    assert f'group="{marker}"' not in text
+    assert metrics.sample("odradek_consumer_group_lag_records",
+                          _row("dashboards", "metrics", 0)) == 100
+    # named like one only by the query id's shape: ordinary names keep their series
+    for group in ("page-metrics", "page-metrics-7", "console-consumer-41234",
+                  "spark-kafka-source-5f0c3f5e-3c1d-4b9e-9a43-2b7e8c1d0a6f--1"):
+        assert not is_sink_marker_group(group), group
 
 
 def test_unknown_end_offsets_still_report_the_commit_but_no_lag() -> None:

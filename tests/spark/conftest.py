@@ -44,11 +44,12 @@ def kafka_jars(kafka_connector: SparkKafkaConnector) -> list[str]:
 @pytest.fixture(scope="module")
 def spark_broker(zookeeper: ZooKeeperProcess, tmp_path_factory: pytest.TempPathFactory,
                  request: pytest.FixtureRequest) -> Iterator[BrokerProcess]:
-    """One odradek broker shared by a module's tests (each test uses its own topics)."""
+    """One odradek broker shared by a module's tests (each test uses its own topics), with
+    its ``/metrics`` endpoint (``metrics_url``)."""
     scratch = tmp_path_factory.mktemp("spark-broker")
     broker = BrokerProcess(0, free_port(), scratch,
                            f"{zookeeper.connect}/spark-{uuid.uuid4().hex[:8]}",
-                           dict(SINGLE_NODE_DEFAULTS))
+                           dict(SINGLE_NODE_DEFAULTS), metrics_port=free_port())
     broker.start()
     try:
         broker.wait_ready(60)

@@ -23,11 +23,12 @@ class Produced:
     timestamp: int
 
     def row(self, topic: str, headers: bool = True) -> tuple[Any, ...]:
-        """The row Spark's Kafka source returns for this record."""
+        """The row Spark's Kafka source returns for this record (headers null, not [], when
+        the record has none)."""
         ts = datetime.datetime.fromtimestamp(self.timestamp / 1000, datetime.UTC)
         base = (self.key, self.value, topic, self.partition, self.offset,
                 ts.replace(tzinfo=None), 0)
-        return (*base, list(self.headers)) if headers else base
+        return (*base, list(self.headers) or None) if headers else base
 
 
 def random_records(n: int, seed: int = 0) -> list[tuple[bytes | None, bytes | None,
@@ -68,13 +69,15 @@ def produce(bootstrap: str, topic: str, records: Iterable[tuple[Any, Any, Any]],
 
 
 def rows(df: Any) -> list[tuple[Any, ...]]:
-    """Rows as plain tuples (headers as lists of (key, value)), sorted by partition/offset."""
+    """Rows as plain tuples (headers as lists of (key, value), or None as Spark returns it
+    for a record without headers), sorted by partition/offset."""
     out = []
     for row in df.collect():
         values = list(row)
         if "headers" in row.__fields__:
             index = row.__fields__.index("headers")
-            values[index] = [(h["key"], h["value"]) for h in (values[index] or [])]
+            if values[index] is not None:
+                values[index] = [(h["key"], h["value"]) for h in values[index]]
         out.append(tuple(bytes(v) if isinstance(v, bytearray) else v for v in values))
     fields = df.columns
     return sorted(out, key=lambda r: (r[fields.index("topic")] if "topic" in fields else "",

@@ -40,7 +40,8 @@ def _expected(raw: bytes, start: int, until: int) -> list[dict]:
     decode_fetched(raw, "t", 2, start, records)
     return [{"key": r.key, "value": r.value, "topic": "t", "partition": 2,
              "offset": r.offset, "timestamp": r.timestamp, "timestampType": r.timestamp_type,
-             "headers": [{"key": k, "value": v} for k, v in r.headers]}
+             # Spark's Kafka source: null, not [], for a record without headers
+             "headers": [{"key": k, "value": v} for k, v in r.headers] or None}
             for r in records if r.offset < until]
 
 

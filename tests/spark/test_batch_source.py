@@ -124,7 +124,17 @@ def test_deleted_records_are_data_loss(spark: Any, bootstrap: str,
     assert len(rows(_read(spark, bootstrap, subscribe=topic))) == 20
 
 
-def test_empty_and_missing_topics(spark: Any, bootstrap: str, new_topic: TopicFactory) -> None:
+def test_empty_topics_read_empty_and_missing_topics_fail(spark: Any, bootstrap: str,
+                                                        new_topic: TopicFactory) -> None:
+    """Spark's Kafka source fails on a topic that does not exist (UnknownTopicOrPartition-
+    Exception); reading it as empty would hide a typo or a deleted topic."""
     topic = new_topic(3)
     assert _read(spark, bootstrap, subscribe=topic).collect() == []
-    assert _read(spark, bootstrap, subscribe="no-such-topic-here").collect() == []
+    for options in ({"subscribe": f"{topic},no-such-topic-here"},
+                    {"assign": json.dumps({"no-such-topic-here": [0]})}):
+        with pytest.raises(Exception) as info:
+            _read(spark, bootstrap, **options).collect()
+        message = str(info.value)
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in message, message
+        assert "This server does not host this topic-partition" in message
+        assert "no-such-topic-here" in message

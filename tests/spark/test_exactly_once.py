@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,9 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from odradek.client import Consumer, TopicPartition
+from odradek.client import AdminClient, Consumer, TopicPartition
+from odradek.local_cluster import BrokerProcess
+from odradek.metrics.lag import sink_marker_group
 from odradek.spark.exactly_once import produce_exactly_once
 from odradek.spark.options import OptionError, parse_sink
 from tests.spark.conftest import TopicFactory
@@ -65,6 +68,37 @@ def test_a_task_batch_is_written_once_whatever_its_attempts(bootstrap: str,
     assert produce_exactly_once(options, iter([_rows(batch1)]), task, 1) == 0
     got = _read_committed(bootstrap, topic, 2, 400)
     assert sorted(got) == sorted(batch0 + batch1)
+
+
+def test_marker_groups_export_no_consumer_lag(spark_broker: BrokerProcess,
+                                              new_topic: TopicFactory) -> None:
+    """A marker group's offset counts micro-batches: as consumer lag it would never drain
+    (and fire OdradekConsumerGroupLagGrowing). The broker exports none for it; an ordinary
+    group on the same partition keeps its lag."""
+    bootstrap, topic = spark_broker.bootstrap, new_topic(1)
+    options = parse_sink({"kafka.bootstrap.servers": bootstrap, "topic": topic,
+                          "transactionalidprefix": "eos"})
+    marker = sink_marker_group("eos", str(uuid.uuid4()), 0)
+    assert produce_exactly_once(options, iter([_rows([b"x"] * 50)]), marker, 0) == 50
+    admin = AdminClient(bootstrap)
+    try:
+        assert admin.list_group_offsets(marker, require_stable=True)
+        admin.alter_group_offsets("readers", {TopicPartition(topic, 0): 10})
+    finally:
+        admin.close()
+    assert spark_broker.metrics_url is not None
+    wanted = (f'odradek_consumer_group_lag_records{{group="readers",topic="{topic}",'
+              f'partition="0"}} ')
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(spark_broker.metrics_url, timeout=10) as response:
+            text = response.read().decode()
+        lines = [line for line in text.splitlines() if line.startswith(wanted)]
+        if lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert lines and float(lines[0].split()[-1]) == 41  # 50 records and the commit marker
+    assert f'group="{marker}"' not in text
 
 
 def test_the_option_is_checked() -> None:

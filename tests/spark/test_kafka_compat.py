@@ -4,6 +4,7 @@ it reads and writes them, and ``format("odradek")`` returns the same schema and 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -38,6 +39,34 @@ def test_same_schema_and_rows_as_spark_kafka_source(spark: Any, kafka_jars: list
     kafka = rows(_read(spark, "kafka", bootstrap, subscribe=topic, **offsets))
     assert rows(_read(spark, "odradek", bootstrap, subscribe=topic, **offsets)) == kafka
     assert len(kafka) == 64 + 3 + 0
+
+
+def _failure(action: Any) -> str:
+    with pytest.raises(Exception) as info:
+        action()
+    return str(info.value)
+
+
+def test_missing_topic_and_no_topic_option_fail_as_with_spark_kafka_source(
+        spark: Any, kafka_jars: list[str], bootstrap: str, tmp_path: Any) -> None:
+    missing = f"absent-{uuid.uuid4().hex[:8]}"
+    unknown = "This server does not host this topic-partition"
+    for options in ({"subscribe": missing}, {"assign": json.dumps({missing: [0]})}):
+        kafka = _failure(lambda o=options: _read(spark, "kafka", bootstrap, **o).collect())
+        assert f"UnknownTopicOrPartitionException: {unknown}" in kafka
+        odradek = _failure(lambda o=options: _read(spark, "odradek", bootstrap, **o).collect())
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in odradek and unknown in odradek, odradek
+        assert missing in odradek
+    for fmt in ("kafka", "odradek"):
+        query = (spark.readStream.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", missing).load().writeStream.format("noop")
+                 .option("checkpointLocation", str(tmp_path / fmt))
+                 .trigger(availableNow=True).start())
+        message = _failure(lambda q=query: q.awaitTermination(300))
+        assert unknown in message, (fmt, message)
+    nothing = "One of the following options must be specified for Kafka source: "
+    assert nothing in _failure(lambda: _read(spark, "kafka", bootstrap).collect())
+    assert nothing in _failure(lambda: _read(spark, "odradek", bootstrap).collect())
 
 
 def test_spark_kafka_sink_and_odradek_sink_interoperate(spark: Any, kafka_jars: list[str],

@@ -87,6 +87,19 @@ def test_spark_names_and_client_settings_are_accepted() -> None:
     assert sink.producer == {"compression_type": "zstd", "linger_ms": 20}
 
 
+def test_no_or_several_strategies_say_so_in_spark_kafka_source_words() -> None:
+    with pytest.raises(OptionError) as info:
+        _source(False)
+    assert str(info.value) == (
+        "option 'subscribe': One of the following options must be specified for Kafka "
+        "source: assign, subscribe, subscribePattern; none was given")
+    with pytest.raises(OptionError) as info:
+        _source(False, subscribe="t", assign='{"t": [0]}')
+    assert str(info.value) == (
+        "option 'subscribe': Only one of the following options can be specified for Kafka "
+        "source: assign, subscribe, subscribePattern; got assign and subscribe")
+
+
 def _spark_error(action: Any) -> str:
     with pytest.raises(Exception) as info:
         action()

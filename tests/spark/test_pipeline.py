@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from examples.pipeline import generate, offline_load, plot, stream_job
+from examples.pipeline import demo, generate, offline_load, plot, stream_job
 from examples.pipeline.events import EventGenerator
 from examples.pipeline.topics import ACTIVITY, METRICS, ensure_topics
-from tests.spark.conftest import REPO
+from tests.spark.conftest import REPO, TopicFactory
 
 
 def test_events_look_like_site_activity() -> None:
@@ -98,6 +98,24 @@ def test_offline_load_killed_mid_write_then_rerun(spark: Any, bootstrap: str, ac
     assert _table(spark, warehouse) == _all_offsets(bootstrap)  # no duplicates, no gaps
     assert len(offline_load.committed_loads(warehouse / ACTIVITY)) == 2
     assert offline_load.load(spark, bootstrap, warehouse, show=False) == 0
+
+
+def test_demo_counts_records_not_offsets_of_a_transactional_topic(
+        spark: Any, bootstrap: str, new_topic: TopicFactory) -> None:
+    """The stream job writes ``metrics`` in transactions: every commit adds a marker that
+    takes an offset, so the demo's record count must not be an offset count."""
+    from odradek.client import Producer
+
+    topic = new_topic(1)
+    with Producer(bootstrap, transactional_id=f"demo-count-{topic}") as producer:
+        producer.init_transactions()
+        for batch in range(3):
+            producer.begin_transaction()
+            for i in range(5):
+                producer.send(topic, b"%d-%d" % (batch, i))
+            producer.commit_transaction()
+    assert demo._offsets(bootstrap, topic) == 18  # the three commit markers take offsets
+    assert demo.committed_records(spark, bootstrap, topic) == 15
 
 
 @pytest.mark.slow  # two stateful streaming queries

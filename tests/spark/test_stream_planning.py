@@ -8,7 +8,7 @@ import uuid
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from odradek.client import AdminClient, NewTopic
+from odradek.client import AdminClient, BrokerResponseError, NewTopic
 from odradek.spark.options import parse_source
 from odradek.spark.planning import OffsetRange
 from odradek.spark.reading import DataLossError
@@ -85,6 +85,16 @@ def test_data_loss_in_planning(bootstrap: str, new_topic: TopicFactory) -> None:
     finally:
         strict.stop()
         lenient.stop()
+
+
+def test_a_subscribed_topic_that_does_not_exist_fails(bootstrap: str) -> None:
+    missing = f"absent-{uuid.uuid4().hex[:8]}"
+    reader = _reader(bootstrap, subscribe=missing)
+    try:
+        with pytest.raises(BrokerResponseError, match=f"UNKNOWN_TOPIC_OR_PARTITION.*'{missing}'"):
+            reader.initialOffset()
+    finally:
+        reader.stop()
 
 
 def test_subscribe_pattern_picks_up_new_topics(bootstrap: str) -> None:

@@ -28,6 +28,10 @@ time, from its own state:
   (``Empty``): they are reported as long as the coordinator keeps their offsets, i.e. until
   ``offsets.retention.minutes`` expires them.
 
+Groups that are not consumers are left out: the exactly-once Spark sink's marker groups
+(:func:`is_sink_marker_group`) commit a micro-batch count, not a read position, so their "lag"
+would be the whole topic, growing for as long as the query runs (and fire the lag alert).
+
 Cardinality is capped (rows and groups, see :class:`~odradek.metrics.limits.SeriesLimit`);
 refused series are counted in ``odradek_metrics_series_dropped_total``. Rows are admitted in
 sorted (group, topic, partition) order so the set kept is stable from scrape to scrape.
@@ -42,6 +46,7 @@ source that also caches the offsets of partitions hosted on other brokers
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -64,6 +69,8 @@ __all__ = [
     "LogOffsetsSource",
     "RemoteOffsetsSource",
     "clamped_lag",
+    "is_sink_marker_group",
+    "sink_marker_group",
 ]
 
 TopicPartition = tuple[str, int]
@@ -100,6 +107,26 @@ END_OFFSETS_AGE = MetricSpec(
     "that this scrape's lag used; 0 when all are local or fresh.", (), SCRAPED,
     "RemoteOffsetsSource.end_offsets_age")
 LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE, END_OFFSETS_AGE)
+
+
+# The name is defined here, beside the rule that hides such groups, and not in
+# odradek.spark (which the sink uses it from): importing that package imports pyspark, which
+# a broker does not have.
+_SINK_MARKER_GROUP = re.compile(
+    r".+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-[0-9]+")
+
+
+def sink_marker_group(prefix: str, query_id: str, partition: int) -> str:
+    """The marker group (and ``transactional.id``) of one task of an exactly-once Spark sink
+    (:mod:`odradek.spark.exactly_once`): ``<transactionalIdPrefix>-<queryId>-<partitionId>``,
+    the query id being the UUID Spark keeps in the query's checkpoint."""
+    return f"{prefix}-{query_id}-{partition}"
+
+
+def is_sink_marker_group(group: str) -> bool:
+    """Whether ``group`` is named like :func:`sink_marker_group`: its offset counts committed
+    micro-batches, so it has no lag to report."""
+    return _SINK_MARKER_GROUP.fullmatch(group) is not None
 
 
 class GroupOffsets(NamedTuple):
@@ -223,11 +250,14 @@ class LagCollector:
         logs = self._logs
         if not isinstance(logs, RemoteOffsetsSource):
             return None
-        return logs.refresh({tp for group in self._groups.groups() for tp in group.committed})
+        return logs.refresh({tp for group in self._consumer_groups() for tp in group.committed})
+
+    def _consumer_groups(self) -> list[GroupOffsets]:
+        return [g for g in self._groups.groups() if not is_sink_marker_group(g.group)]
 
     def read(self) -> LagInput:
         """On the loop: copies only (a set of the committed partitions, their offsets)."""
-        groups = list(self._groups.groups())
+        groups = self._consumer_groups()
         logs = self._logs
         offsets = logs.offsets({tp for group in groups for tp in group.committed})
         age = logs.end_offsets_age() if isinstance(logs, RemoteOffsetsSource) else None

@@ -195,7 +195,8 @@ def _repeated_string(text: str, n: int) -> pa.Array:
 
 def _headers(buffer: bytes, u8: np.ndarray, header_pos: np.ndarray, record_end: np.ndarray,
              topic: str, partition: int) -> pa.Array:
-    """``array<struct<key string, value binary>>`` per record."""
+    """``array<struct<key string, value binary>>`` per record; null for a record without
+    headers, as Spark's Kafka source returns it (``KafkaRecordToRowConverter``), not ``[]``."""
     counts = np.empty(len(header_pos), dtype=np.int64)
     bad = count_headers(u8, header_pos, record_end, counts)
     list_offsets = np.zeros(len(counts) + 1, dtype=np.int64)
@@ -217,4 +218,4 @@ def _headers(buffer: bytes, u8: np.ndarray, header_pos: np.ndarray, record_end: 
     values = _binary(buffer, value_start, value_len)
     entries = pa.StructArray.from_arrays([keys, values], fields=list(type_.value_type))
     return pa.ListArray.from_arrays(pa.array(list_offsets.astype(np.int32)), entries,
-                                    type=type_)
+                                    type=type_, mask=pa.array(counts == 0))

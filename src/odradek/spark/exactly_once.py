@@ -13,7 +13,9 @@ PRODUCER_FENCED) and aborts whatever that attempt left open.
 Marker. Inside the transaction the task commits, for a consumer group of its own (named like
 its transactional id), the offset ``batchId + 1`` (TxnOffsetCommit; the key is partition 0 of
 the first topic written, which always exists). A group offset commits with the transaction or
-not at all. Before writing, a task reads that offset (OffsetFetch with ``require_stable``, after
+not at all. The name is :func:`odradek.metrics.lag.sink_marker_group`'s, by which the consumer
+lag metrics know to leave these groups out (they are not consumers: their lag would never
+drain). Before writing, a task reads that offset (OffsetFetch with ``require_stable``, after
 ``init_transactions`` has finished any earlier attempt): if it is already past this batch, the
 batch was committed by an earlier attempt whose success Spark never recorded (the driver died
 between the tasks' commits and its commit log), and the task writes nothing.
@@ -37,6 +39,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from odradek.metrics.lag import sink_marker_group
+
 from .options import SinkOptions
 
 __all__ = ["committed_batches", "produce_exactly_once", "produce_in_task", "task_identity"]
@@ -59,7 +63,7 @@ def task_identity(prefix: str) -> tuple[str, int]:
     if context is None or query is None or batch is None:
         raise SinkError("transactionalIdPrefix: not in a streaming micro-batch task (no "
                         f"{QUERY_ID_PROPERTY} / {BATCH_ID_PROPERTY} in the task context)")
-    return f"{prefix}-{query}-{context.partitionId()}", int(batch)
+    return sink_marker_group(prefix, query, context.partitionId()), int(batch)
 
 
 def produce_in_task(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:

@@ -372,17 +372,23 @@ def _security(options: Mapping[str, str]) -> dict[str, Any]:
     return settings
 
 
+#: How a source names its partitions; exactly one is required. The errors use the wording
+#: of Spark's Kafka source (``KafkaSourceProvider``).
+_STRATEGIES = ("assign", "subscribe", "subscribePattern")
+
+
 def parse_source(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Validate the reader options (batch or streaming) and resolve their defaults."""
     check_names(options)
     bootstrap = _bootstrap(options)
-    given = [name for name in ("assign", "subscribe", "subscribePattern")
-             if _get(options, name) is not None]
-    if len(given) != 1:
-        names = "', '".join(given) if given else "assign', 'subscribe', 'subscribePattern"
-        raise OptionError(given[-1] if given else "subscribe",
-                          f"exactly one of 'assign', 'subscribe', 'subscribePattern' must be "
-                          f"set; got '{names}'")
+    given = [name for name in _STRATEGIES if _get(options, name) is not None]
+    if not given:
+        raise OptionError("subscribe", f"One of the following options must be specified "
+                          f"for Kafka source: {', '.join(_STRATEGIES)}; none was given")
+    if len(given) > 1:
+        raise OptionError(given[-1], f"Only one of the following options can be specified "
+                          f"for Kafka source: {', '.join(_STRATEGIES)}; got "
+                          f"{' and '.join(given)}")
     subscribe: tuple[str, ...] = ()
     pattern = None
     assign: tuple[tuple[str, int], ...] = ()

@@ -23,6 +23,8 @@ from ._internals import (
     EARLIEST,
     LATEST,
     AdminClient,
+    BrokerResponseError,
+    ErrorCode,
     KafkaClientError,
     TopicPartition,
 )
@@ -159,22 +161,24 @@ class OffsetResolver:
         raise AssertionError("unreachable")
 
     def partitions(self) -> list[TopicPartition]:
-        """The partitions the subscription covers right now (sorted)."""
+        """The partitions the subscription covers right now (sorted). A subscribed topic or
+        an assigned partition that does not exist fails, as in Spark's Kafka source (which
+        raises Kafka's UnknownTopicOrPartitionException): reading it as empty would hide a
+        typo or a deleted topic."""
         opts = self.options
-        if opts.assign:
-            topics = self._call("Metadata", lambda: self.admin.list_topics())
-            missing = [f"{t}-{p}" for t, p in opts.assign
-                       if t not in topics or p not in topics[t].partitions]
-            if missing:
-                raise OptionError("assign", f"no such partition: {', '.join(missing)}")
-            return [TopicPartition(t, p) for t, p in opts.assign]
         topics = self._call("Metadata", lambda: self.admin.list_topics())
+        if opts.assign:
+            _fail_if_missing("assign", [f"partition {t}-{p}" for t, p in opts.assign
+                                        if t not in topics or p not in topics[t].partitions])
+            return [TopicPartition(t, p) for t, p in opts.assign]
         if opts.subscribe:
-            names: Iterable[str] = [t for t in opts.subscribe if t in topics]
+            _fail_if_missing("subscribe", [f"topic {t!r}" for t in opts.subscribe
+                                           if t not in topics])
+            names: Iterable[str] = opts.subscribe
         else:
             pattern = re.compile(opts.subscribe_pattern or "")
             names = [t for t in topics if pattern.fullmatch(t)]
-        return sorted(TopicPartition(t, p) for t in names for p in topics[t].partitions)
+        return sorted({TopicPartition(t, p) for t in names for p in topics[t].partitions})
 
     def list_offsets(self, query: Mapping[TopicPartition, int]
                      ) -> dict[TopicPartition, int | None]:
@@ -227,6 +231,13 @@ class OffsetResolver:
                               f"latest to start at the end instead)")
         ends = self.latest(unmatched)
         return {tp: (o if o is not None else ends[tp]) for tp, o in found.items()}
+
+
+def _fail_if_missing(option: str, missing: list[str]) -> None:
+    if missing:
+        raise BrokerResponseError(ErrorCode.unknown_topic_or_partition, option,
+                                  f"This server does not host this topic-partition "
+                                  f"(unknown: {', '.join(missing)})")
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:
