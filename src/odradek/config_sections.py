@@ -225,6 +225,14 @@ class SecurityConfig(Section):
     authorizer_class_name: str = setting("authorizer.class.name")
     super_users: str = setting("super.users")
     allow_everyone_if_no_acl_found: bool = setting("allow.everyone.if.no.acl.found")
+    # The listeners with listener.name.<listener>.* configs: their own settings, whole
+    # (odradek.listener_overrides); BrokerSections.security_of picks.
+    listeners: Mapping[str, SecurityConfig] = field(default_factory=dict)
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        return {"listeners": {listener: cls.from_config(config.for_listener(listener))
+                              for listener in config.listener_configs}}
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""
@@ -316,6 +324,10 @@ class BrokerSections:
     topics: TopicCreationConfig = TopicCreationConfig()
     metrics: MetricsConfig = MetricsConfig()
     security: SecurityConfig = SecurityConfig()
+
+    def security_of(self, listener: str) -> SecurityConfig:
+        """The security settings of ``listener``: its own where it has them."""
+        return self.security.listeners.get(listener.upper(), self.security)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> BrokerSections:

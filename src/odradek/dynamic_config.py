@@ -197,6 +197,7 @@ class BrokerConfigLayers:
         :meth:`dynamic_only`). With ``strict`` a cross-key error raises ConfigError."""
         properties = {name: self.static.raw(name) for name in BROKER_CONFIGS
                       if self.static.is_explicit(name)}
+        properties.update(self.static.listener_properties())
         for layer, per_broker in ((self.default, False), (self.broker, True)):
             usable = layer if strict else self._usable(layer, per_broker)
             properties.update({k: v for k, v in usable.items() if k in BROKER_CONFIGS})
