@@ -134,13 +134,16 @@ def validate_update(config: Mapping[str, str], *, per_broker: bool) -> None:
     INVALID_CONFIG for an unknown key, INVALID_REQUEST for a key that cannot be updated
     there or a bad value — Kafka's answers for broker resources."""
     where = "broker" if per_broker else "default cluster"
+    read_only = sorted(name for name in config
+                       if UPDATE_MODES.get(name, UpdateMode.CLUSTER_WIDE) is UpdateMode.READ_ONLY)
+    if read_only:  # Kafka's words (a Scala set)
+        raise InvalidRequest(
+            f"Cannot update these configs dynamically: Set({', '.join(read_only)})")
     for name, raw in sorted(config.items()):
         found = definition(name)
         if found is None:
             raise InvalidConfig(f"Unknown broker config: {name}")
         mode = UPDATE_MODES[name]
-        if mode is UpdateMode.READ_ONLY:
-            raise InvalidRequest(f"Cannot update these configs dynamically: {name} (read-only)")
         if mode is UpdateMode.PER_BROKER and not per_broker:
             raise InvalidRequest(
                 f"Cannot update these configs at default cluster level, broker id must be "

@@ -24,7 +24,12 @@ from kio.static.primitive import i8
 
 from tests.broker.wire import WireClient
 from tests.harness import wait_until
-from tests.harness.apache_kafka import CONFIG_COMMAND, REASSIGN_PARTITIONS, ApacheKafka
+from tests.harness.apache_kafka import (
+    CONFIG_COMMAND,
+    REASSIGN_PARTITIONS,
+    TOPIC_COMMAND,
+    ApacheKafka,
+)
 from tests.interop.conftest import Target, wait_for_leaders
 from tests.interop.test_java_tools import TOOL_TIMEOUT, run_tool
 
@@ -197,3 +202,32 @@ def test_describe_configs_lists_kafkas_keys_and_synonyms(
     assert set(expected["topic"]) == set(kafka_catalog.TOPIC_CONFIGS)
     assert {k for k in expected["broker"] if not k.startswith("listener.name.")} == set(
         kafka_catalog.BROKER_CONFIGS)
+
+
+def test_config_errors_are_reported_in_kafkas_words(
+    target: Target, apache_kafka: ApacheKafka
+) -> None:
+    """What kafka-topics and kafka-configs print for an unknown topic config, a bad value
+    and a read-only broker config (the broker's error message, word for word)."""
+    topic = target.create_topic(1, prefix="config-errors")
+    bootstrap = ("--bootstrap-server", target.bootstrap)
+
+    def refused(main_class: str, *args: str) -> str:
+        proc = apache_kafka.run_java_tool(main_class, [*bootstrap, *args], TOOL_TIMEOUT)
+        assert proc.returncode != 0, f"{args} was accepted:\n{proc.stdout}"
+        return proc.stdout + proc.stderr
+
+    out = refused(TOPIC_COMMAND, "--create", "--topic", f"{topic}-new", "--partitions", "1",
+                  "--config", "no.such.key=1")
+    assert "Unknown topic config name: no.such.key" in out, out[-2000:]
+    out = refused(TOPIC_COMMAND, "--create", "--topic", f"{topic}-new", "--partitions", "1",
+                  "--config", "retention.ms=abc")
+    assert "Invalid value abc for configuration retention.ms: Not a number of type LONG" in out
+    topic_entity = ("--entity-type", "topics", "--entity-name", topic, "--alter")
+    out = refused(CONFIG_COMMAND, *topic_entity, "--add-config", "retention.ms=abc")
+    assert (f"Invalid config value for resource ConfigResource(type=TOPIC, name='{topic}'): "
+            "Invalid value abc for configuration retention.ms: Not a number of type LONG"
+            ) in out, out[-2000:]
+    out = refused(CONFIG_COMMAND, "--entity-type", "brokers", "--entity-name", "0", "--alter",
+                  "--add-config", "broker.id=7")
+    assert "Cannot update these configs dynamically: Set(broker.id)" in out, out[-2000:]

@@ -43,6 +43,7 @@ from odradek.protocol.errors import (
     UnknownTopicOrPartition,
     response_error,
 )
+from odradek.storage.config import InvalidConfigValue
 
 from ..context import RequestContext
 
@@ -238,7 +239,11 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
 async def _alter_topic(
     ctx: RequestContext, name: str, new_overrides: dict[str, str], validate_only: bool
 ) -> None:
-    ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+    try:
+        ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+    except InvalidConfigValue as exc:  # Kafka's words, which name the resource
+        raise InvalidConfig(f"Invalid config value for resource ConfigResource(type=TOPIC, "
+                            f"name='{name}'): {exc}") from None
     await ctx.services.cluster.alter_topic_config(name, new_overrides, validate_only)
 
 
