@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from kio.schema.describe_configs.v4 import request as describing
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.static.primitive import i8
 
 from odradek.config import BrokerConfig, ConfigError
 from odradek.local_cluster import ZooKeeperProcess
@@ -80,5 +82,22 @@ def test_each_listener_serves_its_own_prefixed_settings(
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{ports['SSL']}",
                              "security.protocol": "SSL", "ssl.ca.location": str(certs.ca)})
         assert admin.list_topics(timeout=20).brokers  # the SSL listener has its key store
+        # DescribeConfigs lists them as Kafka 3.9.2 does: read-only, the prefixed key then
+        # the broker-wide one it overrides; JAAS configs sensitive
+        with WireClient(ports["PLAINTEXT"]) as client:
+            (result,) = client.request(describing.DescribeConfigsRequest(
+                include_synonyms=True, resources=(describing.DescribeConfigsResource(
+                    resource_type=i8(4), resource_name="0", configuration_keys=None),))).results
+        described = {e.name: e for e in result.configs}
+        mechanisms = described["listener.name.sasl_plaintext.sasl.enabled.mechanisms"]
+        assert (mechanisms.value, mechanisms.read_only, mechanisms.config_source) == (
+            "PLAIN,SCRAM-SHA-256", True, 4)
+        assert [(s.name, s.source) for s in mechanisms.synonyms] == [
+            ("listener.name.sasl_plaintext.sasl.enabled.mechanisms", 4),
+            ("sasl.enabled.mechanisms", 5)]
+        jaas = described["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+        assert (jaas.value, jaas.is_sensitive, jaas.config_type) == (None, True, 9)
+        assert [(s.name, s.value, s.source) for s in jaas.synonyms] == [
+            ("listener.name.sasl_plaintext.plain.sasl.jaas.config", None, 4)]
     finally:
         broker.stop()

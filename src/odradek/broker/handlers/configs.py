@@ -86,11 +86,20 @@ def _config_type(name: str, value: Any) -> int:
     return 2
 
 
+def _base_name(name: str) -> str:
+    """The broker config a ``listener.name.<l>.<config>`` key overrides (itself otherwise;
+    a mechanism's JAAS config overrides ``sasl.jaas.config``)."""
+    if not name.startswith("listener.name."):
+        return name
+    config = name.split(".", 3)[3]
+    return "sasl.jaas.config" if config.endswith(".sasl.jaas.config") else config
+
+
 def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
            read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-    definition = BROKER_CONFIGS.get(name)
-    config_type = _config_type(name, kind)
+    definition = BROKER_CONFIGS.get(_base_name(name))
+    config_type = _config_type(_base_name(name), kind)
     sensitive = (definition.sensitive if definition is not None
                  else config_type == kafka_catalog.PASSWORD)
     if sensitive:  # like Kafka's PASSWORD type: never shown, only whether it is set
@@ -166,7 +175,8 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     elif name == str(broker_id):
         # every key Kafka 3.9 describes (those odradek does not implement read-only, at
         # Kafka's default), plus odradek's own
-        per_broker, names = True, sorted({*UPDATE_MODES, *KAFKA_BROKER_KEYS})
+        per_broker, names = True, sorted({*UPDATE_MODES, *KAFKA_BROKER_KEYS,
+                                          *ctx.services.config.listener_properties()})
     else:
         raise InvalidRequest(
             f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
@@ -177,6 +187,9 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     entries = []
     for key in names:
         if keys is not None and key not in keys:
+            continue
+        if key.startswith("listener.name.") and per_broker:
+            entries.append(_listener_entry(ctx, module, key, layers, include_synonyms))
             continue
         found = definition(key)
         if found is None:
@@ -199,6 +212,19 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
                               doc=found.doc if include_docs else None,
                               include_synonyms=include_synonyms))
     return entries
+
+
+def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerConfigLayers,
+                    include_synonyms: bool) -> Any:
+    """A static ``listener.name.<l>.<config>`` key, described as Kafka does: read-only,
+    then the broker-wide config it overrides where that is static or has a default."""
+    raw = ctx.services.config.listener_properties()[key]
+    base = key.split(".", 3)[3]  # Kafka's synonym: the name after the listener's
+    static_or_default = (ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG)
+    synonyms: Synonyms = [(key, raw, ConfigSource.STATIC_BROKER_CONFIG)]
+    synonyms += [entry for entry in layers.synonyms(base) if entry[2] in static_or_default]
+    return _entry(module, key, raw, synonyms, read_only=True, kind="", doc=None,
+                  include_synonyms=include_synonyms)
 
 
 def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
