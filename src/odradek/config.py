@@ -155,6 +155,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "as NAME:PROTOCOL pairs."),
     ConfigDef("inter.broker.listener.name", _parse_optional_str, None,
               "Listener used between brokers; defaults to the first listener."),
+    ConfigDef("security.inter.broker.protocol", _parse_optional_str, None,
+              "Kafka's older way to choose it: the listener named after this protocol "
+              "(e.g. SASL_PLAINTEXT); not together with inter.broker.listener.name."),
     ConfigDef("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted.",
               at_least=1),
     ConfigDef("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF; -1 for the OS default."),

@@ -186,6 +186,7 @@ class NetworkConfig(Section):
     advertised_listeners: tuple[Listener, ...] = tuple(
         BrokerConfig.from_properties({}).advertised_listeners)
     inter_broker_listener_name: str | None = setting("inter.broker.listener.name")
+    security_inter_broker_protocol: str | None = setting("security.inter.broker.protocol")
     socket_request_max_bytes: int = setting("socket.request.max.bytes")
     socket_send_buffer_bytes: int = setting("socket.send.buffer.bytes")
     socket_receive_buffer_bytes: int = setting("socket.receive.buffer.bytes")
@@ -199,7 +200,8 @@ class NetworkConfig(Section):
     @property
     def inter_broker_listener(self) -> str:
         """The listener other brokers reach us on (default: the first one)."""
-        return self.inter_broker_listener_name or self.listeners[0].name
+        return (self.inter_broker_listener_name or self.security_inter_broker_protocol
+                or self.listeners[0].name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.primitive import i8
 
 from odradek.config import BrokerConfig, ConfigError
+from odradek.config_sections import BrokerSections
 from odradek.local_cluster import ZooKeeperProcess
 from tests.harness.certs import CertSet
 
@@ -52,6 +53,16 @@ def test_listener_prefixed_security_configs_are_accepted_and_unknown_ones_named(
     with pytest.raises(ConfigError, match=r"sasl\.enabled\.mechanisms.*GSSAPI"):
         BrokerConfig.from_properties(_properties(
             tmp_path, **{"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "GSSAPI"}))
+    # Kafka's other way to name the inter-broker listener
+    by_protocol = BrokerConfig.from_properties(_properties(
+        tmp_path, **{"security.inter.broker.protocol": "SASL_PLAINTEXT",
+                     "sasl.mechanism.inter.broker.protocol": "PLAIN"}))
+    assert BrokerSections.from_config(by_protocol).network.inter_broker_listener == (
+        "SASL_PLAINTEXT")
+    with pytest.raises(ConfigError, match=r"Only one of inter\.broker\.listener\.name"):
+        BrokerConfig.from_properties(_properties(
+            tmp_path, **{"security.inter.broker.protocol": "SASL_PLAINTEXT",
+                         "inter.broker.listener.name": "PLAINTEXT"}))
     with_ssl = {"listeners": KAFKA_STYLE["listeners"] + ",SSL://127.0.0.1:0",
                 "listener.name.ssl.ssl.client.auth": "none"}
     with pytest.raises(ConfigError, match=r"listener SSL.*keystore"):  # SSL, no key store

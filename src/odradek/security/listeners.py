@@ -78,6 +78,15 @@ def validate_security(config: BrokerConfig) -> None:
     inter = config["inter.broker.listener.name"]
     if inter is not None and inter.upper() not in names:
         raise ValueError(f"inter.broker.listener.name {inter} is not in listeners")
+    by_protocol = config["security.inter.broker.protocol"]
+    if by_protocol is not None:
+        if inter is not None:  # Kafka's words
+            raise ValueError("Only one of inter.broker.listener.name and "
+                              "security.inter.broker.protocol should be set.")
+        if by_protocol.upper() not in names:
+            raise ValueError(f"security.inter.broker.protocol {by_protocol} names no listener "
+                              "(the inter-broker listener is the one named after it)")
+        inter = by_protocol
     for name in names:
         where = f" (listener {name})" if name in config.listener_configs else ""
         _validate_listener(config.for_listener(name), name, mapping[name], where)
