@@ -435,9 +435,9 @@ def test_without_an_authorizer_acl_requests_are_security_disabled(
 
     from .wire import WireClient
 
-    every = {"resource_name_filter": None, "pattern_type_filter": i8(1),
-             "principal_filter": None, "host_filter": None, "operation": i8(1),
-             "permission_type": i8(1)}
+    every: dict[str, Any] = {"resource_name_filter": None, "pattern_type_filter": i8(1),
+                             "principal_filter": None, "host_filter": None,
+                             "operation": i8(1), "permission_type": i8(1)}
     with WireClient(shared_broker.port) as client:
         described = client.request(DescribeAclsRequest(resource_type_filter=i8(1), **every))
         deleted = client.request(DeleteAclsRequest(filters=(

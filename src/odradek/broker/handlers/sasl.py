@@ -68,7 +68,7 @@ async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> Any:
     try:
         reply, lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
-        mechanism = ctx.session.sasl.mechanism if ctx.session.sasl else "?"
+        mechanism = (ctx.session.sasl.mechanism if ctx.session.sasl else None) or "?"
         return build(module.SaslAuthenticateResponse,
                      error_code=ErrorCode.sasl_authentication_failed,
                      error_message=_failure_message(mechanism), auth_bytes=b"",
