@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from odradek.listener_overrides import jaas_key, split_listener_configs
+
 __all__ = [
     "BROKER_CONFIGS",
     "BrokerConfig",
@@ -153,6 +155,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "as NAME:PROTOCOL pairs."),
     ConfigDef("inter.broker.listener.name", _parse_optional_str, None,
               "Listener used between brokers; defaults to the first listener."),
+    ConfigDef("security.inter.broker.protocol", _parse_optional_str, None,
+              "Kafka's older way to choose it: the listener named after this protocol "
+              "(e.g. SASL_PLAINTEXT); not together with inter.broker.listener.name."),
     ConfigDef("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted.",
               at_least=1),
     ConfigDef("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF; -1 for the OS default."),
@@ -439,21 +444,47 @@ class BrokerConfig(Mapping[str, Any]):
     defaults. Instances are immutable; a changed config is a new instance.
     """
 
-    def __init__(self, values: Mapping[str, Any], explicit: frozenset[str]) -> None:
+    def __init__(self, values: Mapping[str, Any], explicit: frozenset[str],
+                 listener_configs: Mapping[str, Mapping[str, str]] | None = None) -> None:
         self._values = dict(values)
         self._explicit = explicit
+        # {LISTENER: {config: raw}} from listener.name.<listener>.<config> (listener_overrides)
+        self.listener_configs: Mapping[str, Mapping[str, str]] = listener_configs or {}
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> BrokerConfig:
-        unknown = sorted(set(properties) - set(BROKER_CONFIGS))
+        plain, per_listener, unknown_prefixed = split_listener_configs(properties)
+        unknown = sorted({*plain} - set(BROKER_CONFIGS) | set(unknown_prefixed))
         if unknown:
             raise ConfigError(f"unknown broker config key(s): {', '.join(unknown)}")
         values = {name: definition.default for name, definition in BROKER_CONFIGS.items()}
-        for name, raw in properties.items():
+        for name, raw in plain.items():
             values[name] = BROKER_CONFIGS[name].convert(raw)
-        config = cls(values, frozenset(properties))
+        config = cls(values, frozenset(plain), per_listener)
+        for listener in per_listener:  # converting checks their values
+            config.for_listener(listener)
         config._validate()
         return config
+
+    def for_listener(self, listener: str) -> BrokerConfig:
+        """This config as listener ``listener`` sees it: its ``listener.name.<listener>.*``
+        values in place of the broker-wide ones; ``sasl.jaas.config`` is its JAAS config for
+        ``sasl.mechanism.inter.broker.protocol`` when it has one (the broker's own login)."""
+        overrides = dict(self.listener_configs.get(listener.upper(), {}))
+        jaas = overrides.pop(jaas_key(self["sasl.mechanism.inter.broker.protocol"]), None)
+        if jaas is not None:
+            overrides["sasl.jaas.config"] = jaas
+        values = dict(self._values)
+        for name, raw in overrides.items():
+            if name in BROKER_CONFIGS:
+                values[name] = BROKER_CONFIGS[name].convert(raw)
+        return BrokerConfig(values, self._explicit | frozenset(overrides))
+
+    def listener_properties(self) -> dict[str, str]:
+        """The ``listener.name.<listener>.<config>`` properties this config was given."""
+        return {f"listener.name.{listener.lower()}.{name}": raw
+                for listener, configs in self.listener_configs.items()
+                for name, raw in configs.items()}
 
     @classmethod
     def load(cls, path: Path | None = None, overrides: Iterable[str] = ()) -> BrokerConfig:
@@ -469,6 +500,7 @@ class BrokerConfig(Mapping[str, Any]):
     def with_overrides(self, **overrides: str) -> BrokerConfig:
         """A copy with ``overrides`` (keys with dots written as ``log_dirs`` → ``log.dirs``)."""
         properties = {name: self.raw(name) for name in self._explicit}
+        properties.update(self.listener_properties())
         properties.update({key.replace("_", "."): value for key, value in overrides.items()})
         return BrokerConfig.from_properties(properties)
 

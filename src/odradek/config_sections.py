@@ -188,6 +188,7 @@ class NetworkConfig(Section):
     advertised_listeners: tuple[Listener, ...] = tuple(
         BrokerConfig.from_properties({}).advertised_listeners)
     inter_broker_listener_name: str | None = setting("inter.broker.listener.name")
+    security_inter_broker_protocol: str | None = setting("security.inter.broker.protocol")
     socket_request_max_bytes: int = setting("socket.request.max.bytes")
     socket_send_buffer_bytes: int = setting("socket.send.buffer.bytes")
     socket_receive_buffer_bytes: int = setting("socket.receive.buffer.bytes")
@@ -201,7 +202,8 @@ class NetworkConfig(Section):
     @property
     def inter_broker_listener(self) -> str:
         """The listener other brokers reach us on (default: the first one)."""
-        return self.inter_broker_listener_name or self.listeners[0].name
+        return (self.inter_broker_listener_name or self.security_inter_broker_protocol
+                or self.listeners[0].name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,14 @@ class SecurityConfig(Section):
     authorizer_class_name: str = setting("authorizer.class.name")
     super_users: str = setting("super.users")
     allow_everyone_if_no_acl_found: bool = setting("allow.everyone.if.no.acl.found")
+    # The listeners with listener.name.<listener>.* configs: their own settings, whole
+    # (odradek.listener_overrides); BrokerSections.security_of picks.
+    listeners: Mapping[str, SecurityConfig] = field(default_factory=dict)
+
+    @classmethod
+    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+        return {"listeners": {listener: cls.from_config(config.for_listener(listener))
+                              for listener in config.listener_configs}}
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""
@@ -318,6 +328,10 @@ class BrokerSections:
     topics: TopicCreationConfig = TopicCreationConfig()
     metrics: MetricsConfig = MetricsConfig()
     security: SecurityConfig = SecurityConfig()
+
+    def security_of(self, listener: str) -> SecurityConfig:
+        """The security settings of ``listener``: its own where it has them."""
+        return self.security.listeners.get(listener.upper(), self.security)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> BrokerSections:

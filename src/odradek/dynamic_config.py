@@ -25,11 +25,13 @@ Which components apply which keys live is the broker's business
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from odradek import kafka_catalog
 from odradek.config import (
     BROKER_CONFIGS,
     LONG,
@@ -38,6 +40,7 @@ from odradek.config import (
     ConfigDef,
     ConfigError,
 )
+from odradek.kafka_catalog import synonym_group
 from odradek.protocol.errors import InvalidConfig, InvalidRequest
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "BrokerConfigLayers",
     "ConfigSource",
     "UpdateMode",
+    "default_raw",
     "definition",
     "validate_update",
 ]
@@ -121,15 +125,6 @@ UPDATE_MODES: dict[str, UpdateMode] = {
 }
 """Every broker config name and how it may be updated."""
 
-# Names that set the same thing (Kafka lists them as each other's synonyms, most specific
-# first): log.retention.ms beats .minutes beats .hours.
-_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.retention.minutes": ("log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-}
-
-
 def definition(name: str) -> ConfigDef | None:
     return BROKER_CONFIGS.get(name) or DYNAMIC_ONLY_CONFIGS.get(name)
 
@@ -139,13 +134,16 @@ def validate_update(config: Mapping[str, str], *, per_broker: bool) -> None:
     INVALID_CONFIG for an unknown key, INVALID_REQUEST for a key that cannot be updated
     there or a bad value — Kafka's answers for broker resources."""
     where = "broker" if per_broker else "default cluster"
+    read_only = sorted(name for name in config
+                       if UPDATE_MODES.get(name, UpdateMode.CLUSTER_WIDE) is UpdateMode.READ_ONLY)
+    if read_only:  # Kafka's words (a Scala set)
+        raise InvalidRequest(
+            f"Cannot update these configs dynamically: Set({', '.join(read_only)})")
     for name, raw in sorted(config.items()):
         found = definition(name)
         if found is None:
             raise InvalidConfig(f"Unknown broker config: {name}")
         mode = UPDATE_MODES[name]
-        if mode is UpdateMode.READ_ONLY:
-            raise InvalidRequest(f"Cannot update these configs dynamically: {name} (read-only)")
         if mode is UpdateMode.PER_BROKER and not per_broker:
             raise InvalidRequest(
                 f"Cannot update these configs at default cluster level, broker id must be "
@@ -202,6 +200,7 @@ class BrokerConfigLayers:
         :meth:`dynamic_only`). With ``strict`` a cross-key error raises ConfigError."""
         properties = {name: self.static.raw(name) for name in BROKER_CONFIGS
                       if self.static.is_explicit(name)}
+        properties.update(self.static.listener_properties())
         for layer, per_broker in ((self.default, False), (self.broker, True)):
             usable = layer if strict else self._usable(layer, per_broker)
             properties.update({k: v for k, v in usable.items() if k in BROKER_CONFIGS})
@@ -226,27 +225,23 @@ class BrokerConfigLayers:
         self, name: str, *, per_broker: bool = True
     ) -> list[tuple[str, str | None, ConfigSource]]:
         """``(name, value, source)`` for every layer that sets ``name`` or one of its
-        synonyms, highest precedence first (Kafka's DescribeConfigs synonyms). Describing
-        the cluster default leaves out the per-broker layer."""
-        found: list[tuple[str, str | None, ConfigSource]] = []
-        names = _SYNONYMS.get(name, (name,))
-        for synonym in names:
-            if per_broker and synonym in self.broker:
-                found.append((synonym, self.broker[synonym], ConfigSource.DYNAMIC_BROKER_CONFIG))
-            if synonym in self.default:
-                found.append(
-                    (synonym, self.default[synonym], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
-                )
-        for synonym in names:
-            if synonym in BROKER_CONFIGS and self.static.is_explicit(synonym):
-                found.append(
-                    (synonym, self.static.raw(synonym), ConfigSource.STATIC_BROKER_CONFIG)
-                )
-        for synonym in names:
-            default = _default_raw(synonym)
-            if default is not None:
-                found.append((synonym, default, ConfigSource.DEFAULT_CONFIG))
-        return found
+        synonyms, highest precedence first (Kafka's DescribeConfigs synonyms). As Kafka
+        lists them: layer by layer, then from the first entry named ``name`` on (so
+        ``log.retention.ms`` lists nothing while only ``log.retention.hours`` is set).
+        Describing the cluster default leaves out the per-broker layer."""
+        names = synonym_group(name)
+        dynamic = [(self.broker, ConfigSource.DYNAMIC_BROKER_CONFIG)] if per_broker else []
+        dynamic.append((self.default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        found: list[tuple[str, str | None, ConfigSource]] = [
+            (synonym, layer[synonym], source)
+            for layer, source in dynamic for synonym in names if synonym in layer
+        ]
+        found += [(synonym, self.static.raw(synonym), ConfigSource.STATIC_BROKER_CONFIG)
+                  for synonym in names
+                  if synonym in BROKER_CONFIGS and self.static.is_explicit(synonym)]
+        found += [(synonym, default, ConfigSource.DEFAULT_CONFIG)
+                  for synonym in names if (default := default_raw(synonym)) is not None]
+        return list(itertools.dropwhile(lambda entry: entry[0] != name, found))
 
     def source_of(self, name: str) -> ConfigSource:
         synonyms = self.synonyms(name)
@@ -256,10 +251,15 @@ class BrokerConfigLayers:
 _DEFAULTS = BrokerConfig.from_properties({})
 
 
-def _default_raw(name: str) -> str | None:
-    """The default of ``name`` as a properties string; None when it has none."""
+def default_raw(name: str) -> str | None:
+    """The default of broker key ``name`` as a properties string; None when it has none.
+    A key Kafka knows has none where Kafka has none (Kafka then lists no DEFAULT_CONFIG
+    synonym); a key odradek does not implement has Kafka's."""
+    kafka = kafka_catalog.BROKER_CONFIGS.get(name)
+    if kafka is not None and kafka.default is None:
+        return None
     if name in DYNAMIC_ONLY_CONFIGS:
         return str(DYNAMIC_ONLY_CONFIGS[name].default)
-    if name not in BROKER_CONFIGS or _DEFAULTS[name] is None:
-        return None
-    return _DEFAULTS.raw(name)
+    if name in BROKER_CONFIGS and _DEFAULTS[name] is not None:
+        return _DEFAULTS.raw(name)
+    return kafka.default if kafka is not None else None

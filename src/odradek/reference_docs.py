@@ -3,7 +3,8 @@
 A table copied by hand from code is wrong the first time someone adds a config or raises an
 API version. So the configuration reference (``docs/configuration.md``) and the API version
 table (``docs/compatibility.md``) are rendered here from :data:`odradek.config.BROKER_CONFIGS`,
-:data:`odradek.dynamic_config.UPDATE_MODES`, :class:`odradek.storage.LogConfig` and
+:data:`odradek.dynamic_config.UPDATE_MODES`, :class:`odradek.storage.LogConfig`,
+:mod:`odradek.kafka_catalog` and
 :data:`odradek.protocol.api_versions.ADVERTISED`; ``make docs`` rewrites them, and
 ``tests/test_reference_docs.py`` fails while a committed file differs from what this module
 renders.
@@ -26,6 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from odradek import kafka_catalog
 from odradek.config import BROKER_CONFIGS, BrokerConfig, ConfigDef, broker_default_name
 from odradek.dynamic_config import DYNAMIC_ONLY_CONFIGS, UPDATE_MODES
 from odradek.protocol.api_versions import ADVERTISED, ApiKey
@@ -101,6 +103,25 @@ def topic_configs_table() -> str:
     return _table(["Name", "Type", "Default", "Broker default from", "Description"], rows)
 
 
+_KAFKA_TYPES = {1: "boolean", 2: "string", 3: "int", 4: "short", 5: "long", 6: "double",
+                7: "list", 8: "class", 9: "password"}
+
+
+def kafka_only_configs_table() -> str:
+    """The Kafka 3.9 topic and broker keys odradek describes read-only at Kafka's default
+    without implementing them (so DescribeConfigs lists what Kafka lists)."""
+    supported_topic = set(LogConfig.TOPIC_CONFIG_NAMES)
+    supported_broker = set(UPDATE_MODES)
+    rows = [[f"`{key.name}`", "topic", _KAFKA_TYPES[key.config_type],
+             "null" if key.default is None else _code(key.default)]
+            for key in kafka_catalog.TOPIC_CONFIGS.values() if key.name not in supported_topic]
+    rows += [[f"`{key.name}`", "broker", _KAFKA_TYPES[key.config_type],
+              "null" if key.default is None else _code(key.default)]
+             for key in kafka_catalog.BROKER_CONFIGS.values()
+             if key.name not in supported_broker]
+    return _table(["Name", "Level", "Type", "Kafka's default (described)"], rows)
+
+
 def _version_range(low: int, high: int) -> str:
     return str(low) if low == high else f"{low}\u2013{high}"
 
@@ -130,6 +151,7 @@ GENERATED_FILES: dict[str, dict[str, Callable[[], str]]] = {
         "broker-configs": broker_configs_table,
         "dynamic-only-configs": dynamic_only_configs_table,
         "topic-configs": topic_configs_table,
+        "kafka-only-configs": kafka_only_configs_table,
     },
     "compatibility.md": {
         "api-versions": api_versions_table,

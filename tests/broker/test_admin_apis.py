@@ -16,6 +16,7 @@ from kio.schema.delete_records.v2.request import (
     DeleteRecordsRequest,
     DeleteRecordsTopic,
 )
+from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
 from kio.schema.metadata.v4.request import MetadataRequestTopic as MetadataTopicV4
 from kio.schema.offset_for_leader_epoch.v3.request import (
@@ -25,7 +26,7 @@ from kio.schema.offset_for_leader_epoch.v3.request import (
 )
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.types import BrokerId, ProducerId, TopicName
-from kio.static.primitive import i16, i32, i64
+from kio.static.primitive import i8, i16, i32, i64
 
 from .helpers import batch, create_topic, ms, partition_response, produce_request
 from .inprocess import InProcessBroker
@@ -178,3 +179,25 @@ def test_idempotent_duplicate_batch_gets_original_offsets(
 
         fetched = partition_response(client.request(fetch_request(topic_name, 0)))
         assert values_of(fetched.records) == [b"once"]
+
+
+def test_electing_every_partition_omits_those_that_need_no_election(
+        shared_broker: InProcessBroker, topic_name: str) -> None:
+    """Kafka's answer to ElectLeaders with null topic_partitions (``kafka-leader-election
+    --all-topic-partitions``) leaves out partitions whose preferred leader already leads;
+    named partitions still report ELECTION_NOT_NEEDED."""
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest, TopicPartitions
+
+    create_topic(shared_broker, topic_name, partitions=2)
+    with WireClient(shared_broker.port) as client:
+        everything = client.request(ElectLeadersRequest(
+            election_type=i8(0), topic_partitions=None, timeout=ms(5000)))
+        assert everything.error_code == 0
+        assert [(str(r.topic), [p.partition_id for p in r.partition_result])
+                for r in everything.replica_election_results] == []
+        named = client.request(ElectLeadersRequest(
+            election_type=i8(0), timeout=ms(5000), topic_partitions=(
+                TopicPartitions(topic=TopicName(topic_name), partitions=(i32(0), i32(1))),)))
+        (result,) = named.replica_election_results
+        assert [(p.partition_id, p.error_code) for p in result.partition_result] == [
+            (0, ErrorCode.election_not_needed), (1, ErrorCode.election_not_needed)]

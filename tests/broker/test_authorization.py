@@ -427,3 +427,47 @@ def test_without_an_authorizer_acl_requests_are_security_disabled(
                                               AclOperation.READ)]).values():
             future.result(20)
     assert disabled.value.args[0].code() == KafkaError.SECURITY_DISABLED
+    # Kafka's texts: CreateAcls and DeleteAcls say one thing, DescribeAcls another
+    assert disabled.value.args[0].str() == "No Authorizer is configured."
+    from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
+    from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+    from kio.static.primitive import i8
+
+    from .wire import WireClient
+
+    every: dict[str, Any] = {"resource_name_filter": None, "pattern_type_filter": i8(1),
+                             "principal_filter": None, "host_filter": None,
+                             "operation": i8(1), "permission_type": i8(1)}
+    with WireClient(shared_broker.port) as client:
+        described = client.request(DescribeAclsRequest(resource_type_filter=i8(1), **every))
+        deleted = client.request(DeleteAclsRequest(filters=(
+            DeleteAclsFilter(resource_type_filter=i8(1), **every),)))
+    assert (described.error_code, described.error_message) == (
+        54, "No Authorizer is configured on the broker")
+    assert [(r.error_code, r.error_message) for r in deleted.filter_results] == [
+        (54, "No Authorizer is configured.")]
+
+
+@pytest.mark.parametrize("version", [3, 4])
+def test_a_denied_find_coordinator_says_why(acl_broker: InProcessBroker, version: int) -> None:
+    """GROUP/TRANSACTIONAL_ID_AUTHORIZATION_FAILED carry Kafka's message where the answer
+    has an error_message (FindCoordinator; Kafka 3.9.2 sends these texts for v3)."""
+    from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest as FindV4
+    from kio.static.primitive import i8
+
+    from .wire import WireClient, sasl_login
+
+    port = int(_bootstrap(acl_broker, "SASL_PLAINTEXT").rsplit(":", 1)[1])
+    found = []
+    with WireClient(port) as client:
+        assert sasl_login(client, "PLAIN", "bob", USERS["bob"]).error_code == 0
+        for key_type, key in ((0, f"group-{uuid.uuid4().hex[:6]}"), (1, "txn-of-bob")):
+            if version == 3:
+                answer = client.request(FindV3(key=key, key_type=i8(key_type)))
+                found.append((answer.error_code, answer.error_message))
+            else:
+                answer = client.request(FindV4(key_type=i8(key_type), coordinator_keys=(key,)))
+                found += [(c.error_code, c.error_message) for c in answer.coordinators]
+    assert found == [(30, "Group authorization failed."),
+                     (53, "Transactional Id authorization failed.")]

@@ -29,6 +29,7 @@ from .inprocess import InProcessBroker, broker_config
 from .wire import WireClient
 
 BROKER = i8(4)
+TOPIC = i8(2)
 
 
 class Refused(Exception):
@@ -71,11 +72,11 @@ def _describe(client: AdminClient, name: str) -> dict[str, Any]:
     return dict(client.describe_configs([resource])[resource].result(20))
 
 
-def _describe_wire(broker: InProcessBroker, name: str) -> dict[str, Any]:
+def _describe_wire(broker: InProcessBroker, name: str, kind: i8 = BROKER) -> dict[str, Any]:
     """DescribeConfigs v4 on the wire (librdkafka keys synonyms by name, so the layers of
     one key collapse into one; and it cannot name the cluster default)."""
     body = describing.DescribeConfigsRequest(include_synonyms=True, resources=(
-        describing.DescribeConfigsResource(resource_type=BROKER, resource_name=name,
+        describing.DescribeConfigsResource(resource_type=kind, resource_name=name,
                                            configuration_keys=None),))
     with WireClient(broker.port) as client:
         result = client.request(body).results[0]
@@ -150,6 +151,57 @@ def test_broker_and_default_configs_are_stored_layered_and_applied(
     _set(broker, "0", ("log.cleaner.threads", None))
     wait_until_true(lambda: _effective(broker)["log.cleaner.threads"] == 3, 10,
                     "the default's value once the per-broker one is gone")
+
+
+def test_described_keys_and_synonyms_are_kafkas(broker: InProcessBroker) -> None:
+    """Every key Kafka 3.9 describes for a topic and a broker is described (those odradek
+    does not implement read-only, at Kafka's default), with Kafka's synonyms: the ones below
+    are what Apache Kafka 3.9.2 answers for the same steps (tests/interop compares live)."""
+    from odradek import kafka_catalog
+
+    def synonyms(entry: Any) -> list[tuple[str, int]]:
+        return [(s.name, s.source) for s in entry.synonyms]
+
+    client = _admin(broker)
+    client.create_topics([NewTopic("described", 1, 1)])["described"].result(20)
+    topic = _describe_wire(broker, "described", TOPIC)
+    assert set(kafka_catalog.TOPIC_CONFIGS) <= set(topic), "keys Kafka describes are missing"
+    assert synonyms(topic["segment.ms"]) == []  # log.roll.hours is not one until log.roll.ms
+    assert synonyms(topic["retention.ms"]) == []
+    gzip = topic["compression.gzip.level"]
+    assert (gzip.value, gzip.read_only, synonyms(gzip)) == (
+        "-1", True, [("compression.gzip.level", ConfigSource.DEFAULT_CONFIG.value)])
+    assert topic["remote.storage.enable"].value == "false"
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "described", incremental_configs=[
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("segment.ms", "2000", incremental_operation=AlterConfigOpType.SET)])
+    client.incremental_alter_configs([resource])[resource].result(20)
+    _set(broker, "", ("log.retention.ms", "7200000"), ("log.roll.ms", "3600000"))
+    dynamic_topic, dynamic_default, default = (
+        ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value, ConfigSource.DEFAULT_CONFIG.value)
+
+    def altered() -> bool:
+        found = _describe_wire(broker, "described", TOPIC)
+        return found["retention.ms"].value == "1000" and len(found["segment.ms"].synonyms) > 1
+
+    wait_until_true(altered, 10, "the topic and default changes to be described")
+    topic = _describe_wire(broker, "described", TOPIC)
+    assert synonyms(topic["retention.ms"]) == [
+        ("retention.ms", dynamic_topic), ("log.retention.ms", dynamic_default),
+        ("log.retention.hours", default)]
+    assert synonyms(topic["segment.ms"]) == [
+        ("segment.ms", dynamic_topic), ("log.roll.ms", dynamic_default),
+        ("log.roll.hours", default)]
+
+    described = _describe_wire(broker, "0")
+    assert set(kafka_catalog.BROKER_CONFIGS) <= set(described), "keys Kafka describes"
+    assert synonyms(described["log.retention.minutes"]) == []  # no default in Kafka
+    assert synonyms(described["log.retention.hours"]) == [("log.retention.hours", default)]
+    unsupported = described["remote.log.storage.system.enable"]
+    assert (unsupported.value, unsupported.read_only) == ("false", True)
+    assert described["sasl.jaas.config"].is_sensitive
 
 
 @pytest.mark.parametrize(("name", "entry", "error"), [

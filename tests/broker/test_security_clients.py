@@ -105,6 +105,27 @@ def test_wrong_password_fails_cleanly_and_the_broker_serves_others(
 
 
 
+@pytest.mark.parametrize(("mechanism", "user", "password", "message"), [
+    ("PLAIN", "alice", "wrong", "Authentication failed: Invalid username or password"),
+    ("PLAIN", "mallory", "guess", "Authentication failed: Invalid username or password"),
+    ("SCRAM-SHA-256", "alice", "wrong", "Authentication failed during authentication due to "
+                                        "invalid credentials with SASL mechanism SCRAM-SHA-256"),
+    ("SCRAM-SHA-512", "mallory", "guess", "Authentication failed during authentication due "
+                                          "to invalid credentials with SASL mechanism "
+                                          "SCRAM-SHA-512"),
+])
+def test_a_failed_login_is_answered_in_kafkas_words(
+        secure_broker: InProcessBroker, mechanism: str, user: str, password: str,
+        message: str) -> None:
+    """The SaslAuthenticate error message Apache Kafka 3.9.2 sends (clients print it)."""
+    from .wire import WireClient, sasl_login
+
+    port = int(bootstrap(secure_broker, "SASL_PLAINTEXT").rsplit(":", 1)[1])
+    with WireClient(port) as client:
+        failed = sasl_login(client, mechanism, user, password)
+    assert (failed.error_code, failed.error_message) == (58, message)
+
+
 def test_unknown_user_fails_like_a_wrong_password(
         secure_broker: InProcessBroker, certs: CertSet) -> None:
     errors: list[KafkaError] = []

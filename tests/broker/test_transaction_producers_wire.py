@@ -131,3 +131,46 @@ def test_idle_transactional_ids_and_producers_expire(start_broker: BrokerStarter
     state = coordinator.describe(done_id)[1]
     assert state is not None and state.producer_epoch == 0
     hanging.abort_transaction(30)
+
+
+def test_a_follower_describes_the_producers_of_the_replicas_it_holds(
+        start_broker: BrokerStarter, topic_name: str) -> None:
+    """``kafka-transactions find-hanging --broker-id N`` asks broker N about every partition
+    it holds a replica of: a follower answers from its own producer state, as Kafka's does;
+    a partition the broker holds no replica of is still NOT_LEADER_OR_FOLLOWER."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    first = start_broker(0, replica_fetch_backoff_ms="100")
+    second = start_broker(1, replica_fetch_backoff_ms="100")
+    elsewhere = f"{topic_name}-only-on-0"
+    admin = AdminClient({"bootstrap.servers": first.bootstrap})
+    created = admin.create_topics([NewTopic(topic_name, 1, replica_assignment=[[0, 1]]),
+                                   NewTopic(elsewhere, 1, replica_assignment=[[0]])])
+    for future in created.values():
+        future.result(30)
+    producer_id = 8_000_000 + int(uuid.uuid4().int % 1_000_000)
+    records = encode_batch([Record(timestamp=int(time.time() * 1000), key=None, value=b"v")],
+                           producer_id=producer_id, producer_epoch=2, base_sequence=0,
+                           is_transactional=True)
+    with WireClient(first.port) as leader:
+        deadline = time.monotonic() + 30
+        while True:  # the leader is elected by the controller shortly after creation
+            produced = leader.request(produce_request(topic_name, records))
+            code = produced.responses[0].partition_responses[0].error_code
+            if code == ErrorCode.none or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert code == ErrorCode.none
+    with WireClient(second.port) as follower:
+        deadline = time.monotonic() + 30
+        while True:  # until the follower has fetched the batch
+            part = _describe(follower, topic_name, 0)[0]
+            if part.active_producers or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert part.error_code == ErrorCode.none, part
+        (found,) = part.active_producers
+        assert (found.producer_id, found.producer_epoch, found.current_txn_start_offset) == (
+            producer_id, 2, 0)
+        not_here = _describe(follower, elsewhere, 0)[0]
+        assert not_here.error_code == ErrorCode.not_leader_or_follower

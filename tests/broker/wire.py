@@ -65,3 +65,23 @@ class WireClient:
                 raise ConnectionError(f"connection closed after {len(chunks)} of {size} bytes")
             chunks += data
         return bytes(chunks)
+
+
+def sasl_login(client: WireClient, mechanism: str, user: str, password: str) -> Any:
+    """SaslHandshake then SaslAuthenticate (PLAIN: one token; SCRAM: both rounds, as far as
+    the broker lets them go); the last SaslAuthenticate response."""
+    from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+    from odradek.security.plain import plain_token
+    from odradek.security.scram import ScramClient, ScramMechanism
+
+    handshake = client.request(SaslHandshakeRequest(mechanism=mechanism))
+    assert handshake.error_code == 0, handshake
+    if mechanism == "PLAIN":
+        return client.request(SaslAuthenticateRequest(auth_bytes=plain_token(user, password)))
+    scram = ScramClient(ScramMechanism.named(mechanism), user, password)
+    first = client.request(SaslAuthenticateRequest(auth_bytes=scram.first()))
+    if first.error_code != 0:
+        return first
+    return client.request(SaslAuthenticateRequest(auth_bytes=scram.final(first.auth_bytes)))

@@ -52,6 +52,8 @@ PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 REASSIGN_PARTITIONS = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 
 BROKER_HEAP = "-Xmx1G"
 TOOL_HEAP = "-Xmx512M"

@@ -12,13 +12,25 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.describe_configs.v4 import request as describing
+from kio.schema.incremental_alter_configs.v1 import request as altering
+from kio.static.primitive import i8
 
+from tests.broker.wire import WireClient
 from tests.harness import wait_until
-from tests.harness.apache_kafka import CONFIG_COMMAND, REASSIGN_PARTITIONS, ApacheKafka
-from tests.interop.conftest import Target
+from tests.harness.apache_kafka import (
+    CONFIG_COMMAND,
+    REASSIGN_PARTITIONS,
+    TOPIC_COMMAND,
+    ApacheKafka,
+)
+from tests.interop.conftest import Target, wait_for_leaders
 from tests.interop.test_java_tools import TOOL_TIMEOUT, run_tool
 
 pytestmark = pytest.mark.java
@@ -103,3 +115,119 @@ def test_kafka_reassign_partitions_execute_with_throttle_then_verify(
     assert "Clearing topic-level throttles" in text, text
     described = _configs(apache_kafka, target, "--entity-name", "0", "--describe")
     assert "throttled.rate" not in described, described
+
+
+def _describe_all(bootstrap: str, kind: int, name: str) -> dict[str, Any]:
+    """DescribeConfigs v4 with synonyms on the wire: ``{key: (read_only, [(synonym,
+    source)])}``."""
+    host, port = bootstrap.rsplit(":", 1)
+    body = describing.DescribeConfigsRequest(include_synonyms=True, resources=(
+        describing.DescribeConfigsResource(resource_type=i8(kind), resource_name=name,
+                                           configuration_keys=None),))
+    with WireClient(int(port), host) as client:
+        (result,) = client.request(body).results
+    assert result.error_code == 0, result
+    return {str(e.name): [(str(s.name), int(s.source)) for s in e.synonyms]
+            for e in result.configs}
+
+
+def _alter_for_comparison(bootstrap: str, topic: str, values: dict[str, str | None]) -> None:
+    """The topic's retention.ms/segment.ms and the cluster default's log.retention.ms and
+    log.roll.ms (None deletes the defaults again)."""
+    host, port = bootstrap.rsplit(":", 1)
+    topic_set = (("retention.ms", "1000"), ("segment.ms", "2000"))
+    resources = [altering.AlterConfigsResource(resource_type=i8(4), resource_name="", configs=tuple(
+        altering.AlterableConfig(name=k, config_operation=i8(0 if v else 1), value=v)
+        for k, v in values.items()))]
+    if topic:
+        resources.append(altering.AlterConfigsResource(
+            resource_type=i8(2), resource_name=topic, configs=tuple(
+                altering.AlterableConfig(name=k, config_operation=i8(0), value=v)
+                for k, v in topic_set)))
+    with WireClient(int(port), host) as client:
+        response = client.request(altering.IncrementalAlterConfigsRequest(
+            validate_only=False, resources=tuple(resources)))
+    assert all(r.error_code == 0 for r in response.responses), response
+
+
+def _described_keys_and_synonyms(bootstrap: str, topic: str) -> dict[str, Any]:
+    before = _describe_all(bootstrap, 2, topic)
+    _alter_for_comparison(bootstrap, topic, {"log.retention.ms": "7200000",
+                                             "log.roll.ms": "3600000"})
+    try:
+        def altered() -> dict[str, Any] | None:
+            found = _describe_all(bootstrap, 2, topic)
+            return found if len(found["segment.ms"]) == 3 else None
+
+        after = cast(dict[str, Any], wait_until(
+            altered, 30, f"{bootstrap} to describe the altered configs"))
+        broker = _describe_all(bootstrap, 4, "0")
+    finally:
+        _alter_for_comparison(bootstrap, "", {"log.retention.ms": None, "log.roll.ms": None})
+    return {"topic": before, "topic_altered": after, "broker": broker}
+
+
+def test_describe_configs_lists_kafkas_keys_and_synonyms(
+    target: Target, apache_kafka: ApacheKafka, tmp_path: Path
+) -> None:
+    """The same steps against the target and a live Apache Kafka 3.9.2: DescribeConfigs of a
+    topic (fresh, then with topic and cluster-default overrides) and of the broker lists
+    Kafka's keys with Kafka's synonyms (name and source; values differ with ports and
+    paths). Broker keys either broker sets statically are left out of the synonym check
+    (the two brokers are started with different properties)."""
+    from odradek import kafka_catalog
+    from tests.harness.apache_kafka import apache_kafka_cluster
+
+    with apache_kafka_cluster(tmp_path, overrides={"log.cleaner.backoff.ms": "15000"}) as kafka:
+        kafka_topic = f"compare-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+        admin.create_topics([NewTopic(kafka_topic, 1, 1)])[kafka_topic].result(60)
+        wait_for_leaders(admin, kafka_topic, 1, 60)
+        expected = _described_keys_and_synonyms(kafka.bootstrap, kafka_topic)
+    described = _described_keys_and_synonyms(target.bootstrap, target.create_topic(1))
+
+    def static(synonyms: list[tuple[str, int]]) -> bool:
+        return any(source == 4 for _name, source in synonyms)
+
+    for part in ("topic", "topic_altered", "broker"):
+        missing = sorted(set(expected[part]) - set(described[part]))
+        assert not missing, f"{part}: keys Kafka describes and the target does not: {missing}"
+        differ = {key: (described[part][key], synonyms)
+                  for key, synonyms in expected[part].items()
+                  if described[part][key] != synonyms
+                  and not (part == "broker" and (static(synonyms)
+                                                 or static(described[part][key])))}
+        assert not differ, f"{part}: synonyms (target, Kafka) differ: {differ}"
+    # the checked-in list is what the live Kafka describes
+    assert set(expected["topic"]) == set(kafka_catalog.TOPIC_CONFIGS)
+    assert {k for k in expected["broker"] if not k.startswith("listener.name.")} == set(
+        kafka_catalog.BROKER_CONFIGS)
+
+
+def test_config_errors_are_reported_in_kafkas_words(
+    target: Target, apache_kafka: ApacheKafka
+) -> None:
+    """What kafka-topics and kafka-configs print for an unknown topic config, a bad value
+    and a read-only broker config (the broker's error message, word for word)."""
+    topic = target.create_topic(1, prefix="config-errors")
+    bootstrap = ("--bootstrap-server", target.bootstrap)
+
+    def refused(main_class: str, *args: str) -> str:
+        proc = apache_kafka.run_java_tool(main_class, [*bootstrap, *args], TOOL_TIMEOUT)
+        assert proc.returncode != 0, f"{args} was accepted:\n{proc.stdout}"
+        return proc.stdout + proc.stderr
+
+    out = refused(TOPIC_COMMAND, "--create", "--topic", f"{topic}-new", "--partitions", "1",
+                  "--config", "no.such.key=1")
+    assert "Unknown topic config name: no.such.key" in out, out[-2000:]
+    out = refused(TOPIC_COMMAND, "--create", "--topic", f"{topic}-new", "--partitions", "1",
+                  "--config", "retention.ms=abc")
+    assert "Invalid value abc for configuration retention.ms: Not a number of type LONG" in out
+    topic_entity = ("--entity-type", "topics", "--entity-name", topic, "--alter")
+    out = refused(CONFIG_COMMAND, *topic_entity, "--add-config", "retention.ms=abc")
+    assert (f"Invalid config value for resource ConfigResource(type=TOPIC, name='{topic}'): "
+            "Invalid value abc for configuration retention.ms: Not a number of type LONG"
+            ) in out, out[-2000:]
+    out = refused(CONFIG_COMMAND, "--entity-type", "brokers", "--entity-name", "0", "--alter",
+                  "--add-config", "broker.id=7")
+    assert "Cannot update these configs dynamically: Set(broker.id)" in out, out[-2000:]

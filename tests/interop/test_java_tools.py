@@ -20,6 +20,8 @@ from tests.harness.apache_kafka import (
     CONSOLE_CONSUMER,
     CONSOLE_PRODUCER,
     DUMP_LOG_SEGMENTS,
+    GET_OFFSETS,
+    LEADER_ELECTION,
     TOPIC_COMMAND,
     ApacheKafka,
 )
@@ -126,3 +128,31 @@ def test_dump_log_segments_reads_what_the_target_wrote(target: Target,
         dumped = run_tool(apache_kafka, DUMP_LOG_SEGMENTS, "--files", str(path))
         assert re.search(entry, dumped), f"{suffix} has no entries:\n{dumped[:1000]}"
         assert "Mismatches" not in dumped and "out of order" not in dumped.lower(), dumped
+
+
+def test_kafka_leader_election_reports_only_partitions_that_needed_one(
+        target: Target, apache_kafka: ApacheKafka) -> None:
+    """kafka-leader-election --all-topic-partitions (ElectLeaders with null partitions):
+    partitions led by their preferred replica are left out of the answer, so the tool does
+    not list the whole cluster as "already elected"; named partitions still are."""
+    topic = target.create_topic(2, prefix="tools-election")
+    bootstrap = ("--bootstrap-server", target.bootstrap, "--election-type", "preferred")
+    everything = run_tool(apache_kafka, LEADER_ELECTION, *bootstrap, "--all-topic-partitions")
+    assert "already elected" not in everything, everything
+    named = run_tool(apache_kafka, LEADER_ELECTION, *bootstrap, "--topic", topic,
+                     "--partition", "0")
+    assert f"Valid replica already elected for partitions {topic}-0" in named, named
+
+
+def test_kafka_get_offsets_max_timestamp_is_the_first_record_holding_it(
+        target: Target, apache_kafka: ApacheKafka) -> None:
+    """kafka-get-offsets --time max-timestamp (ListOffsets -3): of several records sharing
+    the largest timestamp, the first one's offset."""
+    topic = target.create_topic(1, prefix="tools-maxts")
+    base = int(time.time() * 1000) - 60_000
+    stamps = [base, base + 5, base + 9, base + 9, base + 9, base + 3, base + 9]
+    messages = [Message(b"k", b"v%d" % i, (), ts) for i, ts in enumerate(stamps)]
+    CLIENTS[0].produce(target.bootstrap, topic, messages, "none", IDEMPOTENT, 60)
+    out = run_tool(apache_kafka, GET_OFFSETS, "--bootstrap-server", target.bootstrap,
+                   "--topic", topic, "--time", "-3")
+    assert out.split() == [f"{topic}:0:2"], out

@@ -162,6 +162,26 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
     assert log.offset_for_timestamp(-3) == (199, BASE_TS + 991)
 
 
+def test_max_timestamp_is_the_first_record_holding_it(tmp_path: Path) -> None:
+    """ListOffsets -3 (MAX_TIMESTAMP): Kafka answers the lowest offset among the records
+    sharing the largest timestamp, whether they share a batch, or come in later batches
+    and segments."""
+    log = new_log(tmp_path, small_config(segment_bytes=300))
+    top = BASE_TS + 1000
+
+    def records(*timestamps: int) -> bytes:
+        return encode_batch([Record(timestamp=ts, key=None, value=b"v" * 40)
+                             for ts in timestamps])
+
+    log.append(records(BASE_TS, BASE_TS + 5), leader_epoch=0)        # offsets 0-1
+    log.append(records(BASE_TS + 7, top, top, top), leader_epoch=0)  # 2-5: max at 3
+    log.append(records(top, top), leader_epoch=0)                    # 6-7, later batch
+    for _ in range(3):
+        log.append(records(top - 1, top), leader_epoch=0)            # later segments
+    assert len(log.segments) > 1
+    assert log.offset_for_timestamp(-3) == (3, top)
+
+
 def test_size_limits(tmp_path: Path) -> None:
     log = new_log(tmp_path, small_config(max_message_bytes=200, segment_bytes=1024))
     with pytest.raises(MessageTooLarge):

@@ -94,9 +94,15 @@ _SCALAR_BLANKS: dict[str, Any] = {
 
 def blank(cls: type, /, **given: Any) -> Any:
     """``entity`` with ``given`` and an empty value for every other required field: the
-    body of an answer that carries only an error."""
+    body of an answer that carries only an error (and, where the entity has the field, the
+    error's message, as Kafka sends it)."""
     values = dict(given)
-    for shape in field_shapes(cls):
+    shapes = field_shapes(cls)
+    code = given.get("error_code")
+    if code is not None and "error_message" not in given and any(
+            shape.name == "error_message" for shape in shapes):
+        values["error_message"] = _MESSAGES.get(ErrorCode(code))
+    for shape in shapes:
         if shape.name in values or not shape.required:
             continue
         if shape.array:
@@ -112,8 +118,7 @@ def blank(cls: type, /, **given: Any) -> Any:
 
 def error_answer(ctx: RequestContext, code: ErrorCode) -> Any:
     """The whole request denied, for APIs whose answer has a top-level ``error_code``."""
-    return blank(response_type(ctx.header.api_key, ctx.api_version), error_code=code,
-                 error_message=_MESSAGES.get(code))
+    return blank(response_type(ctx.header.api_key, ctx.api_version), error_code=code)
 
 
 _MESSAGES = {

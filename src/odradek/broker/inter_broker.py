@@ -27,9 +27,11 @@ def inter_broker_endpoint(info: Any, listener: str) -> tuple[str, int]:
 
 def inter_broker_security(sections: BrokerSections) -> ClientSecurity:
     """How this broker connects to the others: the inter-broker listener's protocol, the
-    trust store (and own certificate) of ``ssl.*``, the credentials of ``sasl.jaas.config``."""
-    security = sections.security
-    protocol = security.protocol_of(sections.network.inter_broker_listener)
+    trust store (and own certificate) of ``ssl.*``, the credentials of ``sasl.jaas.config``
+    (the listener's own ``listener.name.<l>.*`` settings where it has them, as in Kafka)."""
+    listener = sections.network.inter_broker_listener
+    security = sections.security_of(listener)
+    protocol = security.protocol_of(listener)
     context = client_context(security.tls_settings()) if uses_tls(protocol) else None
     user = password = None
     if uses_sasl(protocol) and security.sasl_jaas_config:

@@ -52,7 +52,7 @@ class Listeners:
         self._sockets: list[tuple[str, socket.socket]] = []
         self._accept_tasks: list[asyncio.Task[None]] = []
         self._handshakes: set[asyncio.Task[None]] = set()
-        self._tls_context: ssl.SSLContext | None = None
+        self._tls_contexts: dict[str, ssl.SSLContext] = {}  # per TLS listener
         self._stopping = False
         self.connections: dict[asyncio.Task[None], Connection] = {}
         self.bound_ports: dict[str, int] = {}
@@ -63,9 +63,10 @@ class Listeners:
     def bind(self) -> None:
         sections = self._sections()
         security, network = sections.security, sections.network
-        if any(uses_tls(security.protocol_of(lst.name)) for lst in network.listeners):
-            self._tls_context = server_context(security.tls_settings())
         for listener in network.listeners:
+            own = sections.security_of(listener.name)  # listener.name.<l>.ssl.* where set
+            if uses_tls(security.protocol_of(listener.name)):
+                self._tls_contexts[listener.name] = server_context(own.tls_settings())
             host = listener.host or "0.0.0.0"
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -129,9 +130,9 @@ class Listeners:
 
     async def _serve_tls(self, name: str, protocol: str, sock: socket.socket,
                          services: BrokerServices, handlers: Any) -> None:
-        assert self._tls_context is not None
         try:
-            channel = await TlsChannel.accept(sock, self._tls_context, _TLS_HANDSHAKE_TIMEOUT_S)
+            channel = await TlsChannel.accept(sock, self._tls_contexts[name],
+                                              _TLS_HANDSHAKE_TIMEOUT_S)
         except TimeoutError:
             # Also what the controller's liveness probes look like (they connect and wait).
             log.debug("TLS handshake on %s timed out", name)
@@ -147,7 +148,7 @@ class Listeners:
         """Run one accepted (and, for TLS, handshaken) connection as a task."""
         sections = self._sections()
         max_frame = sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
-        session = ConnectionSession.for_listener(protocol, sections.security,
+        session = ConnectionSession.for_listener(protocol, sections.security_of(name),
                                                  self._user_config, principal)
         connection = Connection(channel, services, handlers, listener=name, peer=channel.peer,
                                 max_frame_bytes=max_frame, session=session)

@@ -175,6 +175,18 @@ class ReplicaManager:
             raise NotLeaderOrFollower(f"broker {self.broker_id} does not lead {topic}-{partition}")
         raise UnknownTopicOrPartition(f"{topic}-{partition}")
 
+    def hosted_partition(self, topic: str, partition: int) -> Partition:
+        """The partition if we hold a replica of it, leader or follower (readers of local
+        state any replica has, like Kafka's DescribeProducers); Kafka's errors otherwise."""
+        key = cast(TopicPartition, (topic, partition))
+        found = self._partitions.get(key)
+        if found is not None:
+            return found
+        if key in self._known:
+            raise NotLeaderOrFollower(f"broker {self.broker_id} holds no replica of "
+                                      f"{topic}-{partition}")
+        raise UnknownTopicOrPartition(f"{topic}-{partition}")
+
     def partitions(self) -> Mapping[TopicPartition, Partition]:
         return self._partitions
 

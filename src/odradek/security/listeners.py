@@ -33,6 +33,30 @@ def uses_sasl(protocol: str) -> bool:
     return protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
 
+def _validate_listener(config: BrokerConfig, name: str, protocol: str, where: str) -> None:
+    """The TLS and SASL settings listener ``name`` sees (``config.for_listener``); ``where``
+    names the listener in messages when it has ``listener.name.*`` configs of its own."""
+    if config["ssl.keystore.type"].upper() != "PEM" or config["ssl.truststore.type"].upper() \
+            != "PEM":
+        raise ValueError(f"only PEM key and trust stores are supported (ssl.*.type=PEM){where}")
+    if config["ssl.client.auth"] not in CLIENT_AUTH:
+        raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}{where}")
+    if uses_tls(protocol):
+        has_chain = config["ssl.keystore.certificate.chain"] and config["ssl.keystore.key"]
+        if not (config["ssl.keystore.location"] or has_chain):
+            raise ValueError(f"an SSL listener{where} needs ssl.keystore.location (a PEM file "
+                              "with the key and certificate chain) or "
+                              "ssl.keystore.certificate.chain and ssl.keystore.key")
+    if config["ssl.client.auth"] != "none" and not (
+            config["ssl.truststore.location"] or config["ssl.truststore.certificates"]):
+        raise ValueError(f"ssl.client.auth needs ssl.truststore.location to verify "
+                         f"clients{where}")
+    for mechanism in config["sasl.enabled.mechanisms"]:
+        if mechanism not in SASL_MECHANISMS:
+            raise ValueError(f"sasl.enabled.mechanisms{where}: {mechanism} is not supported "
+                              f"(supported: {', '.join(SASL_MECHANISMS)})")
+
+
 def validate_security(config: BrokerConfig) -> None:
     """Raise ValueError for a listener setup that cannot work, naming what to fix (the
     config turns it into its ConfigError)."""
@@ -54,36 +78,32 @@ def validate_security(config: BrokerConfig) -> None:
     inter = config["inter.broker.listener.name"]
     if inter is not None and inter.upper() not in names:
         raise ValueError(f"inter.broker.listener.name {inter} is not in listeners")
-    protocols = {mapping[name] for name in names}
-    if config["ssl.keystore.type"].upper() != "PEM" or config["ssl.truststore.type"].upper() \
-            != "PEM":
-        raise ValueError("only PEM key and trust stores are supported (ssl.*.type=PEM)")
-    if config["ssl.client.auth"] not in CLIENT_AUTH:
-        raise ValueError(f"ssl.client.auth must be one of {', '.join(CLIENT_AUTH)}")
-    if any(uses_tls(p) for p in protocols):
-        has_chain = config["ssl.keystore.certificate.chain"] and config["ssl.keystore.key"]
-        if not (config["ssl.keystore.location"] or has_chain):
-            raise ValueError("an SSL listener needs ssl.keystore.location (a PEM file with "
-                              "the key and certificate chain) or ssl.keystore.certificate.chain "
-                              "and ssl.keystore.key")
-    if config["ssl.client.auth"] != "none" and not (
-            config["ssl.truststore.location"] or config["ssl.truststore.certificates"]):
-        raise ValueError("ssl.client.auth needs ssl.truststore.location to verify clients")
-    for mechanism in config["sasl.enabled.mechanisms"]:
-        if mechanism not in SASL_MECHANISMS:
-            raise ValueError(f"sasl.enabled.mechanisms: {mechanism} is not supported "
-                              f"(supported: {', '.join(SASL_MECHANISMS)})")
+    by_protocol = config["security.inter.broker.protocol"]
+    if by_protocol is not None:
+        if inter is not None:  # Kafka's words
+            raise ValueError("Only one of inter.broker.listener.name and "
+                              "security.inter.broker.protocol should be set.")
+        if by_protocol.upper() not in names:
+            raise ValueError(f"security.inter.broker.protocol {by_protocol} names no listener "
+                              "(the inter-broker listener is the one named after it)")
+        inter = by_protocol
+    for name in names:
+        where = f" (listener {name})" if name in config.listener_configs else ""
+        _validate_listener(config.for_listener(name), name, mapping[name], where)
     from .authorizer_config import validate_authorizer
 
     validate_authorizer(config["authorizer.class.name"], config["super.users"])
-    inter_protocol = mapping[(inter or names[0]).upper()]
+    inter_name = (inter or names[0]).upper()
+    inter_protocol = mapping[inter_name]
+    config = config.for_listener(inter_name)  # its own mechanisms, keystore, credentials
     if uses_sasl(inter_protocol):
         if config["sasl.mechanism.inter.broker.protocol"] not in config["sasl.enabled.mechanisms"]:
             raise ValueError("sasl.mechanism.inter.broker.protocol must be one of "
                               "sasl.enabled.mechanisms")
         if not config["sasl.jaas.config"]:
             raise ValueError("a SASL inter-broker listener needs the broker's credentials in "
-                              "sasl.jaas.config")
+                              "sasl.jaas.config (or listener.name.<listener>.<mechanism>."
+                              "sasl.jaas.config)")
         from .jaas import parse_jaas
 
         try:

@@ -13,12 +13,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from odradek.kafka_catalog import TOPIC_CONFIGS
 from odradek.protocol.errors import InvalidConfig
 
-__all__ = ["LONG_MAX", "LogConfig"]
+__all__ = ["LONG_MAX", "InvalidConfigValue", "LogConfig"]
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+
+# Kafka's names of its number types (DescribeConfigs config_type codes)
+_KAFKA_NUMBER_TYPES = {3: "INT", 4: "SHORT", 5: "LONG", 6: "DOUBLE"}
+
+
+class InvalidConfigValue(InvalidConfig):
+    """A known topic config with a value it cannot take (AlterConfigs names the resource)."""
+
 
 _CLEANUP_POLICIES = {"delete", "compact", "compact,delete"}
 _TIMESTAMP_TYPES = {"CreateTime", "LogAppendTime"}
@@ -175,7 +184,8 @@ class LogConfig:
             field_name = self.TOPIC_CONFIG_NAMES[name][0]
             problem = check(getattr(self, field_name))
             if problem:
-                raise InvalidConfig(f"invalid value for {name}: {problem}")
+                raise InvalidConfigValue(f"Invalid value {getattr(self, field_name)} for "
+                                         f"configuration {name}: {problem}")
 
     @property
     def compact(self) -> bool:
@@ -199,7 +209,7 @@ class LogConfig:
             try:
                 field_name, kind, _doc = cls.TOPIC_CONFIG_NAMES[name]
             except KeyError:
-                raise InvalidConfig(f"unknown topic config {name!r}") from None
+                raise InvalidConfig(f"Unknown topic config name: {name}") from None
             changes[field_name] = _parse(name, kind, raw)
         return dataclasses.replace(defaults or cls(), **changes)
 
@@ -212,26 +222,37 @@ class LogConfig:
         return out
 
 
+def _invalid(name: str, raw: object, reason: str) -> InvalidConfigValue:
+    return InvalidConfigValue(f"Invalid value {raw} for configuration {name}: {reason}")
+
+
+def _not_a_number(name: str, raw: object) -> InvalidConfigValue:
+    kafka = TOPIC_CONFIGS.get(name)
+    kind = _KAFKA_NUMBER_TYPES.get(kafka.config_type if kafka is not None else 5, "LONG")
+    return _invalid(name, raw, f"Not a number of type {kind}")
+
+
 def _parse(name: str, kind: type, raw: str | int | float | bool) -> Any:
+    """``raw`` as ``kind``; a bad value is refused in Kafka's words (the tools print them)."""
     if kind is bool:
         if isinstance(raw, bool):
             return raw
         text = str(raw).strip().lower()
         if text in ("true", "false"):
             return text == "true"
-        raise InvalidConfig(f"invalid value for {name}: {raw!r} is not true or false")
+        raise _invalid(name, raw, "Expected value to be either true or false")
     if kind is int:
         if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
-            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not an integer")
+            raise _not_a_number(name, raw)
         try:
             return int(str(raw).strip()) if not isinstance(raw, (int, float)) else int(raw)
         except ValueError:
-            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not an integer") from None
+            raise _not_a_number(name, raw) from None
     if kind is float:
         try:
             return float(raw)
         except ValueError:
-            raise InvalidConfig(f"invalid value for {name}: {raw!r} is not a number") from None
+            raise _not_a_number(name, raw) from None
     text = str(raw).strip()
     if name == "cleanup.policy":
         parts = sorted({part.strip() for part in text.split(",") if part.strip()})

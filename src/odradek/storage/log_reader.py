@@ -261,7 +261,7 @@ class LogReader:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp_ms``.
 
         Special values as in ListOffsets: -2 earliest -> (log start, -1); -1 latest ->
-        (log end, -1); -3 max timestamp -> the record with the largest timestamp.
+        (log end, -1); -3 max timestamp -> the first record with the largest timestamp.
         Uses each segment's time index, then decodes the one batch that holds the answer.
         """
         state = self._state
@@ -270,11 +270,18 @@ class LogReader:
         if timestamp_ms == LATEST_TIMESTAMP:
             return state.log_end_offset, -1
         if timestamp_ms == MAX_TIMESTAMP:
-            best: tuple[int, int] | None = None
+            # Kafka's answer is the first record (lowest offset) holding the largest
+            # timestamp: the first segment with that maximum, then the first record in it
+            # whose timestamp reaches it (a segment knows only the batch, not the record).
+            best: LogSegment | None = None
             for segment in state.segments:
-                if segment.size and (best is None or segment.max_timestamp > best[1]):
-                    best = (segment.offset_of_max_timestamp, segment.max_timestamp)
-            return best
+                if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                    best = segment
+            if best is None:
+                return None
+            max_position = state.active_size if best is state.segments[-1] else best.size
+            return best.find_offset_by_timestamp(best.max_timestamp, best.base_offset,
+                                                 max_position)
         start = self._log_start_offset
         for segment in state.segments:
             if segment.next_offset <= start and segment is not state.segments[-1]:

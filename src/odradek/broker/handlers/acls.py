@@ -88,13 +88,16 @@ async def _refreshed(ctx: RequestContext) -> None:
     await _authorizer(ctx).cache.refresh_now()
 
 
+_NO_AUTHORIZER = "No Authorizer is configured."  # Kafka's text (DescribeAcls has its own)
+
+
 async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
     module = response(ctx)
     codes: list[tuple[ErrorCode, str | None]] = [(ErrorCode.none, None)] * len(request.creations)
     wanted: dict[ResourcePattern, list[tuple[int, AccessControlEntry]]] = defaultdict(list)
     for index, creation in enumerate(request.creations):
         if _disabled(ctx):
-            codes[index] = (ErrorCode.security_disabled, "No Authorizer is configured")
+            codes[index] = (ErrorCode.security_disabled, _NO_AUTHORIZER)
             continue
         try:
             binding = _binding(creation)
@@ -136,7 +139,7 @@ def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
     if _disabled(ctx):
         return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
                      error_code=ErrorCode.security_disabled,
-                     error_message="No Authorizer is configured", resources=[])
+                     error_message="No Authorizer is configured on the broker", resources=[])
     try:
         acl_filter = _filter(request, "resource_name_filter", "pattern_type_filter")
     except ValueError as exc:
@@ -163,7 +166,7 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
         if _disabled(ctx):
             results.append(build(module.DeleteAclsFilterResult,
                                  error_code=ErrorCode.security_disabled,
-                                 error_message="No Authorizer is configured", matching_acls=[]))
+                                 error_message=_NO_AUTHORIZER, matching_acls=[]))
             continue
         try:
             acl_filter = _filter(item, "resource_name_filter", "pattern_type_filter")

@@ -9,7 +9,9 @@ broker's (effective) defaults. Broker configs are layered as Kafka layers them
 resources are validated against the update-mode table (unknown key: INVALID_CONFIG;
 read-only key, per-broker key at the default, bad value: INVALID_REQUEST, as Kafka answers)
 and stored in ZooKeeper; every broker then applies them (:mod:`odradek.broker.reconfigure`).
-DescribeConfigs reports each value's source and, when asked, its synonyms.
+DescribeConfigs reports each value's source and, when asked, its synonyms, for every key
+Kafka 3.9 describes (:mod:`odradek.kafka_catalog`): keys odradek does not implement are
+described read-only at Kafka's default, so tools and users see the same key set as on Kafka.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek import kafka_catalog
 from odradek.config import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
@@ -30,6 +33,8 @@ from odradek.dynamic_config import (
     definition,
     validate_update,
 )
+from odradek.kafka_catalog import BROKER_CONFIGS as KAFKA_BROKER_KEYS
+from odradek.kafka_catalog import TOPIC_CONFIGS as KAFKA_TOPIC_KEYS
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import (
@@ -38,6 +43,7 @@ from odradek.protocol.errors import (
     UnknownTopicOrPartition,
     response_error,
 )
+from odradek.storage.config import InvalidConfigValue
 
 from ..context import RequestContext
 
@@ -58,6 +64,9 @@ _UNSUPPORTED = "only TOPIC and BROKER resources are supported"
 
 Synonyms = list[tuple[str, str | None, ConfigSource]]
 
+_NOT_IMPLEMENTED = ("A Kafka 3.9 config odradek does not implement: described read-only with "
+                    "Kafka's default (docs/configuration.md).")
+
 
 def _layers(ctx: RequestContext) -> BrokerConfigLayers:
     dynamic = ctx.services.dynamic_config
@@ -67,18 +76,32 @@ def _layers(ctx: RequestContext) -> BrokerConfigLayers:
     return layers
 
 
-def _config_type(value: Any) -> int:
+def _config_type(name: str, value: Any) -> int:
+    kafka = KAFKA_BROKER_KEYS.get(name) or KAFKA_TOPIC_KEYS.get(name)
+    if kafka is not None:
+        return kafka.config_type
     for kind, code in _CONFIG_TYPES.items():
         if isinstance(value, kind):
             return code
     return 2
 
 
+def _base_name(name: str) -> str:
+    """The broker config a ``listener.name.<l>.<config>`` key overrides (itself otherwise;
+    a mechanism's JAAS config overrides ``sasl.jaas.config``)."""
+    if not name.startswith("listener.name."):
+        return name
+    config = name.split(".", 3)[3]
+    return "sasl.jaas.config" if config.endswith(".sasl.jaas.config") else config
+
+
 def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
            read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-    definition = BROKER_CONFIGS.get(name)
-    sensitive = definition is not None and definition.sensitive
+    definition = BROKER_CONFIGS.get(_base_name(name))
+    config_type = _config_type(_base_name(name), kind)
+    sensitive = (definition.sensitive if definition is not None
+                 else config_type == kafka_catalog.PASSWORD)
     if sensitive:  # like Kafka's PASSWORD type: never shown, only whether it is set
         value = None
         synonyms = [(n, None, src) for n, _v, src in synonyms]
@@ -88,7 +111,7 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
     ) if include_synonyms else ()
     return build(module.DescribeConfigsResourceResult, name=name, value=value,
                  read_only=read_only, config_source=int(source), is_sensitive=sensitive,
-                 synonyms=listed, config_type=_config_type(kind), documentation=doc,
+                 synonyms=listed, config_type=config_type, documentation=doc,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 
 
@@ -111,23 +134,33 @@ def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
 
 def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
                     include_synonyms: bool, include_docs: bool) -> list[Any]:
+    """Every topic key Kafka 3.9 describes (those odradek does not implement read-only,
+    at Kafka's default), plus odradek's own; synonyms as Kafka lists them."""
     overrides = _topic_overrides(ctx, name)
     log_config = ctx.services.config.log_config(dict(overrides))
     layers = _layers(ctx)
     fields = type(log_config).TOPIC_CONFIG_NAMES
+    supported = log_config.to_topic_config()
     entries = []
-    for key, value in log_config.to_topic_config().items():
+    for key in sorted({*supported, *KAFKA_TOPIC_KEYS}):
         if keys is not None and key not in keys:
             continue
         synonyms: Synonyms = []
         if key in overrides:
             synonyms.append((key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        broker_name = broker_default_name(key)
+        kafka = KAFKA_TOPIC_KEYS.get(key)
+        broker_name = kafka.broker_name if kafka is not None else broker_default_name(key)
         if broker_name is not None:
             synonyms.extend(layers.synonyms(broker_name))
-        field_name, _kind, doc = fields[key]
-        entries.append(_entry(module, key, str(value), synonyms, read_only=False,
-                              kind=getattr(log_config, field_name),
+        if key in supported:
+            field_name, _kind, doc = fields[key]
+            value: str | None = str(supported[key])
+            kind, read_only = getattr(log_config, field_name), False
+        else:
+            assert kafka is not None
+            value, kind, read_only = kafka.default, "", True
+            doc = _NOT_IMPLEMENTED
+        entries.append(_entry(module, key, value, synonyms, read_only=read_only, kind=kind,
                               doc=doc if include_docs else None,
                               include_synonyms=include_synonyms))
     return entries
@@ -140,7 +173,10 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     if name == "":  # the cluster default: only what is set there (as Kafka answers)
         per_broker, names = False, sorted(layers.default)
     elif name == str(broker_id):
-        per_broker, names = True, sorted(UPDATE_MODES)
+        # every key Kafka 3.9 describes (those odradek does not implement read-only, at
+        # Kafka's default), plus odradek's own
+        per_broker, names = True, sorted({*UPDATE_MODES, *KAFKA_BROKER_KEYS,
+                                          *ctx.services.config.listener_properties()})
     else:
         raise InvalidRequest(
             f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
@@ -150,8 +186,19 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     dynamic_only = dynamic.dynamic_only() if dynamic is not None else {}
     entries = []
     for key in names:
+        if keys is not None and key not in keys:
+            continue
+        if key.startswith("listener.name.") and per_broker:
+            entries.append(_listener_entry(ctx, module, key, layers, include_synonyms))
+            continue
         found = definition(key)
-        if found is None or (keys is not None and key not in keys):
+        if found is None:
+            if key not in KAFKA_BROKER_KEYS or not per_broker:
+                continue
+            entries.append(_entry(module, key, KAFKA_BROKER_KEYS[key].default,
+                                  layers.synonyms(key), read_only=True, kind="",
+                                  doc=_NOT_IMPLEMENTED if include_docs else None,
+                                  include_synonyms=include_synonyms))
             continue
         if not per_broker:
             value: str | None = layers.default[key]
@@ -165,6 +212,19 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
                               doc=found.doc if include_docs else None,
                               include_synonyms=include_synonyms))
     return entries
+
+
+def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerConfigLayers,
+                    include_synonyms: bool) -> Any:
+    """A static ``listener.name.<l>.<config>`` key, described as Kafka does: read-only,
+    then the broker-wide config it overrides where that is static or has a default."""
+    raw = ctx.services.config.listener_properties()[key]
+    base = key.split(".", 3)[3]  # Kafka's synonym: the name after the listener's
+    static_or_default = (ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG)
+    synonyms: Synonyms = [(key, raw, ConfigSource.STATIC_BROKER_CONFIG)]
+    synonyms += [entry for entry in layers.synonyms(base) if entry[2] in static_or_default]
+    return _entry(module, key, raw, synonyms, read_only=True, kind="", doc=None,
+                  include_synonyms=include_synonyms)
 
 
 def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
@@ -205,7 +265,11 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
 async def _alter_topic(
     ctx: RequestContext, name: str, new_overrides: dict[str, str], validate_only: bool
 ) -> None:
-    ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+    try:
+        ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+    except InvalidConfigValue as exc:  # Kafka's words, which name the resource
+        raise InvalidConfig(f"Invalid config value for resource ConfigResource(type=TOPIC, "
+                            f"name='{name}'): {exc}") from None
     await ctx.services.cluster.alter_topic_config(name, new_overrides, validate_only)
 
 

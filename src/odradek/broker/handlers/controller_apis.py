@@ -74,6 +74,11 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
         # v0 has no top-level code: every partition carries it (NOT_CONTROLLER: retry).
         top_code, top_message = _failure(exc)
         outcome = {tp: (top_code, top_message) for tp in (wanted or [])}
+    if wanted is None:
+        # Kafka answers an election of every partition with only the partitions that were
+        # elected or failed: the tool would list the whole cluster as "already elected".
+        outcome = {tp: result for tp, result in outcome.items()
+                   if result[0] != ErrorCode.election_not_needed}
     elected = [tp for tp, (code, _) in outcome.items() if code == ErrorCode.none]
     timeout_s = max(millis(request.timeout), 0) / 1000
     if elected and timeout_s > 0 and not unclean:

@@ -1,4 +1,4 @@
-"""DescribeProducers (v0): the active producers of partitions this broker leads.
+"""DescribeProducers (v0): the active producers of partitions this broker holds.
 
 Why: Kafka's admin (``kafka-transactions describe-producers``, ``find-hanging``, ``abort``)
 finds transactions that hold a partition's last stable offset back by asking the leader for
@@ -8,8 +8,10 @@ transaction whose producer is gone and whose coordinator never wrote markers is 
 only here. The answer is read from the partition log's producer state as it is (no copy,
 no lock: entries are replaced whole by the append path on the same event loop).
 
-Per partition: a follower answers NOT_LEADER_OR_FOLLOWER, an unknown partition
-UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+Any replica answers, leader or follower: the producer state is rebuilt from the log on each
+replica, and ``find-hanging --broker-id N`` asks one broker about every partition it holds.
+Per partition: a broker with no replica of it answers NOT_LEADER_OR_FOLLOWER, an unknown
+partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
             producers: tuple[Any, ...] = ()
             message: str | None = None
             try:
-                found = replica_manager.leader_partition(str(topic.name), int(index))
+                found = replica_manager.hosted_partition(str(topic.name), int(index))
                 producers = _active_producers(module, found.log.producer_state)
                 code = ErrorCode.none
             except Exception as exc:

@@ -68,14 +68,21 @@ async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> Any:
     try:
         reply, lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
-        mechanism = ctx.session.sasl.mechanism if ctx.session.sasl else "?"
+        mechanism = (ctx.session.sasl.mechanism if ctx.session.sasl else None) or "?"
         return build(module.SaslAuthenticateResponse,
                      error_code=ErrorCode.sasl_authentication_failed,
-                     error_message=f"Authentication failed: invalid credentials with SASL "
-                                   f"mechanism {mechanism}",
-                     auth_bytes=b"", session_lifetime=0)
+                     error_message=_failure_message(mechanism), auth_bytes=b"",
+                     session_lifetime=0)
     return build(module.SaslAuthenticateResponse, error_code=ErrorCode.none,
                  error_message=None, auth_bytes=reply, session_lifetime=lifetime_ms)
+
+
+def _failure_message(mechanism: str) -> str:
+    """Apache Kafka's words for a failed login (clients and tools print them)."""
+    if mechanism == "PLAIN":
+        return "Authentication failed: Invalid username or password"
+    return ("Authentication failed during authentication due to invalid credentials with "
+            f"SASL mechanism {mechanism}")
 
 
 async def _step(ctx: RequestContext, token: bytes) -> tuple[bytes, int]:
