@@ -1,0 +1,64 @@
+"""The cluster view as plain values, and a replica manager on real logs, for unit tests.
+
+What ZooKeeper would say about a partition (:class:`State`) is a frozen value here; the
+same paths run against real ZooKeeper and broker processes in the failover suites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from odradek.config_sections import ReplicationConfig
+from odradek.replication import FetchParams, FetchRead, PartitionFetch, ReplicaManager
+from odradek.storage import LogManager
+from odradek.types import BrokerId, TopicPartition
+from tests.storage.helpers import settings, small_config
+
+TP = TopicPartition("t", 0)
+ME = BrokerId(1)
+
+
+@dataclass(frozen=True)
+class State:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    zk_version: int = 0
+
+
+@dataclass(frozen=True)
+class Topic:
+    partitions: dict[int, State] = field(default_factory=dict)
+    topic_id: object = "id-1"
+
+
+def view(state: State) -> dict[str, Topic]:
+    """The cluster view holding one topic ``t`` with one partition in ``state``."""
+    return {"t": Topic({0: state})}
+
+
+def new_manager(tmp_path: Path, *, min_insync_replicas: int = 1,
+                isr_writer: Any = None) -> tuple[ReplicaManager, LogManager]:
+    """A replica manager for broker :data:`ME` on logs under ``tmp_path`` (shut the log
+    manager down after)."""
+    logs = LogManager(settings(tmp_path), small_config(), background=False)
+    config = small_config(min_insync_replicas=min_insync_replicas)
+    manager = ReplicaManager(ME, logs, lambda _topic: config, ReplicationConfig(),
+                             isr_writer=isr_writer)
+    return manager, logs
+
+
+def consume(offset: int, *, replica_id: int = -1, max_wait_ms: int = 0, min_bytes: int = 1,
+            current_leader_epoch: int = -1) -> FetchParams:
+    """A Fetch of ``t-0`` from ``offset``: a consumer's, or a follower's (``replica_id``)."""
+    return FetchParams(replica_id, min_bytes, 1 << 20, max_wait_ms,
+                       (PartitionFetch("t", 0, offset, 1 << 20, current_leader_epoch),))
+
+
+def partition_error(read: FetchRead) -> ErrorCode:
+    return ErrorCode(read.topics[0].partitions[0].error_code)
