@@ -13,9 +13,15 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.config_sections import ReplicationConfig
-from odradek.replication import FetchParams, FetchRead, PartitionFetch, ReplicaManager
-from odradek.storage import LogManager
-from odradek.types import BrokerId, TopicPartition
+from odradek.replication import (
+    FetchParams,
+    FetchRead,
+    Partition,
+    PartitionFetch,
+    ReplicaManager,
+)
+from odradek.storage import LogManager, open_log
+from odradek.types import BrokerId, LeaderEpoch, TopicPartition
 from tests.storage.helpers import settings, small_config
 
 TP = TopicPartition("t", 0)
@@ -40,6 +46,17 @@ class Topic:
 def view(state: State) -> dict[str, Topic]:
     """The cluster view holding one topic ``t`` with one partition in ``state``."""
     return {"t": Topic({0: state})}
+
+
+def led_partition(directory: Path, *, isr: tuple[int, ...] = (1, 2, 3),
+                  replicas: tuple[int, ...] = (1, 2, 3), min_insync_replicas: int = 1,
+                  leader_epoch: int = 3) -> Partition:
+    """:data:`ME` leading ``t-0`` on a fresh log in ``directory`` (close its log after)."""
+    return Partition(
+        "t", 0, open_log(directory / "t-0", small_config()), ME,
+        leader_epoch=LeaderEpoch(leader_epoch), isr=isr, replicas=replicas,
+        min_insync_replicas=min_insync_replicas, is_leader=True, leader=ME,
+    )
 
 
 def new_manager(tmp_path: Path, *, min_insync_replicas: int = 1,

@@ -15,27 +15,23 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.replication import FetchRead, Partition
-from odradek.storage import open_log
-from odradek.types import LeaderEpoch
 from tests.replication.cluster_view import (
     ME,
     TP,
     State,
     consume,
+    led_partition,
     new_manager,
     partition_error,
     view,
 )
-from tests.storage.helpers import batch, small_config
+from tests.storage.helpers import batch
 
 
 @pytest.fixture
 def leader(tmp_path: Path) -> Iterator[Partition]:
     """Broker 1 leading ``t-0`` at epoch 3; replicas 1, 2, 3; ISR 1, 2, 3."""
-    partition = Partition(
-        "t", 0, open_log(tmp_path / "t-0", small_config()), ME, leader_epoch=LeaderEpoch(3),
-        isr=(1, 2, 3), replicas=(1, 2, 3), is_leader=True, leader=ME,
-    )
+    partition = led_partition(tmp_path)
     yield partition
     partition.log.close()
 
