@@ -1,17 +1,22 @@
 """The cluster view as plain values, and a replica manager on real logs, for unit tests.
 
-What ZooKeeper would say about a partition (:class:`State`) is a frozen value here; the
-same paths run against real ZooKeeper and broker processes in the failover suites.
+What ZooKeeper would say about a partition (:class:`State`) is a frozen value here, and
+its state znode (:class:`StateZnode`) an in-memory stand-in taking the leader's
+conditional ISR writes; the same paths run against real ZooKeeper and broker processes in
+the failover and network-partition suites.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.cluster.isr import IsrWriteResult
 from odradek.config_sections import ReplicationConfig
 from odradek.replication import (
     FetchParams,
@@ -79,3 +84,31 @@ def consume(offset: int, *, replica_id: int = -1, max_wait_ms: int = 0, min_byte
 
 def partition_error(read: FetchRead) -> ErrorCode:
     return ErrorCode(read.topics[0].partitions[0].error_code)
+
+
+@dataclass
+class StateZnode:
+    """``t-0``'s state znode: a write lands only at the version the writer read."""
+
+    version: int = 0
+    isr: tuple[int, ...] = ()
+    writes: list[tuple[int, ...]] = field(default_factory=list)
+
+    async def write_isr(self, topic: str, partition: int, *, leader: int, leader_epoch: int,
+                        isr: Sequence[int], controller_epoch: int, zk_version: int,
+                        replicas: Sequence[int]) -> IsrWriteResult:
+        self.writes.append(tuple(isr))
+        if zk_version != self.version:
+            return IsrWriteResult(False)
+        self.version += 1
+        self.isr = tuple(isr)
+        return IsrWriteResult(True, self.version)
+
+
+async def written(partition: Partition) -> None:
+    """Let the ISR write in flight finish (the in-memory znode answers at once)."""
+    for _ in range(20):
+        if partition.pending_isr is None:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"ISR write {partition.pending_isr} still in flight")

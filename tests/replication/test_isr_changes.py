@@ -15,48 +15,29 @@ writer runs against ZooKeeper in the failover and network-partition suites).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.clock import monotonic_ms
-from odradek.cluster.isr import IsrWriteResult
 from odradek.config_sections import ReplicationConfig
 from odradek.replication import Partition, ReplicaManager
 from tests.replication.cluster_view import (
     ME,
     TP,
     State,
+    StateZnode,
     consume,
     led_partition,
     new_manager,
     view,
+    written,
 )
 from tests.storage.helpers import batch
 
 LAG_MS = ReplicationConfig().replica_lag_time_max_ms
-
-
-@dataclass
-class StateZnode:
-    """``t-0``'s state znode: a write lands only at the version the writer read."""
-
-    version: int = 0
-    isr: tuple[int, ...] = ()
-    writes: list[tuple[int, ...]] = field(default_factory=list)
-
-    async def write_isr(self, topic: str, partition: int, *, leader: int, leader_epoch: int,
-                        isr: Sequence[int], controller_epoch: int, zk_version: int,
-                        replicas: Sequence[int]) -> IsrWriteResult:
-        self.writes.append(tuple(isr))
-        if zk_version != self.version:
-            return IsrWriteResult(False)
-        self.version += 1
-        self.isr = tuple(isr)
-        return IsrWriteResult(True, self.version)
 
 
 @pytest.fixture
@@ -69,15 +50,6 @@ def manager(tmp_path: Path, znode: StateZnode) -> Iterator[ReplicaManager]:
     replica_manager, logs = new_manager(tmp_path, min_insync_replicas=2, isr_writer=znode)
     yield replica_manager
     logs.shutdown()
-
-
-async def written(partition: Partition) -> None:
-    """Let the ISR write in flight finish (the in-memory znode answers at once)."""
-    for _ in range(20):
-        if partition.pending_isr is None:
-            return
-        await asyncio.sleep(0)
-    raise AssertionError(f"ISR write {partition.pending_isr} still in flight")
 
 
 def lead(manager: ReplicaManager, znode: StateZnode, isr: tuple[int, ...],
