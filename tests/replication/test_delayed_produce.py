@@ -216,3 +216,23 @@ def test_a_write_answered_before_the_shrink_stays_answered(manager: ReplicaManag
         assert refused[TP].error == ErrorCode.not_enough_replicas, "now refused up front"
 
     asyncio.run(body())
+
+
+def test_min_insync_replicas_above_the_replication_factor_is_met_by_every_replica(
+    tmp_path: Path,
+) -> None:
+    """After the append too, Kafka compares the ISR with min(min.insync.replicas,
+    replicas): a 2-replica partition under min.insync.replicas=3 succeeds with both."""
+    partition = led_partition(tmp_path, isr=(ME, 2), replicas=(ME, 2), min_insync_replicas=3)
+    try:
+        partition.min_insync_replicas = 1  # was the ISR big enough when appending: yes
+        partition.append_as_leader(batch([b"x"]), acks=-1)
+        partition.min_insync_replicas = 3  # then raised (a dynamic topic config change)
+        awaiting = AwaitingReplication.after(partition, 0)
+        partition.record_follower_fetch(2, 1, now=0)
+        assert decide(partition, awaiting=awaiting) == (True, ErrorCode.none)
+        partition.isr = (ME,)
+        assert decide(partition, awaiting=awaiting) == (
+            True, ErrorCode.not_enough_replicas_after_append)
+    finally:
+        partition.log.close()

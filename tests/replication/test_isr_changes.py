@@ -214,3 +214,35 @@ def test_min_insync_replicas_bounds_acks_all_writes_not_the_isr(
         assert results[TP].error == ErrorCode.none and results[TP].base_offset == 1
 
     asyncio.run(body())
+
+
+def test_min_insync_replicas_above_the_replication_factor_counts_as_the_replication_factor(
+    tmp_path: Path,
+) -> None:
+    """Kafka 3.9's ``Partition.effectiveMinIsr``: min(min.insync.replicas, replicas). A
+    replication-factor-1 topic under a cluster-wide min.insync.replicas=2 still takes
+    acks=all writes (the producers' default), as soon as all its replicas have them."""
+
+    async def body() -> None:
+        manager, logs = new_manager(tmp_path, min_insync_replicas=3)
+        try:
+            manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME,))))
+            alone = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=1000)
+            assert isinstance(alone, dict), "the whole ISR has it at once"
+            assert alone[TP].error == ErrorCode.none
+
+            manager.apply_cluster_view(view(State(ME, 4, (ME, 2), (ME, 2), zk_version=1)))
+            pending = manager.append_records({TP: batch([b"y"])}, acks=-1, timeout_ms=5000)
+            assert isinstance(pending, asyncio.Future)
+            manager.fetch(consume(2, replica_id=2))
+            results = await asyncio.wait_for(pending, 1)
+            assert results[TP].error == ErrorCode.none
+
+            manager.apply_cluster_view(view(State(ME, 4, (ME,), (ME, 2), zk_version=2)))
+            refused = manager.append_records({TP: batch([b"z"])}, acks=-1, timeout_ms=1000)
+            assert isinstance(refused, dict)
+            assert refused[TP].error == ErrorCode.not_enough_replicas, "2 of 2 are needed"
+        finally:
+            logs.shutdown()
+
+    asyncio.run(body())

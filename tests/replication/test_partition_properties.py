@@ -13,7 +13,8 @@ a model that knows each follower's real log end and when it last caught up:
   ``replica.lag.time.max.ms``; a follower joins exactly when it reached the HW and the
   epoch's start offset;
 * an acks=all write is acknowledged only when every ISR member has it and the ISR has
-  ``min.insync.replicas`` members; it is refused up front when the ISR is smaller, and
+  ``min.insync.replicas`` members (at most all replicas, Kafka's effective minimum); it is
+  refused up front when the ISR is smaller, and
   answered NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below it by the time every
   member had it; until then it stays undecided.
 """
@@ -76,6 +77,7 @@ class LeaderMachine(RuleBasedStateMachine):
         self.pending_write_stale = False  # the controller moved the znode past our write
         self.writes: list[WaitingWrite] = []
         self.highest_high_watermark = 0
+        self.min_insync = 1  # what min.insync.replicas means for it: capped at 3 replicas
 
     def teardown(self) -> None:
         if self.partition is not None:
@@ -88,7 +90,7 @@ class LeaderMachine(RuleBasedStateMachine):
         return self.partition
 
     # Becoming leader ----------------------------------------------------------------------
-    @initialize(in_sync=st.sets(st.sampled_from(FOLLOWERS)), min_insync=st.integers(1, 3),
+    @initialize(in_sync=st.sets(st.sampled_from(FOLLOWERS)), min_insync=st.integers(1, 4),
                 data=st.data())
     def lead(self, in_sync: set[int], min_insync: int, data: st.DataObject) -> None:
         """We become leader of a log that may hold earlier terms' records, with the HW we
@@ -97,6 +99,7 @@ class LeaderMachine(RuleBasedStateMachine):
         self.partition = led_partition(self.tmp, isr=isr, replicas=REPLICAS,
                                        min_insync_replicas=min_insync)
         leader = self.leader
+        self.min_insync = min(min_insync, len(REPLICAS))
         earlier = data.draw(st.integers(0, 5), "records from earlier terms")
         if earlier:
             leader.log.append(batch([b"old"] * earlier), leader_epoch=1)
@@ -119,7 +122,7 @@ class LeaderMachine(RuleBasedStateMachine):
     def append(self, count: int, acks: int) -> None:
         leader = self.leader
         end = leader.log_end_offset
-        if acks == -1 and len(leader.isr) < leader.min_insync_replicas:
+        if acks == -1 and len(leader.isr) < self.min_insync:
             try:
                 leader.append_as_leader(batch([b"v"] * count), acks)
             except NotEnoughReplicas:
@@ -255,7 +258,7 @@ class LeaderMachine(RuleBasedStateMachine):
             has_it = [r for r in leader.maximal_isr
                       if r != ME and self.follower_end[r] < write.required_offset]
             assert not has_it, f"ISR members {has_it} lack offset {write.required_offset - 1}"
-            enough = len(leader.isr) >= leader.min_insync_replicas
+            enough = len(leader.isr) >= self.min_insync
             expected = ErrorCode.none if enough else ErrorCode.not_enough_replicas_after_append
             assert error == expected, f"ISR {leader.isr}: {error!r}"
 
