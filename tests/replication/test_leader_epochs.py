@@ -146,3 +146,31 @@ def test_list_offsets_and_offset_for_leader_epoch_are_fenced_too(
     with pytest.raises(UnknownLeaderEpoch):
         manager.end_offset_for_leader_epoch(TP, EPOCH + 1, EPOCH)
     assert manager.end_offset_for_leader_epoch(TP, EPOCH, EPOCH) == (EPOCH, 1)
+
+
+@pytest.mark.parametrize(
+    ("current_leader_epoch", "expected"),
+    [
+        (EPOCH - 1, ErrorCode.fenced_leader_epoch),
+        (EPOCH + 1, ErrorCode.unknown_leader_epoch),
+        (EPOCH, ErrorCode.not_leader_or_follower),
+        (-1, ErrorCode.not_leader_or_follower),
+    ],
+)
+def test_a_follower_checks_the_epoch_before_leadership(
+    manager: ReplicaManager, current_leader_epoch: int, expected: ErrorCode,
+) -> None:
+    """Kafka's ``Partition.getLocalLog``: the epoch comes first. A client with stale
+    metadata asking the former leader hears FENCED_LEADER_EPOCH; one that knows a newer
+    epoch than this broker does hears UNKNOWN_LEADER_EPOCH (the broker will catch up)."""
+    manager.apply_cluster_view(view(State(2, EPOCH, (ME, 2), (ME, 2))))
+    read = manager.fetch(consume(0, current_leader_epoch=current_leader_epoch))
+    assert isinstance(read, FetchRead)
+    assert partition_error(read) == expected
+    for request in (
+        lambda: manager.offset_for_timestamp(TP, LATEST_TIMESTAMP, current_leader_epoch),
+        lambda: manager.end_offset_for_leader_epoch(TP, current_leader_epoch, EPOCH),
+    ):
+        with pytest.raises(Exception) as raised:
+            request()
+        assert getattr(raised.value, "code", None) == expected
