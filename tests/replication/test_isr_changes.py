@@ -1,8 +1,9 @@
 """ISR expansion and shrink as the leader decides them (Kafka's rules, ZK mode).
 
-* Shrink: an ISR follower that has not caught up for more than ``replica.lag.time.max.ms``
-  leaves; "caught up" is reaching the leader's log end, or the log end the leader had at
-  the follower's previous fetch (keeping pace with a busy leader). The leader never leaves.
+* Shrink: an ISR follower that lacks some of the leader's log and has not caught up for
+  more than ``replica.lag.time.max.ms`` leaves; "caught up" is reaching the leader's log
+  end, or the log end the leader had at the follower's previous fetch (keeping pace with
+  a busy leader). The leader never leaves.
 * Expand: a follower outside the ISR joins once it reached the high watermark and the
   current leader epoch's start offset.
 * ``min.insync.replicas`` bounds acks=all writes, not the ISR: the ISR may shrink to the
@@ -86,8 +87,26 @@ def test_a_follower_caught_up_exactly_replica_lag_time_max_ms_ago_stays(tmp_path
     partition = led_partition(tmp_path, isr=(1, 2))
     try:
         partition.record_follower_fetch(2, 0, now=1000)  # at our log end: caught up
+        partition.append_as_leader(batch([b"v"]), acks=1)  # now it lacks something
         assert partition.out_of_sync_replicas(1000 + LAG_MS, LAG_MS) == ()
         assert partition.out_of_sync_replicas(1000 + LAG_MS + 1, LAG_MS) == (2,)
+    finally:
+        partition.log.close()
+
+
+def test_a_follower_with_our_whole_log_stays_in_sync_however_long_ago_it_fetched(
+    tmp_path: Path,
+) -> None:
+    """Kafka's ``ReplicaState.isCaughtUp``: lag counts only while we have something the
+    follower lacks, so an idle partition keeps its ISR (a dead follower is dropped by the
+    controller when its ZooKeeper session ends, or by us once a write arrives)."""
+    partition = led_partition(tmp_path, isr=(1, 2))
+    try:
+        partition.append_as_leader(batch([b"v"]), acks=1)
+        partition.record_follower_fetch(2, 1, now=0)
+        assert partition.out_of_sync_replicas(10 * LAG_MS, LAG_MS) == ()
+        partition.append_as_leader(batch([b"w"]), acks=1)
+        assert partition.out_of_sync_replicas(10 * LAG_MS, LAG_MS) == (2,)
     finally:
         partition.log.close()
 

@@ -9,8 +9,8 @@ a model that knows each follower's real log end and when it last caught up:
 * the high watermark never decreases, never passes the log end of a replica in the ISR
   (nor of one joining it), and is as high as the followers' reported positions allow;
 * the leader is always in the ISR, and the ISR holds only assigned replicas, once each;
-* shrinks remove exactly the followers that have not caught up for more than
-  ``replica.lag.time.max.ms``; a follower joins exactly when it reached the HW and the
+* shrinks remove exactly the followers that lack some of the log and have not caught up
+  for more than ``replica.lag.time.max.ms``; a follower joins exactly when it reached the HW and the
   epoch's start offset;
 * an acks=all write is acknowledged only when every ISR member has it and the ISR has
   ``min.insync.replicas`` members (at most all replicas, Kafka's effective minimum); it is
@@ -195,8 +195,9 @@ class LeaderMachine(RuleBasedStateMachine):
         """The ISR manager's periodic pass."""
         leader = self.leader
         lagging = leader.out_of_sync_replicas(self.now, LAG_MS)
-        expected = {r for r in leader.isr
-                    if r != ME and self.now - self.caught_up_ms[r] > LAG_MS}
+        expected = {r for r in leader.isr if r != ME
+                    and self.reported[r] != leader.log_end_offset
+                    and self.now - self.caught_up_ms[r] > LAG_MS}
         assert set(lagging) == expected, f"at {self.now}: caught up {self.caught_up_ms}"
         if lagging:
             self.start_isr_write(tuple(r for r in leader.isr if r not in lagging))

@@ -227,14 +227,19 @@ class Partition:
         )
 
     def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[int, ...]:
-        """ISR followers that have not caught up within ``replica.lag.time.max.ms``."""
-        return tuple(
-            replica
-            for replica in self.isr
-            if replica != self.broker_id
-            and now - self.followers.setdefault(replica, FollowerProgress()).last_caught_up_ms
-            > lag_time_max_ms
-        )
+        """ISR followers that lack some of our log and have not caught up within
+        ``replica.lag.time.max.ms`` (Kafka's ``ReplicaState.isCaughtUp``: a follower with
+        our whole log stays, however long ago it fetched)."""
+        leader_end = int(self.log.log_end_offset)
+        out = []
+        for replica in self.isr:
+            if replica == self.broker_id:
+                continue
+            progress = self.followers.setdefault(replica, FollowerProgress())
+            if (progress.log_end_offset != leader_end
+                    and now - progress.last_caught_up_ms > lag_time_max_ms):
+                out.append(replica)
+        return tuple(out)
 
     # Leader: reads ------------------------------------------------------------------------
     def fetchable_end(self, from_follower: bool, read_committed: bool = False) -> int:
