@@ -8,35 +8,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.config_sections import ReplicationConfig
-from odradek.replication import FetchParams, FetchRead, PartitionFetch, ReplicaManager
+from odradek.replication import FetchRead, ReplicaManager
 from odradek.storage import LogManager
-from odradek.types import BrokerId, TopicPartition
+from odradek.types import TopicPartition
+from tests.replication.cluster_view import ME, TP, State, Topic, consume, partition_error
 from tests.storage.helpers import batch, settings, small_config
-
-TP = TopicPartition("t", 0)
-ME = BrokerId(1)
-
-
-@dataclass(frozen=True)
-class State:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    zk_version: int = 0
-
-
-@dataclass(frozen=True)
-class Topic:
-    partitions: dict[int, State] = field(default_factory=dict)
-    topic_id: object = "id-1"
 
 
 @pytest.fixture
@@ -49,16 +31,6 @@ def manager(tmp_path: Path) -> Iterator[ReplicaManager]:
 def lead(manager: ReplicaManager, isr: tuple[int, ...], epoch: int = 3) -> None:
     replicas = tuple(sorted({ME, *isr, 2}))
     manager.apply_cluster_view({"t": Topic({0: State(ME, epoch, isr, replicas)})})
-
-
-def consume(offset: int, *, replica_id: int = -1, max_wait_ms: int = 0,
-            min_bytes: int = 1) -> FetchParams:
-    return FetchParams(replica_id, min_bytes, 1 << 20, max_wait_ms,
-                       (PartitionFetch("t", 0, offset, 1 << 20),))
-
-
-def partition_error(read: FetchRead) -> ErrorCode:
-    return ErrorCode(read.topics[0].partitions[0].error_code)
 
 
 def test_acks_1_answers_at_once_and_consumers_see_it_below_the_high_watermark(

@@ -5,7 +5,8 @@ has it. Until then it waits in the produce purgatory, watching its partitions: a
 a follower fetch that moves the HW, an ISR or leadership change re-tests it. Per partition:
 
 * the HW reached the write: success, unless the ISR shrank below ``min.insync.replicas``
-  meanwhile (NOT_ENOUGH_REPLICAS_AFTER_APPEND, Kafka's rule);
+  (capped at the number of replicas) meanwhile (NOT_ENOUGH_REPLICAS_AFTER_APPEND, Kafka's
+  rule);
 * leadership was lost — even if regained since, as the log may have been truncated in
   between (``leader_generation`` changed): NOT_LEADER_OR_FOLLOWER;
 * the timeout passed first: REQUEST_TIMED_OUT.
@@ -94,7 +95,7 @@ def settle(results: AppendResults, waiting: dict[TopicPartition, AwaitingReplica
             results[key].error = ErrorCode.not_leader_or_follower
             del waiting[key]
         elif awaiting.replicated:
-            if len(partition.isr) < partition.min_insync_replicas:
+            if len(partition.isr) < partition.effective_min_insync_replicas:
                 results[key].error = ErrorCode.not_enough_replicas_after_append
             del waiting[key]
     return not waiting

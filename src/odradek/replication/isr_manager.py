@@ -3,7 +3,8 @@
 * **Expand**: a follower not in the ISR whose fetch offset reached the high watermark and
   the current leader epoch's start offset joins (triggered from its Fetch).
 * **Shrink**: every ``replica.lag.time.max.ms / 2`` each led partition drops the ISR
-  followers that have not caught up for ``replica.lag.time.max.ms``.
+  followers that lack some of its log and have not caught up for
+  ``replica.lag.time.max.ms``.
 
 Both go through :class:`odradek.cluster.isr.IsrWriter`: a conditional write of the state
 znode at the version we hold. At most one write per partition is in flight

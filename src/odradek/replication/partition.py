@@ -6,7 +6,8 @@ we know of each follower. Everything that reads or writes the log on behalf of a
 goes through it, so the leader's rules are applied in one place:
 
 * **Writes** (:meth:`append_as_leader`) only while we lead; acks=-1 is refused with
-  NOT_ENOUGH_REPLICAS *before* appending when the ISR is below ``min.insync.replicas``.
+  NOT_ENOUGH_REPLICAS *before* appending when the ISR is below ``min.insync.replicas`` —
+  capped at the number of replicas, as Kafka's ``effectiveMinIsr`` does.
 * **High watermark = the smallest log end offset over the ISR**, and it never moves back
   while we lead. A follower's LEO is the offset of its latest Fetch; a follower that has
   not fetched since we became leader counts as unknown, so a new leader's HW waits for its
@@ -146,11 +147,19 @@ class Partition:
         if current_leader_epoch > self.leader_epoch:
             raise UnknownLeaderEpoch(f"{self}: epoch {current_leader_epoch}")
 
+    @property
+    def effective_min_insync_replicas(self) -> int:
+        """``min.insync.replicas``, but never more than the partition has replicas (Kafka's
+        ``Partition.effectiveMinIsr``): a replication-factor-1 topic under a cluster-wide
+        min.insync.replicas=2 still takes acks=all writes, the producers' default."""
+        return min(self.min_insync_replicas, len({*self.replicas, self.broker_id}))
+
     def check_enough_replicas(self) -> None:
         """acks=-1 is refused before appending when the ISR is below min.insync.replicas."""
-        if len(self.isr) < self.min_insync_replicas:
+        if len(self.isr) < self.effective_min_insync_replicas:
             raise NotEnoughReplicas(
-                f"{self}: isr {list(self.isr)} < min.insync.replicas {self.min_insync_replicas}"
+                f"{self}: isr {list(self.isr)} < min.insync.replicas "
+                f"{self.effective_min_insync_replicas}"
             )
 
     # Leader: writes and the high watermark ----------------------------------------------
@@ -218,14 +227,19 @@ class Partition:
         )
 
     def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[int, ...]:
-        """ISR followers that have not caught up within ``replica.lag.time.max.ms``."""
-        return tuple(
-            replica
-            for replica in self.isr
-            if replica != self.broker_id
-            and now - self.followers.setdefault(replica, FollowerProgress()).last_caught_up_ms
-            > lag_time_max_ms
-        )
+        """ISR followers that lack some of our log and have not caught up within
+        ``replica.lag.time.max.ms`` (Kafka's ``ReplicaState.isCaughtUp``: a follower with
+        our whole log stays, however long ago it fetched)."""
+        leader_end = int(self.log.log_end_offset)
+        out = []
+        for replica in self.isr:
+            if replica == self.broker_id:
+                continue
+            progress = self.followers.setdefault(replica, FollowerProgress())
+            if (progress.log_end_offset != leader_end
+                    and now - progress.last_caught_up_ms > lag_time_max_ms):
+                out.append(replica)
+        return tuple(out)
 
     # Leader: reads ------------------------------------------------------------------------
     def fetchable_end(self, from_follower: bool, read_committed: bool = False) -> int:

@@ -37,8 +37,9 @@ __all__ = ["FetchParams", "FetchRead", "PartitionFetch", "has_new_data", "read_p
 
 log = logging.getLogger(__name__)
 
-LeaderLookup = Callable[[str, int], Partition]
-"""``(topic, partition) -> Partition`` we lead; raises Kafka's errors otherwise."""
+LeaderLookup = Callable[[str, int, int], Partition]
+"""``(topic, partition, current_leader_epoch) -> Partition`` we lead; raises Kafka's
+errors otherwise (the epoch fenced first)."""
 
 FollowerFetchListener = Callable[[Partition, int, int], None]
 """``(partition, replica_id, fetch_offset)``: a follower's position, checked in range."""
@@ -142,8 +143,7 @@ def _read_one(
     on_follower_fetch: FollowerFetchListener,
     unchanged: Unchanged | None,
 ) -> tuple[FetchPartitionResult | None, int]:
-    partition = lookup(wanted.topic, wanted.partition)
-    partition.check_leader_epoch(wanted.current_leader_epoch)
+    partition = lookup(wanted.topic, wanted.partition, wanted.current_leader_epoch)
     from_follower = params.from_follower
     read_committed = params.read_committed
     fetch_offset = wanted.fetch_offset
@@ -186,7 +186,7 @@ def has_new_data(params: FetchParams, lookup: LeaderLookup) -> bool:
     (or out from under it: an error is an answer too)?"""
     for wanted in params.partitions:
         try:
-            partition = lookup(wanted.topic, wanted.partition)
+            partition = lookup(wanted.topic, wanted.partition, wanted.current_leader_epoch)
             partition.check_fetch_offset(wanted.fetch_offset, params.from_follower)
         except Exception:
             return True  # an error is an answer

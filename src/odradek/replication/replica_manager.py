@@ -163,14 +163,21 @@ class ReplicaManager:
         self.produce_purgatory.expire_all()
 
     # Lookup ------------------------------------------------------------------------------
-    def leader_partition(self, topic: str, partition: int) -> Partition:
-        """The partition if we lead it; Kafka's errors otherwise."""
+    def leader_partition(
+        self, topic: str, partition: int, current_leader_epoch: int = -1
+    ) -> Partition:
+        """The partition if we lead it; Kafka's errors otherwise. A request carrying the
+        client's leader epoch is fenced first, leader or follower, as in Kafka's
+        ``Partition.getLocalLog``: a client with stale metadata asking the former leader
+        hears FENCED_LEADER_EPOCH, not NOT_LEADER_OR_FOLLOWER."""
         # A plain tuple finds a TopicPartition key (equal hash and value), and is cheaper
         # to make on the request path.
         key = cast(TopicPartition, (topic, partition))
         found = self._partitions.get(key)
-        if found is not None and found.is_leader:
-            return found
+        if found is not None:
+            found.check_leader_epoch(current_leader_epoch)
+            if found.is_leader:
+                return found
         if key in self._known:
             raise NotLeaderOrFollower(f"broker {self.broker_id} does not lead {topic}-{partition}")
         raise UnknownTopicOrPartition(f"{topic}-{partition}")
@@ -308,8 +315,7 @@ class ReplicaManager:
     ) -> tuple[Offset, int, LeaderEpoch]:
         """ListOffsets: (offset, timestamp, leader epoch); (-1, -1, -1) when no committed
         record is that recent (for read_committed: none below the last stable offset)."""
-        partition = self.leader_partition(key.topic, key.partition)
-        partition.check_leader_epoch(current_leader_epoch)
+        partition = self.leader_partition(key.topic, key.partition, current_leader_epoch)
         offset, found_timestamp = partition.offset_for_timestamp(timestamp, read_committed)
         epoch = partition.leader_epoch if offset >= 0 else LeaderEpoch(-1)
         return offset, found_timestamp, epoch
@@ -322,8 +328,7 @@ class ReplicaManager:
         self, key: TopicPartition, current_leader_epoch: int, leader_epoch: int
     ) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch, answered by the leader."""
-        partition = self.leader_partition(key.topic, key.partition)
-        partition.check_leader_epoch(current_leader_epoch)
+        partition = self.leader_partition(key.topic, key.partition, current_leader_epoch)
         return partition.end_offset_for_leader_epoch(leader_epoch)
 
     def log_dir_sizes(
