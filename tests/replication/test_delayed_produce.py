@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
+from odradek.broker.metrics_sources import ReplicaPartitions
 from odradek.clock import monotonic_ms
 from odradek.replication import AppendResult, FetchRead, Partition, ReplicaManager
 from odradek.replication.delayed_produce import AwaitingReplication, settle
@@ -236,3 +237,15 @@ def test_min_insync_replicas_above_the_replication_factor_is_met_by_every_replic
             True, ErrorCode.not_enough_replicas_after_append)
     finally:
         partition.log.close()
+
+
+def test_the_under_min_isr_metrics_use_the_same_cap(tmp_path: Path) -> None:
+    """A whole single-replica ISR under min.insync.replicas=2 takes acks=all writes, so the
+    metrics must not call it under-min-ISR (they would page for a healthy partition)."""
+    manager, logs = new_manager(tmp_path, min_insync_replicas=2)
+    try:
+        manager.apply_cluster_view(view(State(ME, 1, (ME,), (ME,))))
+        [state] = ReplicaPartitions(manager).partitions()
+        assert (state.in_sync_replicas, state.min_insync_replicas) == (1, 1)
+    finally:
+        logs.shutdown()

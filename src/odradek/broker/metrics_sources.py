@@ -68,7 +68,7 @@ class ReplicaPartitions:
                     partition.topic, partition.index, partition_log.size_bytes(),
                     len(partition_log.segments), partition_log.log_start_offset,
                     partition_log.log_end_offset, True, len(partition.replicas),
-                    len(partition.isr), partition.min_insync_replicas, None,
+                    len(partition.isr), partition.effective_min_insync_replicas, None,
                     partition_log.last_stable_offset, producers.open_transactions,
                     producers.oldest_open_txn_timestamp))
                 continue
@@ -76,7 +76,7 @@ class ReplicaPartitions:
                 partition.topic, partition.index, partition_log.size_bytes(),
                 len(partition_log.segments), partition_log.log_start_offset,
                 partition_log.log_end_offset, False, len(partition.replicas),
-                len(partition.isr), partition.min_insync_replicas, leader_ends.get(key)))
+                len(partition.isr), partition.effective_min_insync_replicas, leader_ends.get(key)))
         return states
 
     def purgatory_sizes(self) -> Mapping[str, int]:
