@@ -17,7 +17,6 @@ return data from it: the dashboard and the operator share their metric definitio
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from e2e.conftest import Images
 from e2e.helm import REPO_ROOT
 from e2e.kube import Kube, conditions
 from e2e.platform import BROKER_SELECTOR, CLUSTER, Platform, platform_values
+from tests.harness.prometheus import dashboard_queries
 
 pytestmark = pytest.mark.e2e
 
@@ -74,18 +74,6 @@ def _operator_selector(release: str) -> str:
             "app.kubernetes.io/component=operator")
 
 
-def _dashboard_queries(model: dict) -> list[str]:
-    """The PromQL of every panel target and of every ``label_values`` variable."""
-    queries = [target["expr"] for panel in model["panels"] if panel.get("type") != "row"
-               for target in panel.get("targets", [])]
-    for variable in model["templating"]["list"]:
-        if variable["type"] == "query":
-            selector = re.fullmatch(r"label_values\((.*), \w+\)", variable["query"])
-            assert selector, variable["query"]
-            queries.append(selector.group(1))
-    return queries
-
-
 @pytest.mark.timeout(1200)
 def test_every_operator_dashboard_query_has_data_from_the_running_operator(
         kube: Kube, images: Images, namespace: str, platform: Platform, backend,
@@ -131,7 +119,7 @@ def test_every_operator_dashboard_query_has_data_from_the_running_operator(
         end = time.time()
         model = dashboard_json(OPERATOR_DASHBOARD)
         rate_interval = f"{RATE_WINDOW_S}s"
-        for query in _dashboard_queries(model):
+        for query in dashboard_queries(model):
             expr = grafana_expr(query, variables, rate_interval)
             assert prom.query_range(expr, started, end, 5.0), f"no data for {expr}"
         panels = evaluate_panels(model, prom, start=started, end=end, step=5.0,

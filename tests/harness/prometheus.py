@@ -7,6 +7,7 @@ import re
 import shutil
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import promql_parser
 import pytest
@@ -41,6 +42,19 @@ def to_promql(expr: str, variables: dict[str, str] | None = None) -> str:
         expr = expr.replace(name, value)
     values = variables or {}
     return re.sub(r"\$(\w+)", lambda m: values.get(m.group(1), ".*"), expr)
+
+
+def dashboard_queries(model: dict[str, Any]) -> list[str]:
+    """The PromQL of every panel target of a Grafana dashboard model, and the selector of
+    every ``label_values(selector, label)`` variable."""
+    queries = [target["expr"] for panel in model["panels"] if panel.get("type") != "row"
+               for target in panel.get("targets", [])]
+    for variable in model["templating"]["list"]:
+        if variable["type"] == "query":
+            selector = re.fullmatch(r"label_values\((.*), \w+\)", variable["query"])
+            assert selector, variable["query"]
+            queries.append(selector.group(1))
+    return queries
 
 
 def metric_names(expr: str) -> set[str]:

@@ -15,7 +15,7 @@ from odradek.metrics.alerts import ALL_ALERTS, prometheus_rule, rules_document
 from odradek.metrics.dashboards import DASHBOARDS
 from odradek.metrics.generate import DASHBOARD_DIR, RULES_FILE, generated_files, main
 from odradek.metrics.operator import OPERATOR_METRICS
-from tests.harness.prometheus import GRAFANA_BUILTINS, metric_names, to_promql
+from tests.harness.prometheus import GRAFANA_BUILTINS, dashboard_queries, metric_names, to_promql
 
 from .exported import exported_names
 
@@ -96,13 +96,8 @@ def test_panel_titles_are_unique_within_a_dashboard(name: str) -> None:
 def test_dashboard_queries_parse_and_use_exported_metrics(name: str) -> None:
     model = _load(name)
     used: set[str] = set()
-    for expr in _exprs(model):
+    for expr in dashboard_queries(model):
         used |= metric_names(to_promql(expr))  # raises on a syntax error
-    for variable in model["templating"]["list"]:
-        if variable["type"] == "query":
-            selector = re.fullmatch(r"label_values\((.*), \w+\)", variable["query"])
-            assert selector, variable["query"]
-            used |= metric_names(to_promql(selector.group(1)))
     assert used, "a dashboard that queries nothing"
     assert used <= exported_names(), f"not exported: {sorted(used - exported_names())}"
 

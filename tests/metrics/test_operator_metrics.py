@@ -7,8 +7,6 @@ cluster."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from odradek_operator import metrics as operator_metrics
 from odradek_operator.metrics import METRICS, observe_reconcile
@@ -16,7 +14,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.metrics.dashboards import dashboard_json
 from odradek.metrics.operator import KINDS, RECONCILES, RESULTS, ReconcileOutcome
-from tests.harness.prometheus import matching_samples, selectors, to_promql
+from tests.harness.prometheus import (
+    dashboard_queries,
+    matching_samples,
+    selectors,
+    to_promql,
+)
 
 NAMESPACE = "ops"  # the target label the scrape configuration adds (the operator's namespace)
 
@@ -46,24 +49,13 @@ def _scraped() -> list[tuple[str, dict[str, str]]]:
             for family in text_string_to_metric_families(text) for sample in family.samples]
 
 
-def _dashboard_queries() -> list[str]:
-    model = dashboard_json("odradek-operator")
-    queries = [t["expr"] for p in model["panels"] if p["type"] != "row" for t in p["targets"]]
-    for variable in model["templating"]["list"]:
-        if variable["type"] == "query":
-            selector = re.fullmatch(r"label_values\((.*), \w+\)", variable["query"])
-            assert selector, variable["query"]
-            queries.append(selector.group(1))
-    return queries
-
-
 def test_the_operator_records_through_the_catalogue() -> None:
     assert operator_metrics.METRICS.sample(RECONCILES.name, {
         "kind": "Topic", "result": ReconcileOutcome.SUCCESS}) is not None
     assert set(RESULTS) == {"success", "temporary_error", "permanent_error", "unexpected_error"}
 
 
-@pytest.mark.parametrize("expr", _dashboard_queries())
+@pytest.mark.parametrize("expr", dashboard_queries(dashboard_json("odradek-operator")))
 def test_every_operator_dashboard_selector_finds_the_operators_series(expr: str) -> None:
     _run_every_outcome()
     samples = _scraped()
