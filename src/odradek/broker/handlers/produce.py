@@ -2,7 +2,8 @@
 
 The rules (acks, min.insync.replicas, waiting for the high watermark, what each failure
 answers) are the replication layer's (:meth:`ReplicaManager.append_records`); this
-handler decodes, calls, and encodes. acks=0 sends nothing back — a failure closes the
+handler decodes, calls, and encodes (the response is laid out directly, byte-identical to
+kio's: :mod:`odradek.protocol.produce_response`). acks=0 sends nothing back — a failure closes the
 connection instead, as Kafka does, so the client notices. Produce never creates topics.
 Record data is handed on as the bytes kio parsed — no per-record Python work.
 """
@@ -15,14 +16,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import (
-    NO_THROTTLE,
-    build,
-    millis,
-    response_module,
-    timestamp_or_none,
-)
+from odradek.protocol.builder import millis
+from odradek.protocol.fetch_response import EncodedResponse
+from odradek.protocol.produce_response import PartitionProduceResult, encode_produce_response
 from odradek.replication import AppendResults
 from odradek.types import TopicPartition
 
@@ -47,31 +43,21 @@ def handle_produce(ctx: RequestContext, request: Any) -> Any:
         failed = any(result.error != ErrorCode.none for result in outcome.values())
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     if isinstance(outcome, asyncio.Future):
-        return Deferred(outcome, functools.partial(_response, ctx.api_version))
-    return _response(ctx.api_version, outcome)
+        return Deferred(outcome, functools.partial(_response, ctx))
+    return _response(ctx, outcome)
 
 
-def _response(version: int, results: AppendResults) -> Any:
-    module = response_module(ApiKey.PRODUCE, version)
-    by_topic: dict[str, list[Any]] = {}
+def _response(ctx: RequestContext, results: AppendResults) -> EncodedResponse:
+    """The answer, laid out directly (:mod:`odradek.protocol.produce_response`)."""
+    by_topic: dict[str, list[PartitionProduceResult]] = {}
+    codes: list[int] = []
     for (topic, index), result in results.items():
-        by_topic.setdefault(topic, []).append(
-            build(
-                module.PartitionProduceResponse,
-                index=index,
-                error_code=result.error,
-                base_offset=result.base_offset,
-                log_append_time=timestamp_or_none(result.log_append_time),
-                log_start_offset=result.log_start_offset,
-                record_errors=(),
-                error_message=result.message if result.error != ErrorCode.none else None,
-            )
-        )
-    return build(
-        module.ProduceResponse,
-        responses=tuple(
-            build(module.TopicProduceResponse, name=topic, partition_responses=tuple(parts))
-            for topic, parts in by_topic.items()
-        ),
-        throttle_time=NO_THROTTLE,
-    )
+        error = result.error
+        if error:
+            codes.append(error)
+        by_topic.setdefault(topic, []).append(PartitionProduceResult(
+            index, error, result.base_offset, result.log_append_time, result.log_start_offset,
+            result.message if error else None))
+    frame = encode_produce_response(ctx.api_version, ctx.header.correlation_id,
+                                    list(by_topic.items()))
+    return EncodedResponse([frame], codes)
