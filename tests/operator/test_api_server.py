@@ -146,8 +146,8 @@ def test_topic_partitions_can_grow_but_a_decrease_is_refused_on_apply(namespace)
     shrink = kubectl("patch", "-n", namespace, "topic", "grows", "--type=merge",
                      "-p", '{"spec": {"partitions": 6}}', check=False)
     assert shrink.returncode != 0, "the API server accepted a partition decrease"
-    assert ("partitions cannot be decreased: the topic has 12 partitions, which is higher "
-            "than the requested 6" in shrink.stderr), shrink.stderr
+    assert "partitions cannot be decreased (Kafka cannot remove partitions)" in shrink.stderr, \
+        shrink.stderr
     kubectl("patch", "-n", namespace, "topic", "grows", "--type=merge",
             "-p", '{"spec": {"partitions": 16}}')
     grown = kubectl("get", "-n", namespace, "topic", "grows",
