@@ -199,7 +199,10 @@ class Partition:
     ) -> bool:
         """A follower fetching from ``fetch_offset`` has everything below it; True if the
         HW moved. "Caught up" follows Kafka: the fetch reached our LEO now, or reached the
-        LEO we had at this follower's previous fetch (it is keeping pace)."""
+        LEO we had at this follower's previous fetch (it is keeping pace). The HW is
+        re-derived only when the follower's position moved: every other change that can
+        raise it (our own append, an ISR change) re-derives it where it happens, and in a
+        fetch session most partitions of every fetch have not moved."""
         if replica_id == self.broker_id or replica_id not in self.replicas:
             return False
         now = monotonic_ms() if now is None else now
@@ -209,10 +212,11 @@ class Partition:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, now)
         elif fetch_offset >= progress.last_fetch_leader_end_offset >= 0:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
+        moved = progress.log_end_offset != fetch_offset
         progress.log_end_offset = fetch_offset
         progress.last_fetch_leader_end_offset = leader_end
         progress.last_fetch_ms = now
-        return self.maybe_advance_high_watermark()
+        return moved and self.maybe_advance_high_watermark()
 
     def can_join_isr(self, replica_id: int) -> bool:
         """Kafka's expansion rule: the follower reached the HW and this epoch's start."""
