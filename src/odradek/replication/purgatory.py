@@ -95,6 +95,14 @@ class Purgatory:
         """Complete now if possible; otherwise watch ``keys`` and arm the deadline timer."""
         if operation.try_complete():
             return operation.future
+        return self.watch(operation, keys, timeout_s)
+
+    def watch(
+        self, operation: DelayedOperation[T], keys: Iterable[Hashable], timeout_s: float
+    ) -> asyncio.Future[T]:
+        """Watch ``keys`` and arm the deadline timer, without testing first: for a caller
+        that has just found the operation incomplete in this same loop turn (nothing can
+        have changed since, on one event loop), such as a fetch that read nothing new."""
         operation.keys = tuple(keys)
         operation._purgatory = self
         for key in operation.keys:

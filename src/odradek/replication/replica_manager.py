@@ -246,9 +246,8 @@ class ReplicaManager:
         if not waiting or settle(results, waiting):
             return results  # nothing to wait for, or the HW covered it at once
         operation = DelayedProduce(results, waiting)
-        return self.produce_purgatory.try_complete_else_watch(
-            operation, list(waiting), timeout_ms / 1000
-        )
+        # settle() has just found it waiting, in this loop turn: watch without testing again.
+        return self.produce_purgatory.watch(operation, list(waiting), timeout_ms / 1000)
 
     # Fetch -------------------------------------------------------------------------------
     def fetch(self, params: FetchParams, *, unchanged: Unchanged | None = None,
@@ -269,9 +268,8 @@ class ReplicaManager:
             params, read, lambda: has_new_data(params, self.leader_partition)
         )
         keys = {TopicPartition(p.topic, p.partition) for p in params.partitions}
-        waiting = self.fetch_purgatory.try_complete_else_watch(
-            operation, keys, params.max_wait_ms / 1000
-        )
+        # The read just found too little, in this loop turn: watch without testing again.
+        waiting = self.fetch_purgatory.watch(operation, keys, params.max_wait_ms / 1000)
         if self._traffic is not None:
 
             def count(done: asyncio.Future[FetchRead]) -> None:
