@@ -297,6 +297,23 @@ def _grants(role: dict[str, Any], scope: str) -> set[tuple[str, str, str, str]]:
 
 
 @needs_helm
+def test_cluster_scoped_names_stay_distinct_in_a_long_namespace():
+    """Found by e2e-local: in a namespace of 50 characters, truncating
+    "<operator>-<namespace>-uninstall" to 63 gave the hook's ClusterRole the operator's own
+    name, so the hook replaced the operator's rights and the BrokerCluster's finalizer never
+    ran. Every cluster-scoped object needs its own name of at most 63 characters."""
+    namespace = "e2e-test-kubectl-applied-topics-and-groups-d-7a68"
+    docs = [doc for doc in yaml.safe_load_all(helm(
+        "template", "odradek", str(CHART), "--namespace", namespace,
+        "--kube-version", KUBE_VERSION)) if doc]
+    scoped = [(d["kind"], d["metadata"]["name"]) for d in docs
+              if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    assert len(scoped) >= 4
+    assert len(set(scoped)) == len(scoped), f"cluster-scoped names collide: {scoped}"
+    assert all(len(name) <= 63 for _kind, name in scoped), scoped
+
+
+@needs_helm
 def test_uninstall_hook_runs_before_delete_with_exactly_the_rights_it_uses():
     docs = render()
     hooks = [d for d in docs

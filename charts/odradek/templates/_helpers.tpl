@@ -25,8 +25,17 @@ not collide.
 {{- printf "%s-operator" (include "odradek.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+A name of at most 63 characters that stays unique: a longer one keeps its first 52 and ends
+in a hash of the whole. Plain truncation made "<name>-uninstall" in a long namespace the very
+name of the operator's ClusterRole, and the uninstall hook then replaced the operator's rights.
+*/}}
+{{- define "odradek.boundedName" -}}
+{{- if le (len .) 63 }}{{ . }}{{ else }}{{ printf "%s-%s" (trunc 52 . | trimSuffix "-") (sha256sum . | trunc 10) }}{{ end }}
+{{- end }}
+
 {{- define "odradek.clusterScopedName" -}}
-{{- printf "%s-%s" (include "odradek.operatorName" .) .Release.Namespace | trunc 63 | trimSuffix "-" }}
+{{- include "odradek.boundedName" (printf "%s-%s" (include "odradek.operatorName" .) .Release.Namespace) }}
 {{- end }}
 
 {{- define "odradek.chart" -}}
