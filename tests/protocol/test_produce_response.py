@@ -24,7 +24,7 @@ _CODES = [ErrorCode.none, ErrorCode.not_leader_or_follower, ErrorCode.not_enough
 INT64 = st.integers(-1, 2**63 - 1)
 results = st.builds(
     PartitionProduceResult,
-    index=st.integers(0, 2**31 - 1),
+    partition_index=st.integers(0, 2**31 - 1),
     error_code=st.sampled_from(_CODES),
     base_offset=INT64,
     log_append_time_ms=st.one_of(st.just(-1), st.integers(0, 2**41)),
@@ -39,7 +39,8 @@ def kio_frame(version: int, correlation_id: int, topics: list[Any], throttle_ms:
     module = response_module(ApiKey.PRODUCE, version)
     body = build(module.ProduceResponse, throttle_time=throttle_ms, responses=tuple(
         build(module.TopicProduceResponse, name=name, partition_responses=tuple(
-            build(module.PartitionProduceResponse, index=p.index, error_code=p.error_code,
+            build(module.PartitionProduceResponse, index=p.partition_index,
+                  error_code=p.error_code,
                   base_offset=p.base_offset,
                   log_append_time=timestamp_or_none(p.log_append_time_ms),
                   log_start_offset=p.log_start_offset, record_errors=(),
@@ -66,7 +67,8 @@ def test_matches_kio_byte_for_byte(version: int, topics: list[Any], correlation_
     decoded: Any = body
     assert got_id == correlation_id
     assert [(t.name, [int(p.index) for p in t.partition_responses])
-            for t in decoded.responses] == [(n, [p.index for p in ps]) for n, ps in topics]
+            for t in decoded.responses] == [
+                (n, [p.partition_index for p in ps]) for n, ps in topics]
 
 
 @pytest.mark.parametrize("version", [MIN_VERSION - 1, MAX_VERSION + 1])

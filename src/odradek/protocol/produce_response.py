@@ -48,7 +48,7 @@ _EMPTY_COMPACT_ARRAY = b"\x01"
 class PartitionProduceResult(NamedTuple):
     """What one partition of a Produce request answers."""
 
-    index: int
+    partition_index: int
     error_code: int
     base_offset: int = -1
     log_append_time_ms: int = -1
@@ -76,10 +76,11 @@ def encode_produce_response(
         out += array_length(len(partitions), flexible)
         for p in partitions:
             if fixed is _PARTITION_V5:
-                out += fixed.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
-                                  p.log_start_offset)
+                out += fixed.pack(p.partition_index, p.error_code, p.base_offset,
+                                  p.log_append_time_ms, p.log_start_offset)
             else:
-                out += fixed.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
+                out += fixed.pack(p.partition_index, p.error_code, p.base_offset,
+                                  p.log_append_time_ms)
             if with_errors:
                 message = p.error_message
                 if flexible:
