@@ -15,6 +15,7 @@ from odradek.protocol.fetch_response import (
     FetchTopicResult,
     chunks_size,
     encode_fetch_response,
+    set_throttle,
 )
 from odradek.protocol.messages import decode_response
 
@@ -130,3 +131,14 @@ def test_the_encoded_frame_lists_its_error_codes() -> None:
     assert encode_fetch_response(12, 1, topics).error_codes == [1, 6, 1]
     assert encode_fetch_response(12, 1, [], error_code=71).error_codes == [71]
     assert encode_fetch_response(12, 1, topics[:0]).error_codes == []
+
+
+@pytest.mark.parametrize("version", range(4, 13))
+def test_a_quota_written_in_place_is_the_encoded_throttle_time(version: int) -> None:
+    """A request quota decided after the handler encoded the frame is written at
+    ``throttle_at``, as if the encoder had been given it."""
+    region = FakeRegion(b"R" * 100)
+    topics = [FetchTopicResult("t", [FetchPartitionResult(0, records=region)])]
+    patched = encode_fetch_response(version, 3, topics)
+    set_throttle(patched, 750)
+    assert patched == encode_fetch_response(version, 3, topics, throttle_time_ms=750)

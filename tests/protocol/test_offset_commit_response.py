@@ -11,8 +11,12 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.protocol.messages import decode_response, encode_response
-from odradek.protocol.offset_commit_response import encode_offset_commit_response
+from odradek.protocol.offset_commit_response import (
+    encode_offset_commit_response,
+    throttle_offset,
+)
 
 _CODES = [ErrorCode.none, ErrorCode.unknown_topic_or_partition, ErrorCode.not_coordinator,
           ErrorCode.illegal_generation]
@@ -26,9 +30,10 @@ topics_strategy = st.lists(
 )
 
 
-def _kio_frame(version: int, correlation_id: int, topics: list) -> bytes:
+def _kio_frame(version: int, correlation_id: int, topics: list, throttle_ms: int = 0) -> bytes:
     module = response_module(ApiKey.OFFSET_COMMIT, version)
-    body = build(module.OffsetCommitResponse, throttle_time=NO_THROTTLE, topics=tuple(
+    throttle = throttle_ms if throttle_ms else NO_THROTTLE
+    body = build(module.OffsetCommitResponse, throttle_time=throttle, topics=tuple(
         build(module.OffsetCommitResponseTopic, name=name, partitions=tuple(
             build(module.OffsetCommitResponsePartition, partition_index=index, error_code=code)
             for index, code in partitions))
@@ -47,3 +52,20 @@ def test_matches_kio_byte_for_byte(version: int, topics: list, correlation_id: i
     assert got_id == correlation_id
     assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
             for t in decoded.topics] == [(n, list(ps)) for n, ps in topics]
+
+
+@pytest.mark.parametrize("version", range(3, 9))
+@settings(max_examples=20, deadline=None)
+@given(topics=topics_strategy, throttle_ms=st.integers(1, 2**31 - 1))
+def test_a_quota_written_in_place_is_kios_throttle_time(version: int, topics: list,
+                                                         throttle_ms: int) -> None:
+    offset = throttle_offset(version)
+    assert offset is not None
+    response = EncodedResponse([encode_offset_commit_response(version, 9, topics)],
+                               throttle_at=(0, offset))
+    set_throttle(response, throttle_ms)
+    assert response == [_kio_frame(version, 9, topics, throttle_ms)]
+
+
+def test_v2_has_no_throttle_field() -> None:
+    assert throttle_offset(2) is None

@@ -11,12 +11,14 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ADVERTISED, ApiKey
 from odradek.protocol.builder import build, response_module, timestamp_or_none
+from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.protocol.messages import decode_response, encode_response
 from odradek.protocol.produce_response import (
     MAX_VERSION,
     MIN_VERSION,
     PartitionProduceResult,
     encode_produce_response,
+    throttle_offset,
 )
 
 _CODES = [ErrorCode.none, ErrorCode.not_leader_or_follower, ErrorCode.not_enough_replicas,
@@ -75,3 +77,18 @@ def test_matches_kio_byte_for_byte(version: int, topics: list[Any], correlation_
 def test_versions_outside_the_range_are_refused(version: int) -> None:
     with pytest.raises(ValueError, match="not in"):
         encode_produce_response(version, 1, [])
+
+
+@pytest.mark.parametrize("version", range(MIN_VERSION, MAX_VERSION + 1))
+@settings(max_examples=20, deadline=None)
+@given(topics=topics_strategy, throttle_ms=st.integers(1, 2**31 - 1))
+def test_a_quota_written_in_place_is_kios_throttle_time(version: int, topics: list[Any],
+                                                         throttle_ms: int) -> None:
+    """A client quota is decided after the handler encoded the frame: the broker writes it
+    at :func:`throttle_offset` (the answer must say it, or the client does not back off)."""
+    frame = encode_produce_response(version, 5, topics)
+    response = EncodedResponse([frame], throttle_at=(0, throttle_offset(version, frame)))
+    set_throttle(response, throttle_ms)
+    assert response == [kio_frame(version, 5, topics, throttle_ms)]
+    set_throttle(response, throttle_ms - 1)  # never lowered
+    assert response == [kio_frame(version, 5, topics, throttle_ms)]

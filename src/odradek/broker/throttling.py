@@ -30,6 +30,7 @@ import time
 from typing import Any
 
 from odradek.protocol.api_versions import ApiKey
+from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.quota import QuotaManager, QuotaType
 
 __all__ = ["EXEMPT_APIS", "ChannelThrottle", "after_request", "quota_user", "with_throttle"]
@@ -86,8 +87,12 @@ def after_request(
 
 
 def with_throttle(outcome: Any, throttle_ms: int) -> Any:
-    """A response body with ``throttle_time_ms`` raised to ``throttle_ms`` (bodies without
-    the field, and pre-encoded frames, are returned as they are)."""
+    """A response body with ``throttle_time_ms`` raised to ``throttle_ms``; a frame the
+    handler encoded itself gets it written in place (bodies without the field are returned
+    as they are)."""
+    if isinstance(outcome, EncodedResponse):
+        set_throttle(outcome, throttle_ms)
+        return outcome
     current = getattr(outcome, "throttle_time", None)
     if not isinstance(current, datetime.timedelta) or not dataclasses.is_dataclass(outcome):
         return outcome

@@ -33,6 +33,7 @@ __all__ = [
     "FetchTopicResult",
     "chunks_size",
     "encode_fetch_response",
+    "set_throttle",
 ]
 
 MIN_VERSION = 4
@@ -51,16 +52,35 @@ Chunk = bytes | ByteRegion
 
 
 class EncodedResponse(list[Chunk]):
-    """A response frame a handler encoded itself (Fetch, OffsetCommit), as chunks, with the
-    non-zero error codes it carries: the broker counts those per response like the error
-    codes of any other response (``odradek_request_errors_total``), and the encoder knows
-    them already, so they are not parsed back out of the bytes."""
+    """A response frame a handler encoded itself (Fetch, Produce, OffsetCommit), as chunks,
+    with the non-zero error codes it carries: the broker counts those per response like the
+    error codes of any other response (``odradek_request_errors_total``), and the encoder
+    knows them already, so they are not parsed back out of the bytes.
 
-    __slots__ = ("error_codes",)
+    ``throttle_at`` is where its ``throttle_time_ms`` field lies (chunk index, byte offset in
+    that ``bytes`` chunk): a client quota decided after the handler returned is written into
+    the frame there (:func:`set_throttle`), as it is into a kio body's field."""
 
-    def __init__(self, chunks: Iterable[Chunk] = (), error_codes: Sequence[int] = ()) -> None:
+    __slots__ = ("error_codes", "throttle_at")
+
+    def __init__(self, chunks: Iterable[Chunk] = (), error_codes: Sequence[int] = (),
+                 throttle_at: tuple[int, int] | None = None) -> None:
         super().__init__(chunks)
         self.error_codes = error_codes
+        self.throttle_at = throttle_at
+
+
+def set_throttle(response: EncodedResponse, throttle_ms: int) -> None:
+    """Raise the frame's ``throttle_time_ms`` to ``throttle_ms`` (never lower it)."""
+    if response.throttle_at is None:
+        return
+    index, offset = response.throttle_at
+    chunk = response[index]
+    assert isinstance(chunk, bytes), "throttle_time_ms lies in a bytes chunk"
+    if INT32.unpack_from(chunk, offset)[0] < throttle_ms:
+        patched = bytearray(chunk)
+        INT32.pack_into(patched, offset, throttle_ms)
+        response[index] = bytes(patched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +121,8 @@ def encode_fetch_response(
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise ValueError(f"fetch response version {version} not in {MIN_VERSION}..{MAX_VERSION}")
     flexible = version >= _FIRST_FLEXIBLE
-    chunks = EncodedResponse([b""])  # [0]: placeholder for the size prefix
+    # [0]: placeholder for the size prefix; [1] starts with the header, then the throttle
+    chunks = EncodedResponse([b""], throttle_at=(1, 5 if flexible else 4))
     errors: list[int] = [error_code] if error_code else []
     out = bytearray(INT32.pack(correlation_id))
     if flexible:

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 from .framing import size_prefix
 
-__all__ = ["FIRST_FLEXIBLE_VERSION", "TopicErrors", "encode_offset_commit_response"]
+__all__ = ["FIRST_FLEXIBLE_VERSION", "TopicErrors", "encode_offset_commit_response",
+           "throttle_offset"]
 
 FIRST_FLEXIBLE_VERSION = 8
 _FIRST_THROTTLE_VERSION = 3
@@ -73,3 +74,11 @@ def encode_offset_commit_response(
         parts.append(_NO_TAGS)
     body = b"".join(parts)
     return size_prefix(len(body)) + body
+
+
+def throttle_offset(version: int) -> int | None:
+    """Where ``throttle_time_ms`` lies in the frame (v3+: after the size prefix, the
+    correlation id and v8's header tags); None before v3, which has no such field."""
+    if version < _FIRST_THROTTLE_VERSION:
+        return None
+    return 9 if version >= FIRST_FLEXIBLE_VERSION else 8

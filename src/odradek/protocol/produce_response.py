@@ -29,7 +29,8 @@ from typing import NamedTuple
 from .framing import size_prefix
 from .primitives import array_length, string_field
 
-__all__ = ["FIRST_FLEXIBLE_VERSION", "PartitionProduceResult", "encode_produce_response"]
+__all__ = ["FIRST_FLEXIBLE_VERSION", "PartitionProduceResult", "encode_produce_response",
+           "throttle_offset"]
 
 MIN_VERSION = 3
 MAX_VERSION = 9
@@ -96,3 +97,9 @@ def encode_produce_response(
     if flexible:
         out += _NO_TAGS
     return size_prefix(len(out)) + bytes(out)
+
+
+def throttle_offset(version: int, frame: bytes) -> int:
+    """Where ``throttle_time_ms`` lies in ``frame``: the body's last field (before v9's
+    final tagged-field byte); a quota decided later is written there."""
+    return len(frame) - (5 if version >= FIRST_FLEXIBLE_VERSION else 4)

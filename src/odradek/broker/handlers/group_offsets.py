@@ -29,7 +29,10 @@ from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
 from odradek.protocol.fetch_response import EncodedResponse
-from odradek.protocol.offset_commit_response import encode_offset_commit_response
+from odradek.protocol.offset_commit_response import (
+    encode_offset_commit_response,
+    throttle_offset,
+)
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -110,8 +113,11 @@ def _commit_response(ctx: RequestContext, request: Any,
         for topic in request.topics
     ]
     codes = [code for _name, partitions in answers for _index, code in partitions if code]
-    frame = encode_offset_commit_response(ctx.api_version, ctx.header.correlation_id, answers)
-    return EncodedResponse([frame], codes)
+    version = ctx.api_version
+    frame = encode_offset_commit_response(version, ctx.header.correlation_id, answers)
+    offset = throttle_offset(version)
+    return EncodedResponse([frame], codes,
+                           throttle_at=None if offset is None else (0, offset))
 
 
 def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:

@@ -18,7 +18,11 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.builder import millis
 from odradek.protocol.fetch_response import EncodedResponse
-from odradek.protocol.produce_response import PartitionProduceResult, encode_produce_response
+from odradek.protocol.produce_response import (
+    PartitionProduceResult,
+    encode_produce_response,
+    throttle_offset,
+)
 from odradek.replication import AppendResults
 from odradek.types import TopicPartition
 
@@ -58,6 +62,6 @@ def _response(ctx: RequestContext, results: AppendResults) -> EncodedResponse:
         by_topic.setdefault(topic, []).append(PartitionProduceResult(
             index, error, result.base_offset, result.log_append_time, result.log_start_offset,
             result.message if error else None))
-    frame = encode_produce_response(ctx.api_version, ctx.header.correlation_id,
-                                    list(by_topic.items()))
-    return EncodedResponse([frame], codes)
+    version = ctx.api_version
+    frame = encode_produce_response(version, ctx.header.correlation_id, list(by_topic.items()))
+    return EncodedResponse([frame], codes, throttle_at=(0, throttle_offset(version, frame)))
