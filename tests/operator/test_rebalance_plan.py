@@ -8,6 +8,7 @@ before (the first goal's), and the same input giving the same plan."""
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,6 +21,15 @@ from odradek_operator.decisions.rebalance import (
     PlanError,
     propose,
 )
+from odradek_operator.decisions.rebalance_phase import (
+    Action,
+    Command,
+    Phase,
+    next_action,
+    parse_command,
+)
+from odradek_operator.errors import InvalidSpec
+from odradek_operator.spec import RebalanceSpec
 
 
 def applied(model: ClusterModel, moves: dict[tuple[str, int], tuple[int, ...]]
@@ -162,3 +172,39 @@ def test_a_plan_keeps_every_promise(case: tuple[ClusterModel, Mode, list[int]],
     if first is Goal.REPLICA_DISTRIBUTION and mode is Mode.FULL and not all_racked:
         assert first not in plan.unmet  # nothing stands in its way
     assert propose(model, mode=mode, brokers=named, goals=goals) == plan  # deterministic
+
+
+# -- the resource's life (decisions/rebalance_phase.py) and its spec ------------------------
+
+PHASES = [None, *Phase]
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("command", [None, *Command])
+@pytest.mark.parametrize("spec_changed", [False, True])
+def test_nothing_moves_without_approval_and_a_running_rebalance_only_stops(
+        phase: Phase | None, command: Command | None, spec_changed: bool) -> None:
+    action = next_action(phase, command, spec_changed)
+    assert (action is Action.EXECUTE) == (phase is Phase.PROPOSAL_READY
+                                          and command is Command.APPROVE and not spec_changed)
+    if phase is Phase.REBALANCING:
+        assert action is (Action.STOP if command is Command.STOP else Action.WATCH)
+    elif phase is None or spec_changed or command is Command.REFRESH:
+        assert action is Action.PROPOSE
+
+
+def test_the_annotation_and_spec_are_checked() -> None:
+    assert parse_command(" Approve ") is Command.APPROVE and parse_command(None) is None
+    with pytest.raises(ValueError, match="use one of approve, stop, refresh"):
+        parse_command("go")
+    ref = {"clusterRef": {"name": "odradek"}}
+    spec = RebalanceSpec.parse({**ref, "mode": "add-brokers", "brokers": [4, 3, 4]})
+    assert spec.brokers == (3, 4) and spec.goals == tuple(DEFAULT_GOALS)
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"mode": "add-brokers"}, "required for modes"),
+        ({"brokers": [1]}, "not allowed for full"),
+        ({"goals": ["CpuGoal"]}, "unknown goal"),
+        ({"mode": "shuffle"}, "spec.mode must be one of")]
+    for bad, message in cases:
+        with pytest.raises(InvalidSpec, match=message):
+            RebalanceSpec.parse({**ref, **bad})

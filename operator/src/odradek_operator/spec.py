@@ -1,4 +1,4 @@
-"""Typed, validated views of the three resources' ``spec`` (DESIGN.md §4).
+"""Typed, validated views of the resources' ``spec`` (DESIGN.md §4).
 
 The API server already enforces the CRD schema and fills its defaults; these parsers repeat
 the defaults (an object written before a default existed has none) and check what a schema
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .decisions.rebalance import DEFAULT_GOALS, Goal, Mode
 from .errors import InvalidSpec
 from .security_spec import (
     Authentication,
@@ -31,6 +32,7 @@ __all__ = [
     "ClusterRef",
     "ConsumerGroupSpec",
     "ManagedZooKeeper",
+    "RebalanceSpec",
     "ResetSpec",
     "TopicSpec",
     "config_values",
@@ -301,3 +303,36 @@ class ConsumerGroupSpec:
             topics=tuple(raw.get("topics") or ()),
             reset=ResetSpec.parse(reset_raw) if isinstance(reset_raw, Mapping) else None,
         )
+
+
+@dataclass(frozen=True)
+class RebalanceSpec:
+    """A Rebalance: which brokers may give or take replicas, toward which goals, and how
+    fast replicas may be copied (bytes/s per broker; 0 = unthrottled)."""
+
+    cluster: ClusterRef
+    mode: str
+    brokers: tuple[int, ...]
+    goals: tuple[str, ...]
+    replication_throttle: int
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> RebalanceSpec:
+        mode = str(raw.get("mode") or Mode.FULL)
+        if mode not in set(Mode):
+            raise InvalidSpec(f"spec.mode must be one of {', '.join(Mode)}, got {mode!r}")
+        brokers = raw.get("brokers") or []
+        if not isinstance(brokers, list) or not all(
+                isinstance(b, int) and not isinstance(b, bool) for b in brokers):
+            raise InvalidSpec(f"spec.brokers must be a list of broker ids, got {brokers!r}")
+        if (mode == Mode.FULL) == bool(brokers):
+            raise InvalidSpec("spec.brokers lists the brokers to add or remove: required for "
+                              "modes add-brokers and remove-brokers, not allowed for full")
+        goals = tuple(str(g) for g in raw.get("goals") or DEFAULT_GOALS)
+        unknown = [g for g in goals if g not in set(Goal)]
+        if unknown:
+            raise InvalidSpec(f"spec.goals: unknown goal(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(Goal)}")
+        return cls(cluster=ClusterRef.parse(raw.get("clusterRef")), mode=mode,
+                   brokers=tuple(sorted(set(brokers))), goals=goals,
+                   replication_throttle=_int(raw, "replicationThrottle", 0, "spec", minimum=0))
