@@ -35,7 +35,7 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True
 @pytest.fixture(scope="module")
 def namespace() -> Iterator[str]:
     kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    for crd in ("brokerclusters", "topics", "consumergroups", "rebalances"):
+    for crd in ("brokerclusters", "topics", "consumergroups", "rebalances", "users"):
         kubectl("wait", "--for=condition=Established", f"crd/{crd}.odradek.dev",
                 "--timeout=60s")
     name = f"odradek-test-{uuid.uuid4().hex[:6]}"
@@ -46,7 +46,7 @@ def namespace() -> Iterator[str]:
 
 def test_examples_are_accepted_and_defaults_applied(namespace):
     for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml",
-                    "rebalance.yaml"):
+                    "rebalance.yaml", "user.yaml"):
         kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / example))
     policy = kubectl("get", "-n", namespace, "topic", "page-views",
                      "-o", "jsonpath={.spec.deletionPolicy}").stdout

@@ -57,6 +57,7 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "BrokerCluster": ResourcePath("odradek.dev/v1alpha1", "brokerclusters"),
     "Topic": ResourcePath("odradek.dev/v1alpha1", "topics"),
     "ConsumerGroup": ResourcePath("odradek.dev/v1alpha1", "consumergroups"),
+    "User": ResourcePath("odradek.dev/v1alpha1", "users"),
 }
 
 
