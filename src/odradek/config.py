@@ -516,6 +516,7 @@ class BrokerConfig(Mapping[str, Any]):
     def _validate(self) -> None:
         if not self["listeners"]:
             raise ConfigError("listeners must name at least one address")
+        # no cycle: issue 23's one configuration path removes this import
         from odradek.security.listeners import validate_security
 
         try:

@@ -248,6 +248,7 @@ class SecurityConfig(Section):
 
     def tls_settings(self) -> Any:
         """These settings as :class:`odradek.security.tls.TlsSettings` (Kafka's names)."""
+        # no cycle: issue 23's one configuration path removes this import
         from odradek.security.tls import TlsSettings
 
         return TlsSettings({
@@ -301,6 +302,7 @@ class MetricsConfig(Section):
 
     def options(self) -> Any:
         """The :class:`odradek.metrics.MetricsOptions` of this section."""
+        # odradek.metrics loads the whole registry: only a broker builds these options
         from odradek.metrics.options import MetricsOptions
 
         return MetricsOptions(

@@ -7,6 +7,7 @@ deadline and says what it waited for; every process is stopped by PID.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -78,8 +79,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 def answers_api_versions(host: str, port: int, timeout: float = 1.0) -> bool:
     """A Kafka broker on ``host:port`` (PLAINTEXT) answers ApiVersions within ``timeout``."""
-    import asyncio
-
+    # the client (slow to import) only here: Prometheus and tests use the rest
     from odradek.client.connection import Connection, NodeAddress
     from odradek.client.errors import KafkaClientError
 

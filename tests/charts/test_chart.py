@@ -279,7 +279,7 @@ def test_monitoring_objects():
 
 @needs_helm
 def test_runbook_links_point_where_the_user_hosts_the_runbooks():
-    from odradek.metrics.alerts import RUNBOOK_BASE
+    from odradek_monitoring.alerts import RUNBOOK_BASE
 
     docs = render(monitoring=True, set_=(
         "monitoring.prometheusRule.runbookBaseUrl=https://wiki.example.com/odradek/",))

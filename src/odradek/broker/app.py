@@ -46,7 +46,7 @@ async def _main(config: Any) -> int:
 def run(config: Any) -> int:
     """Run a broker until SIGTERM/SIGINT; returns the process exit code."""
     try:
-        import uvloop
+        import uvloop  # optional: no uvloop on Windows (pyproject)
     except ImportError:
         return asyncio.run(_main(config))
     return uvloop.run(_main(config))

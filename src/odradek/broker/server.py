@@ -117,11 +117,13 @@ class Broker:
         metrics = self.metrics
         metrics.start()
         if self._log_manager is None:
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.storage.log_manager import LogManager
 
             self._log_manager = LogManager(sections.log, config.log_config(),
                                            observer=StorageObserver(metrics))
         if self._cluster is None:
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.cluster import ZkCluster
 
             zookeeper = sections.zookeeper
@@ -138,6 +140,7 @@ class Broker:
         await cluster.start()
         metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
                          rack=config["broker.rack"] or None)
+        # no cycle: hoist when issue 23 reworks this module
         from .stray_logs import delete_stray_logs
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
@@ -162,6 +165,7 @@ class Broker:
             quotas=self.quotas,
             authorizer=await self._start_authorizer(cluster),
         )
+        # no cycle: hoist when issue 23 reworks this module
         from .txn_coordination import start_transaction_coordinator
 
         self._services.transaction_coordinator, self._marker_writer = (
@@ -189,6 +193,7 @@ class Broker:
         security = self.sections.security
         if not authorizer_enabled(security.authorizer_class_name):
             return None
+        # the authorizer's modules only with authorizer.class.name
         from odradek.cluster.acls import AclCache
 
         self._acl_cache = AclCache(cluster.session)
@@ -201,6 +206,7 @@ class Broker:
         authorizer = self.services.authorizer
         if authorizer is None:
             return table
+        # the authorizer's modules only with authorizer.class.name
         from .access import guarded_table
         from .access_rules import RULES
 
@@ -260,6 +266,7 @@ class Broker:
         settings, network = self.sections.controlled_shutdown, self.sections.network
         if self._services is None or not settings.enable:
             return
+        # no cycle: hoist when issue 23 reworks this module
         from .controlled_shutdown import request_controlled_shutdown
 
         await request_controlled_shutdown(
@@ -279,6 +286,7 @@ class Broker:
 
     # Network -----------------------------------------------------------------------------
     def _broker_info(self) -> Any:
+        # no cycle: hoist when issue 23 reworks this module
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
@@ -303,6 +311,7 @@ class Broker:
         session = getattr(cluster, "session", None)
         zookeeper = self.metrics.zookeeper
         if session is not None and hasattr(session, "on_request"):
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.cluster.zk import SessionEvent
 
             states = {SessionEvent.NEW_SESSION: "connected", SessionEvent.RECONNECTED:
