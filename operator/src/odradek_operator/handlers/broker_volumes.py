@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..decisions.volumes import ClaimState, VolumePlan, plan_volumes
+from ..decisions.volumes import ClaimState, VolumePlan, parse_quantity, plan_volumes
 from ..kube.api import KubeApi
 from ..manifests.common import ClusterNames
 from ..spec import BrokerClusterSpec
@@ -33,8 +33,8 @@ async def grow_volumes(api: KubeApi, namespace: str, names: ClusterNames,
     expanding = tuple((status or {}).get("expanding") or ())
     if template is None:  # a new cluster, or the StatefulSet just re-created: keep the count
         return VolumePlan(spec.storage_size, expanding=expanding)
-    if template == spec.storage_size and not expanding:
-        return VolumePlan(template)
+    if parse_quantity(template) == parse_quantity(spec.storage_size) and not expanding:
+        return VolumePlan(template)  # the API server may have respelled it (1.5Gi: 1536Mi)
     claims = [claim for claim in await api.list("PersistentVolumeClaim", namespace,
                                                  names.selector("broker"))
               if claim["metadata"]["name"].startswith(f"data-{names.statefulset}-")]
