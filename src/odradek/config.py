@@ -4,8 +4,9 @@ A broker is configured exactly like a Kafka broker: a ``server.properties`` file
 ``--override key=value`` flags. Every key we accept is declared once in :data:`BROKER_CONFIGS`
 with its type and default; an unknown key is an error (a typo must not silently fall back to
 a default). Broker-level log settings (``log.segment.bytes``) are the defaults of topic-level
-settings (``segment.bytes``); :meth:`BrokerConfig.log_config` maps one onto the other so
-storage only ever sees topic-level names.
+settings (``segment.bytes``), which storage owns (:mod:`odradek.storage.log_config`);
+:meth:`BrokerConfig.topic_defaults` names them by their topic-level names, so storage only
+ever sees those.
 
 Components do not read this mapping: each takes its typed section
 (:mod:`odradek.config_sections`), built from it.
@@ -608,13 +609,3 @@ class BrokerConfig(Mapping[str, Any]):
             # Kafka: flush.ms defaults to the scheduler interval, i.e. never.
             defaults["flush.ms"] = self["log.flush.scheduler.interval.ms"]
         return defaults
-
-    def log_config(self, topic_overrides: Mapping[str, str] | None = None) -> Any:
-        """The storage ``LogConfig`` for a topic: broker defaults plus topic overrides."""
-        from odradek.storage import LogConfig  # storage is heavier; import on use
-
-        base = LogConfig.from_topic_config(self.topic_defaults())
-        if not topic_overrides:
-            return base
-        return LogConfig.from_topic_config(topic_overrides, base)
-

@@ -93,7 +93,7 @@ def dynamic_only_configs_table() -> str:
 def topic_configs_table() -> str:
     """Topic-level configs, with the default a broker with default settings applies and
     the broker property that changes that default."""
-    effective = _DEFAULTS.log_config().to_topic_config()
+    effective = LogConfig.for_topic(_DEFAULTS.topic_defaults()).to_topic_config()
     rows = []
     for name, (_field, kind, doc) in LogConfig.TOPIC_CONFIG_NAMES.items():
         source = broker_default_name(name)

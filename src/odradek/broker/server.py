@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import Any
 
@@ -32,6 +33,7 @@ from odradek.metrics import BrokerMetrics
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
 from odradek.security.authorizer_config import authorizer_enabled
+from odradek.storage.log_config import LogConfig
 from odradek.types import BrokerId
 
 from .authorizer import Authorizer
@@ -119,7 +121,8 @@ class Broker:
         if self._log_manager is None:
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(sections.log, config.log_config(),
+            self._log_manager = LogManager(sections.log,
+                                           LogConfig.for_topic(config.topic_defaults()),
                                            observer=StorageObserver(metrics))
         if self._cluster is None:
             from odradek.cluster import ZkCluster
@@ -131,7 +134,7 @@ class Broker:
                 session_timeout_ms=zookeeper.session_timeout_ms,
                 connection_timeout_ms=zookeeper.connection_timeout_ms,
                 controller=sections.controller,
-                validate_config=config.log_config,
+                validate_config=functools.partial(LogConfig.for_topic, config.topic_defaults()),
             )
         cluster = self._cluster
         self._observe_cluster(cluster)
@@ -374,10 +377,10 @@ class Broker:
         metadata = self._cluster.view.topics.get(topic)
         overrides = dict(metadata.config) if metadata is not None else {}
         try:
-            return self.config.log_config(overrides)
+            return LogConfig.for_topic(self.config.topic_defaults(), overrides)
         except Exception:
             log.exception("topic %s has invalid config overrides; using broker defaults", topic)
-            return self.config.log_config()
+            return LogConfig.for_topic(self.config.topic_defaults())
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener
