@@ -27,12 +27,12 @@ from typing import Any
 
 from odradek.config import BrokerConfig
 from odradek.config_sections import BrokerSections
+from odradek.config_security import authorizer_enabled
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.metrics import BrokerMetrics
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
-from odradek.security.authorizer_config import authorizer_enabled
 from odradek.storage.log_config import LogConfig
 from odradek.types import BrokerId
 

@@ -23,7 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek import kafka_catalog
-from odradek.config import BROKER_CONFIGS, broker_default_name
+from odradek.config_keys import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
     UPDATE_MODES,
