@@ -130,6 +130,10 @@ class BrokerConfig(Mapping[str, Any]):
         properties.update({key.replace("_", "."): value for key, value in overrides.items()})
         return BrokerConfig.from_properties(properties)
 
+    def value_text(self, name: str) -> str | None:
+        """The value of ``name`` as DescribeConfigs shows it: :meth:`raw`, None when unset."""
+        return None if self._values[name] is None else self.raw(name)
+
     def raw(self, name: str) -> str:
         """The value of ``name`` written back as a properties string."""
         value = self._values[name]
@@ -171,6 +175,11 @@ class BrokerConfig(Mapping[str, Any]):
     @property
     def broker_id(self) -> int:
         return int(self["broker.id"])
+
+    @property
+    def rack(self) -> str | None:
+        """``broker.rack``: where replica placement puts this broker (None: no rack)."""
+        return self["broker.rack"] or None
 
     @property
     def log_dirs(self) -> list[Path]:

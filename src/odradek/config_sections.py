@@ -34,6 +34,7 @@ __all__ = [
     "LogManagerConfig",
     "MetricsConfig",
     "NetworkConfig",
+    "QuotaConfig",
     "ReplicationConfig",
     "Section",
     "SecurityConfig",
@@ -276,6 +277,14 @@ class SecurityConfig(Section):
 
 
 @dataclass(frozen=True, slots=True)
+class QuotaConfig(Section):
+    """How client quotas measure a rate (``odradek.quota``)."""
+
+    window_num: int = setting("quota.window.num")
+    window_size_seconds: int = setting("quota.window.size.seconds")
+
+
+@dataclass(frozen=True, slots=True)
 class TopicCreationConfig(Section):
     """Defaults and switches for creating and deleting topics (admin requests, Metadata
     auto-creation)."""
@@ -310,19 +319,6 @@ class MetricsConfig(Section):
         host = listeners[0].host if listeners else "127.0.0.1"
         return {"host": host or "0.0.0.0"}
 
-    def options(self) -> Any:
-        """The :class:`odradek.metrics.MetricsOptions` of this section."""
-        from odradek.metrics.options import MetricsOptions
-
-        return MetricsOptions(
-            port=self.port, host=self.host, topic_labels=self.topic_labels_enable,
-            max_topics=self.topic_labels_max, max_lag_series=self.consumer_lag_series_max,
-            max_groups=self.consumer_groups_max,
-            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max,
-            end_offsets_timeout_ms=self.lag_end_offsets_timeout_ms,
-            end_offsets_refresh_ms=self.lag_end_offsets_refresh_ms,
-            end_offsets_max_age_ms=self.lag_end_offsets_max_age_ms)
-
 
 @dataclass(frozen=True, slots=True)
 class BrokerSections:
@@ -339,6 +335,7 @@ class BrokerSections:
     topics: TopicCreationConfig = TopicCreationConfig()
     metrics: MetricsConfig = MetricsConfig()
     security: SecurityConfig = SecurityConfig()
+    quotas: QuotaConfig = QuotaConfig()
 
     def security_of(self, listener: str) -> SecurityConfig:
         """The security settings of ``listener``: its own where it has them."""
@@ -358,4 +355,5 @@ class BrokerSections:
             topics=TopicCreationConfig.from_config(config),
             metrics=MetricsConfig.from_config(config),
             security=SecurityConfig.from_config(config),
+            quotas=QuotaConfig.from_config(config),
         )

@@ -30,7 +30,7 @@ from odradek.config_sections import BrokerSections
 from odradek.config_security import authorizer_enabled
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
-from odradek.metrics import BrokerMetrics
+from odradek.metrics import BrokerMetrics, MetricsOptions
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
 from odradek.storage.log_config import LogConfig
@@ -76,11 +76,11 @@ class Broker:
         self._stopped = asyncio.Event()
         self._marker_writer: Any = None  # the transaction coordinator's, once started
         self._acl_cache: Any = None  # odradek.cluster.acls.AclCache with an authorizer
-        self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self.metrics = BrokerMetrics(MetricsOptions.from_section(self.sections.metrics))
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
-        self.quotas = QuotaManager(config["quota.window.num"],
-                                   config["quota.window.size.seconds"])
+        self.quotas = QuotaManager(self.sections.quotas.window_num,
+                                   self.sections.quotas.window_size_seconds)
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -140,7 +140,7 @@ class Broker:
         self._observe_cluster(cluster)
         await cluster.start()
         metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
-                         rack=config["broker.rack"] or None)
+                         rack=config.rack)
         from .stray_logs import delete_stray_logs
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
@@ -292,7 +292,7 @@ class Broker:
                                       security.protocol_of(listener.name)))
         first = endpoints[0]
         return BrokerInfo(self.broker_id, first.host, first.port,
-                          self.config["broker.rack"], tuple(endpoints))
+                          self.config.rack, tuple(endpoints))
 
     async def _user_config(self, user: str) -> Any:
         """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""

@@ -203,7 +203,7 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
         if not per_broker:
             value: str | None = layers.default[key]
         elif key in BROKER_CONFIGS:
-            value = None if config[key] is None else config.raw(key)
+            value = config.value_text(key)
         else:
             value = str(dynamic_only.get(key, found.default))
         entries.append(_entry(module, key, value, layers.synonyms(key, per_broker=per_broker),
