@@ -59,7 +59,7 @@ from odradek.types import TopicPartition
 
 __all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager", "LogManagerObserver"]
 
-if TYPE_CHECKING:  # storage sits below the configuration (which only names its sections)
+if TYPE_CHECKING:  # storage sits below the config module (which builds LogConfig)
     from odradek.config_sections import LogManagerConfig
 
 log = logging.getLogger(__name__)
