@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING
 
 from odradek.config_sections import SecurityConfig
+from odradek.config_security import parse_super_users
 from odradek.metrics.recorders import api_name
 from odradek.security.acl import (
     SUPPORTED_OPERATIONS,
@@ -26,7 +27,6 @@ from odradek.security.acl import (
     ResourceType,
     decide,
 )
-from odradek.security.authorizer_config import parse_super_users
 
 from .context import RequestContext
 

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import Any
 
 from odradek.config import BrokerConfig
 from odradek.config_sections import BrokerSections
+from odradek.config_security import authorizer_enabled
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
-from odradek.metrics import BrokerMetrics
+from odradek.metrics import BrokerMetrics, MetricsOptions
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
-from odradek.security.authorizer_config import authorizer_enabled
+from odradek.storage.log_config import LogConfig
 from odradek.types import BrokerId
 
 from .authorizer import Authorizer
@@ -74,11 +76,11 @@ class Broker:
         self._stopped = asyncio.Event()
         self._marker_writer: Any = None  # the transaction coordinator's, once started
         self._acl_cache: Any = None  # odradek.cluster.acls.AclCache with an authorizer
-        self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self.metrics = BrokerMetrics(MetricsOptions.from_section(self.sections.metrics))
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
-        self.quotas = QuotaManager(config["quota.window.num"],
-                                   config["quota.window.size.seconds"])
+        self.quotas = QuotaManager(self.sections.quotas.window_num,
+                                   self.sections.quotas.window_size_seconds)
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -120,7 +122,8 @@ class Broker:
             # no cycle: hoist when issue 23 reworks this module
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(sections.log, config.log_config(),
+            self._log_manager = LogManager(sections.log,
+                                           LogConfig.for_topic(config.topic_defaults()),
                                            observer=StorageObserver(metrics))
         if self._cluster is None:
             # no cycle: hoist when issue 23 reworks this module
@@ -133,13 +136,13 @@ class Broker:
                 session_timeout_ms=zookeeper.session_timeout_ms,
                 connection_timeout_ms=zookeeper.connection_timeout_ms,
                 controller=sections.controller,
-                validate_config=config.log_config,
+                validate_config=functools.partial(LogConfig.for_topic, config.topic_defaults()),
             )
         cluster = self._cluster
         self._observe_cluster(cluster)
         await cluster.start()
         metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
-                         rack=config["broker.rack"] or None)
+                         rack=config.rack)
         # no cycle: hoist when issue 23 reworks this module
         from .stray_logs import delete_stray_logs
 
@@ -297,7 +300,7 @@ class Broker:
                                       security.protocol_of(listener.name)))
         first = endpoints[0]
         return BrokerInfo(self.broker_id, first.host, first.port,
-                          self.config["broker.rack"], tuple(endpoints))
+                          self.config.rack, tuple(endpoints))
 
     async def _user_config(self, user: str) -> Any:
         """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
@@ -383,10 +386,10 @@ class Broker:
         metadata = self._cluster.view.topics.get(topic)
         overrides = dict(metadata.config) if metadata is not None else {}
         try:
-            return self.config.log_config(overrides)
+            return LogConfig.for_topic(self.config.topic_defaults(), overrides)
         except Exception:
             log.exception("topic %s has invalid config overrides; using broker defaults", topic)
-            return self.config.log_config()
+            return LogConfig.for_topic(self.config.topic_defaults())
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener

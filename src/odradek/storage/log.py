@@ -56,9 +56,9 @@ from odradek.protocol.errors import (
 )
 from odradek.protocol.legacy_records import convert_legacy_message_set
 from odradek.protocol.records import BatchHeader
-from odradek.storage.config import LogConfig
 from odradek.storage.leader_epoch import FILE_NAME as LEADER_EPOCH_FILE
 from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.log_config import LogConfig
 from odradek.storage.log_deletion import SegmentDeletion
 from odradek.storage.log_reader import LogState
 from odradek.storage.producer_state import ProducerStateManager

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from odradek.clock import wall_ms
 from odradek.protocol.errors import OffsetOutOfRange
-from odradek.storage.config import LogConfig
+from odradek.storage.log_config import LogConfig
 from odradek.storage.log_reader import LogReader
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.segment import LogSegment

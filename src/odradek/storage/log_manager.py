@@ -50,8 +50,8 @@ from odradek.storage.checkpoint import (
     write_meta_properties,
 )
 from odradek.storage.cleaner import clean_log, needs_cleaning
-from odradek.storage.config import LogConfig
 from odradek.storage.log import PartitionLog, parse_log_dir_name
+from odradek.storage.log_config import LogConfig
 from odradek.storage.recovery import open_log
 from odradek.storage.retention import apply_retention
 from odradek.storage.scheduler import Scheduler

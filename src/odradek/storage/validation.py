@@ -16,7 +16,7 @@ from odradek.protocol import records as rec
 from odradek.protocol.compression import CODEC_BY_NAME
 from odradek.protocol.errors import InvalidRecord, InvalidTimestamp, MessageTooLarge
 from odradek.protocol.records import BatchHeader
-from odradek.storage.config import LogConfig
+from odradek.storage.log_config import LogConfig
 
 __all__ = ["apply_compression_type", "validate_leader_batch"]
 

@@ -22,6 +22,7 @@ from odradek.protocol.errors import (
     UnknownTopicOrPartition,
     response_error,
 )
+from odradek.storage.log_config import LogConfig
 from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
@@ -72,7 +73,8 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
             if replication_factor == -1:
                 replication_factor = services.sections.topics.default_replication_factor
             overrides = {c.name: c.value for c in topic.configs if c.value is not None}
-            services.config.log_config(overrides)  # raises InvalidConfig naming the key
+            # raises InvalidConfig naming the key
+            LogConfig.for_topic(services.config.topic_defaults(), overrides)
             created = await services.cluster.create_topic(
                 topic.name, num_partitions, replication_factor, overrides,
                 assignment or None, validate_only,

@@ -23,7 +23,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek import kafka_catalog
-from odradek.config import BROKER_CONFIGS, broker_default_name
+from odradek.config_keys import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
     UPDATE_MODES,
@@ -43,7 +43,7 @@ from odradek.protocol.errors import (
     UnknownTopicOrPartition,
     response_error,
 )
-from odradek.storage.config import InvalidConfigValue
+from odradek.storage.log_config import InvalidConfigValue, LogConfig
 
 from ..context import RequestContext
 
@@ -137,7 +137,7 @@ def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
     """Every topic key Kafka 3.9 describes (those odradek does not implement read-only,
     at Kafka's default), plus odradek's own; synonyms as Kafka lists them."""
     overrides = _topic_overrides(ctx, name)
-    log_config = ctx.services.config.log_config(dict(overrides))
+    log_config = LogConfig.for_topic(ctx.services.config.topic_defaults(), dict(overrides))
     layers = _layers(ctx)
     fields = type(log_config).TOPIC_CONFIG_NAMES
     supported = log_config.to_topic_config()
@@ -203,7 +203,7 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
         if not per_broker:
             value: str | None = layers.default[key]
         elif key in BROKER_CONFIGS:
-            value = None if config[key] is None else config.raw(key)
+            value = config.value_text(key)
         else:
             value = str(dynamic_only.get(key, found.default))
         entries.append(_entry(module, key, value, layers.synonyms(key, per_broker=per_broker),
@@ -266,7 +266,7 @@ async def _alter_topic(
     ctx: RequestContext, name: str, new_overrides: dict[str, str], validate_only: bool
 ) -> None:
     try:
-        ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+        LogConfig.for_topic(ctx.services.config.topic_defaults(), new_overrides)  # names the key
     except InvalidConfigValue as exc:  # Kafka's words, which name the resource
         raise InvalidConfig(f"Invalid config value for resource ConfigResource(type=TOPIC, "
                             f"name='{name}'): {exc}") from None
@@ -379,7 +379,8 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
         try:
             if resource.resource_type == TOPIC:
                 current = _topic_overrides(ctx, resource.resource_name)
-                defaults = ctx.services.config.log_config().to_topic_config()
+                broker_defaults = ctx.services.config.topic_defaults()
+                defaults = LogConfig.for_topic(broker_defaults).to_topic_config()
                 updated = _apply_incremental(current, resource.configs, defaults)
                 await _alter_topic(ctx, resource.resource_name, updated, validate_only)
             elif resource.resource_type == BROKER:
