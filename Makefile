@@ -5,6 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DATA   ?= $(CURDIR)/run
 BROKERS ?= 3
+NODES  ?= 0
 PYTEST_ARGS ?=
 # `make run`'s brokers, for `make demo`.
 BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
@@ -30,7 +31,7 @@ $(STAMP): pyproject.toml operator/pyproject.toml | prereqs
 install: $(STAMP)
 
 run: install
-	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --data-dir $(DATA)
+	$(VENV)/bin/odradek cluster --brokers $(BROKERS) --nodes $(NODES) --data-dir $(DATA)
 
 test: install lint prometheus helm
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -41,7 +41,7 @@ DEV_LABELS = {"namespace": "dev", "cluster": "dev"}
 
 def run_dev_cluster(
     brokers: int, data_dir: Path, base_port: int, zookeeper_port: int, overrides: list[str],
-    *, metrics_base_port: int = 0, prometheus: bool = False,
+    *, metrics_base_port: int = 0, prometheus: bool = False, nodes: int = 0,
 ) -> int:
     console = table_console(stderr=True)
     if prometheus and not _monitoring_extra_installed(console):
@@ -63,7 +63,8 @@ def run_dev_cluster(
         "transaction.state.log.min.isr": str(min(2, brokers)),
     }
     cluster = LocalCluster(brokers, data_dir.resolve(), base_port, zookeeper_port,
-                           {**defaults, **parsed}, metrics_ports=metrics_ports or None)
+                           {**defaults, **parsed}, metrics_ports=metrics_ports or None,
+                           nodes=nodes)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
