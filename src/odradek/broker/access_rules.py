@@ -39,7 +39,6 @@ from .access_metadata import metadata_rule
 from .authorizer import Authorizer
 from .context import RequestContext
 from .dispatch import Handler, Outcome
-from .outcomes import CLOSE_CONNECTION
 
 __all__ = ["RULES"]
 
@@ -67,69 +66,6 @@ def _txn_write(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorCode |
 
 def _txn_then_group(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorCode | None:
     return _txn_write(ctx, body, authz) or _group_read(ctx, body, authz)
-
-
-# -- data: Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords -----------------
-
-_PRODUCE = Items("topic_data", _name, "responses", topic_partitions(
-    "TopicProduceResponse", "name", "partition_responses", "PartitionProduceResponse", "index",
-    "partition_data", "index", base_offset=-1))
-
-
-def _produce(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    whole = _txn_write(ctx, body, authz)
-    allowed, denied = ([], list(body.topic_data)) if whole else _PRODUCE.split(
-        body, lambda t: authz.authorize(ctx, Op.WRITE, TOPIC, t.name))
-    if denied and not allowed and int(body.acks) == 0:
-        return CLOSE_CONNECTION  # Kafka's answer to a failed acks=0 produce
-    return _PRODUCE.serve(ctx, body, handler, allowed, denied, whole or TOPIC_DENIED)
-
-
-def _fetch(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    from odradek.protocol.fetch_response import FetchPartitionResult, FetchTopicResult
-
-    from .handlers.fetch import handle_fetch
-
-    if int(body.replica_id) >= 0:  # a follower: the inter-broker principal
-        if authz.authorize(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
-            return handler(ctx, body)
-        errors = [FetchTopicResult(t.topic, tuple(
-            FetchPartitionResult(int(p.partition), int(TOPIC_DENIED)) for p in t.partitions))
-            for t in body.topics]
-        return handle_fetch(ctx, dataclasses.replace(body, topics=()), denied=errors)
-    # A consumer: READ on each topic it reads, checked by the handler on every fetch (a
-    # fetch session's partitions are read without being named in the request).
-    readable: dict[str, bool] = {}
-
-    def authorized(topic: str) -> bool:
-        allowed = readable.get(topic)
-        if allowed is None:
-            allowed = readable[topic] = authz.authorize(ctx, Op.READ, TOPIC, topic)
-        return allowed
-
-    return handle_fetch(ctx, body, authorized=authorized)
-
-
-_LIST_OFFSETS = Items("topics", _name, "topics", topic_partitions(
-    "ListOffsetsTopicResponse", "name", "partitions", "ListOffsetsPartitionResponse",
-    "partition_index", "partitions", "partition_index"))
-_DESCRIBE_PRODUCERS = Items("topics", _name, "topics", topic_partitions(
-    "TopicResponse", "name", "partitions", "PartitionResponse", "partition_index",
-    "partition_indexes", None))
-_EPOCHS = Items("topics", _name, "topics", topic_partitions(
-    "OffsetForLeaderTopicResult", "topic", "partitions", "EpochEndOffset", "partition",
-    "partitions", "partition"))
-_DELETE_RECORDS = Items("topics", _name, "topics", topic_partitions(
-    "DeleteRecordsTopicResult", "name", "partitions", "DeleteRecordsPartitionResult",
-    "partition_index", "partitions", "partition_index"))
-
-
-def _epochs(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    if int(getattr(body, "replica_id", -1)) >= 0:
-        if authz.authorize(ctx, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME):
-            return handler(ctx, body)
-        return _EPOCHS.serve(ctx, body, handler, [], list(body.topics), CLUSTER_DENIED)
-    return _EPOCHS.rule(Op.DESCRIBE, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
 
 
 # -- groups ---------------------------------------------------------------------------------
@@ -380,13 +316,7 @@ def _create_acls_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
 
 
 RULES: dict[int, Rule] = {
-    ApiKey.PRODUCE: _produce,
-    ApiKey.FETCH: _fetch,
-    ApiKey.LIST_OFFSETS: _LIST_OFFSETS.rule(Op.DESCRIBE, TOPIC, TOPIC_DENIED),
     ApiKey.METADATA: metadata_rule,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: _epochs,
-    ApiKey.DELETE_RECORDS: _DELETE_RECORDS.rule(Op.DELETE, TOPIC, TOPIC_DENIED),
-    ApiKey.DESCRIBE_PRODUCERS: _DESCRIBE_PRODUCERS.rule(Op.READ, TOPIC, TOPIC_DENIED),
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: _delete_topics,
     ApiKey.CREATE_PARTITIONS: _CREATE_PARTITIONS.rule(Op.ALTER, TOPIC, TOPIC_DENIED),
