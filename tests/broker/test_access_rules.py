@@ -14,7 +14,10 @@ from odradek.protocol.messages import encode_response, response_type
 PRE_AUTHENTICATION = {ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}
 CHECKED_BY_HANDLER = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS,
                       ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DELETE_RECORDS,
-                      ApiKey.DESCRIBE_PRODUCERS}
+                      ApiKey.DESCRIBE_PRODUCERS, ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP,
+                      ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+                      ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE,
+                      ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS}
 
 
 def test_every_api_has_a_rule() -> None:

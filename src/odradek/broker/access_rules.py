@@ -23,10 +23,8 @@ from .access import (
     GROUP,
     TOPIC,
     TXN,
-    UNKNOWN_OPERATIONS,
     Items,
     Rule,
-    as_body,
     blank,
     cluster_rule,
     error_answer,
@@ -68,89 +66,9 @@ def _txn_then_group(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorC
     return _txn_write(ctx, body, authz) or _group_read(ctx, body, authz)
 
 
-# -- groups ---------------------------------------------------------------------------------
-
-_COMMIT = Items("topics", _name, "topics", topic_partitions(
-    "OffsetCommitResponseTopic", "name", "partitions", "OffsetCommitResponsePartition",
-    "partition_index", "partitions", "partition_index"))
 _TXN_COMMIT = Items("topics", _name, "topics", topic_partitions(
     "TxnOffsetCommitResponseTopic", "name", "partitions", "TxnOffsetCommitResponsePartition",
     "partition_index", "partitions", "partition_index"))
-_OFFSET_DELETE = Items("topics", _name, "topics", topic_partitions(
-    "OffsetDeleteResponseTopic", "name", "partitions", "OffsetDeleteResponsePartition",
-    "partition_index", "partitions", "partition_index"))
-_OFFSET_FETCH_TOPICS = topic_partitions(
-    "OffsetFetchResponseTopic", "name", "partitions", "OffsetFetchResponsePartition",
-    "partition_index", "partition_indexes", None, committed_offset=-1, metadata="")
-
-
-def _offset_fetch(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    if not authz.authorize(ctx, Op.READ, GROUP, body.group_id):
-        if ctx.api_version >= 2:
-            return error_answer(ctx, GROUP_DENIED)
-        return blank(response(ctx).OffsetFetchResponse, topics=tuple(
-            _OFFSET_FETCH_TOPICS(ctx, t, GROUP_DENIED) for t in body.topics or ()))
-    if body.topics is None:  # all the group's topics: show only readable ones
-        def readable(answer: Any) -> Any:
-            answer = as_body(ctx, answer)
-            kept = tuple(t for t in answer.topics if authz.allowed(ctx, Op.READ, TOPIC, t.name))
-            return dataclasses.replace(answer, topics=kept)
-
-        return then(handler(ctx, body), readable)
-    items = Items("topics", _name, "topics", _OFFSET_FETCH_TOPICS)
-    return items.rule(Op.READ, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
-
-
-def _offset_delete(ctx: RequestContext, body: Any, handler: Handler,
-                   authz: Authorizer) -> Outcome:
-    if not authz.authorize(ctx, Op.DELETE, GROUP, body.group_id):
-        return error_answer(ctx, GROUP_DENIED)
-    return _OFFSET_DELETE.rule(Op.READ, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
-
-
-def _group_of(body: Any) -> str:
-    return str(body.group_id)
-
-
-def _describe_groups(ctx: RequestContext, body: Any, handler: Handler,
-                     authz: Authorizer) -> Outcome:
-    items = Items("groups", str, "groups", lambda c, g, code: blank(
-        response(c).DescribedGroup, group_id=g, error_code=code,
-        authorized_operations=UNKNOWN_OPERATIONS))
-    outcome = items.rule(Op.DESCRIBE, GROUP, GROUP_DENIED)(ctx, body, handler, authz)
-    if not getattr(body, "include_authorized_operations", False):
-        return outcome
-
-    def with_operations(answer: Any) -> Any:
-        return dataclasses.replace(answer, groups=tuple(
-            dataclasses.replace(g, authorized_operations=authz.operations(ctx, GROUP, g.group_id))
-            if g.error_code == E.none else g for g in answer.groups))
-
-    return then(outcome, with_operations)
-
-
-def _list_groups(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    if authz.allowed(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
-        return handler(ctx, body)
-
-    def visible(answer: Any) -> Any:
-        return dataclasses.replace(answer, groups=tuple(
-            g for g in answer.groups if authz.allowed(ctx, Op.DESCRIBE, GROUP, g.group_id)))
-
-    return then(handler(ctx, body), visible)
-
-
-def _find_coordinator(ctx: RequestContext, body: Any, handler: Handler,
-                      authz: Authorizer) -> Outcome:
-    kind, code = (TXN, TXN_DENIED) if int(getattr(body, "key_type", 0)) == 1 else (
-        GROUP, GROUP_DENIED)
-    if ctx.api_version < 4:
-        if authz.authorize(ctx, Op.DESCRIBE, kind, body.key):
-            return handler(ctx, body)
-        return blank(response(ctx).FindCoordinatorResponse, error_code=code, node_id=-1)
-    items = Items("coordinator_keys", str, "coordinators", lambda c, key, err: blank(
-        response(c).Coordinator, key=key, node_id=-1, error_code=err))
-    return items.rule(Op.DESCRIBE, kind, code)(ctx, body, handler, authz)
 
 
 # -- transactions and producer ids ------------------------------------------------------------
@@ -326,20 +244,6 @@ RULES: dict[int, Rule] = {
                                        "AlterConfigsResourceResponse"),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, "responses",
                                                    "AlterConfigsResourceResponse"),
-    # groups
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
-    ApiKey.JOIN_GROUP: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
-    ApiKey.SYNC_GROUP: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
-    ApiKey.HEARTBEAT: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
-    ApiKey.LEAVE_GROUP: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
-    ApiKey.OFFSET_COMMIT: _COMMIT.rule(Op.READ, TOPIC, TOPIC_DENIED, also=_group_read),
-    ApiKey.OFFSET_FETCH: _offset_fetch,
-    ApiKey.OFFSET_DELETE: _offset_delete,
-    ApiKey.DESCRIBE_GROUPS: _describe_groups,
-    ApiKey.LIST_GROUPS: _list_groups,
-    ApiKey.DELETE_GROUPS: Items("groups_names", str, "results", lambda c, g, code: blank(
-        response(c).DeletableGroupResult, group_id=g, error_code=code)).rule(
-        Op.DELETE, GROUP, GROUP_DENIED),
     # transactions
     ApiKey.INIT_PRODUCER_ID: _init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions,
