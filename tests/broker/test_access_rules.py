@@ -17,7 +17,11 @@ CHECKED_BY_HANDLER = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS,
                       ApiKey.DESCRIBE_PRODUCERS, ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP,
                       ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
                       ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE,
-                      ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS}
+                      ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS,
+                      ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
+                      ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
+                      ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
+                      ApiKey.WRITE_TXN_MARKERS}
 
 
 def test_every_api_has_a_rule() -> None:

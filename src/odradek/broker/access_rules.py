@@ -20,18 +20,14 @@ from odradek.security.acl import Operation as Op
 
 from .access import (
     CLUSTER,
-    GROUP,
     TOPIC,
-    TXN,
     Items,
     Rule,
     blank,
     cluster_rule,
     error_answer,
-    named_rule,
     response,
     then,
-    topic_partitions,
 )
 from .access_metadata import metadata_rule
 from .authorizer import Authorizer
@@ -47,101 +43,6 @@ CLUSTER_DENIED, TXN_DENIED = E.cluster_authorization_failed, E.transactional_id_
 
 def _name(item: Any) -> str:
     return str(item if isinstance(item, str) else getattr(item, "name", None) or item.topic)
-
-
-def _group_read(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorCode | None:
-    return None if authz.authorize(ctx, Op.READ, GROUP, body.group_id) else GROUP_DENIED
-
-
-def _txn_write(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorCode | None:
-    txn = getattr(body, "transactional_id", None)
-    if txn is None:
-        txn = getattr(body, "v3_and_below_transactional_id", None)
-    if txn is None or authz.authorize(ctx, Op.WRITE, TXN, txn):
-        return None
-    return TXN_DENIED
-
-
-def _txn_then_group(ctx: RequestContext, body: Any, authz: Authorizer) -> ErrorCode | None:
-    return _txn_write(ctx, body, authz) or _group_read(ctx, body, authz)
-
-
-_TXN_COMMIT = Items("topics", _name, "topics", topic_partitions(
-    "TxnOffsetCommitResponseTopic", "name", "partitions", "TxnOffsetCommitResponsePartition",
-    "partition_index", "partitions", "partition_index"))
-
-
-# -- transactions and producer ids ------------------------------------------------------------
-
-def _init_producer_id(ctx: RequestContext, body: Any, handler: Handler,
-                      authz: Authorizer) -> Outcome:
-    txn = body.transactional_id
-    if txn is not None:
-        if authz.authorize(ctx, Op.WRITE, TXN, txn):
-            return handler(ctx, body)
-        return error_answer(ctx, TXN_DENIED)
-    if authz.allowed(ctx, Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME) or \
-            authz.allowed_any(ctx, Op.WRITE, TOPIC):
-        return handler(ctx, body)
-    authz.denied(ctx, Op.IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)
-    return error_answer(ctx, CLUSTER_DENIED)
-
-
-_ADD_PARTITIONS = Items("v3_and_below_topics", _name, "results_by_topic_v3_and_below",
-                        topic_partitions("AddPartitionsToTxnTopicResult", "name",
-                                         "results_by_partition",
-                                         "AddPartitionsToTxnPartitionResult", "partition_index",
-                                         "partitions", None, error_field="partition_error_code"))
-
-
-def _add_partitions(ctx: RequestContext, body: Any, handler: Handler,
-                    authz: Authorizer) -> Outcome:
-    topics = list(body.v3_and_below_topics)
-    whole = _txn_write(ctx, body, authz)
-    if whole is not None:
-        return _ADD_PARTITIONS.serve(ctx, body, handler, [], topics, whole)
-    allowed, denied = _ADD_PARTITIONS.split(
-        body, lambda t: authz.authorize(ctx, Op.WRITE, TOPIC, t.name))
-    if not denied:
-        return handler(ctx, body)
-    # Kafka adds nothing when any topic is denied: the others are OPERATION_NOT_ATTEMPTED.
-    results = (_ADD_PARTITIONS.results(ctx, denied, TOPIC_DENIED)
-               + _ADD_PARTITIONS.results(ctx, allowed, E.operation_not_attempted))
-    return blank(response(ctx).AddPartitionsToTxnResponse,
-                 results_by_topic_v3_and_below=tuple(results))
-
-
-def _add_offsets(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-    code = _txn_then_group(ctx, body, authz)
-    return handler(ctx, body) if code is None else error_answer(ctx, code)
-
-
-def _describe_transactions(ctx: RequestContext, body: Any, handler: Handler,
-                           authz: Authorizer) -> Outcome:
-    items = Items("transactional_ids", str, "transaction_states", lambda c, txn, code: blank(
-        response(c).TransactionState, transactional_id=txn, error_code=code,
-        transaction_state="", producer_id=-1))
-    return items.rule(Op.DESCRIBE, TXN, TXN_DENIED)(ctx, body, handler, authz)
-
-
-def _list_transactions(ctx: RequestContext, body: Any, handler: Handler,
-                       authz: Authorizer) -> Outcome:
-    def visible(answer: Any) -> Any:
-        return dataclasses.replace(answer, transaction_states=tuple(
-            t for t in answer.transaction_states
-            if authz.allowed(ctx, Op.DESCRIBE, TXN, t.transactional_id)))
-
-    return then(handler(ctx, body), visible)
-
-
-def _write_markers_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
-    module = response(ctx)
-    return module.WriteTxnMarkersResponse(markers=tuple(
-        module.WritableTxnMarkerResult(producer_id=m.producer_id, topics=tuple(
-            module.WritableTxnMarkerTopicResult(name=t.name, partitions=tuple(
-                module.WritableTxnMarkerPartitionResult(partition_index=p, error_code=code)
-                for p in t.partition_indexes)) for t in m.topics))
-        for m in body.markers))
 
 
 # -- topics and configs -------------------------------------------------------------------
@@ -244,16 +145,6 @@ RULES: dict[int, Rule] = {
                                        "AlterConfigsResourceResponse"),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, "responses",
                                                    "AlterConfigsResourceResponse"),
-    # transactions
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions,
-    ApiKey.ADD_OFFSETS_TO_TXN: _add_offsets,
-    ApiKey.END_TXN: named_rule(Op.WRITE, TXN, lambda b: str(b.transactional_id), TXN_DENIED),
-    ApiKey.TXN_OFFSET_COMMIT: _TXN_COMMIT.rule(Op.READ, TOPIC, TOPIC_DENIED,
-                                               also=_txn_then_group),
-    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: _list_transactions,
-    ApiKey.WRITE_TXN_MARKERS: cluster_rule(Op.CLUSTER_ACTION, denied=_write_markers_denied),
     # cluster
     ApiKey.CONTROLLED_SHUTDOWN: cluster_rule(Op.CLUSTER_ACTION),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,

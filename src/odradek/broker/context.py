@@ -111,6 +111,12 @@ class RequestContext(NamedTuple):
         authorizer = self.services.authorizer
         return authorizer is None or authorizer.allowed(self, operation, resource_type, name)
 
+    def allowed_any(self, operation: Operation, resource_type: ResourceType) -> bool:
+        """Whether some resource of the type would allow ``operation`` (Kafka's
+        authorizeByResourceType), neither counted nor logged."""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.allowed_any(self, operation, resource_type)
+
     def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
         """The ``authorized_operations`` bit set of one resource (bit n = operation n);
         without an authorizer Kafka's "not provided" (-2^31)."""
