@@ -21,7 +21,9 @@ CHECKED_BY_HANDLER = {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.LIST_OFFSETS,
                       ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
                       ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
                       ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS,
-                      ApiKey.WRITE_TXN_MARKERS}
+                      ApiKey.WRITE_TXN_MARKERS, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS,
+                      ApiKey.CREATE_PARTITIONS, ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS,
+                      ApiKey.INCREMENTAL_ALTER_CONFIGS}
 
 
 def test_every_api_has_a_rule() -> None:

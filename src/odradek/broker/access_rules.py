@@ -20,8 +20,6 @@ from odradek.security.acl import Operation as Op
 
 from .access import (
     CLUSTER,
-    TOPIC,
-    Items,
     Rule,
     blank,
     cluster_rule,
@@ -46,54 +44,6 @@ def _name(item: Any) -> str:
 
 
 # -- topics and configs -------------------------------------------------------------------
-
-def _create_topics(ctx: RequestContext, body: Any, handler: Handler,
-                   authz: Authorizer) -> Outcome:
-    items = Items("topics", _name, "topics", lambda c, t, code: blank(
-        response(c).CreatableTopicResult, name=t.name, error_code=code,
-        topic_config_error_code=0))
-    if authz.allowed(ctx, Op.CREATE, CLUSTER, CLUSTER_NAME):
-        return handler(ctx, body)
-    return items.rule(Op.CREATE, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
-
-
-def _delete_topics(ctx: RequestContext, body: Any, handler: Handler,
-                   authz: Authorizer) -> Outcome:
-    field = "topic_names" if ctx.api_version < 6 else "topics"
-    items = Items(field, _name, "responses", lambda c, t, code: blank(
-        response(c).DeletableTopicResult, name=_name(t), error_code=code))
-    return items.rule(Op.DELETE, TOPIC, TOPIC_DENIED)(ctx, body, handler, authz)
-
-
-_CREATE_PARTITIONS = Items("topics", _name, "results", lambda c, t, code: blank(
-    response(c).CreatePartitionsTopicResult, name=t.name, error_code=code))
-
-_CONFIG_TOPIC, _CONFIG_BROKER = 2, 4
-
-
-def _config_rule(operation: Op, answer_field: str, result_cls: str) -> Rule:
-    """Describe/Alter(Incremental)Configs: topics need ``operation`` on the topic, broker
-    and broker-logger resources on the cluster."""
-
-    def denied(ctx: RequestContext, item: Any, code: ErrorCode) -> Any:
-        kind = int(item.resource_type)
-        return blank(getattr(response(ctx), result_cls), resource_type=kind,
-                     resource_name=item.resource_name,
-                     error_code=TOPIC_DENIED if kind == _CONFIG_TOPIC else CLUSTER_DENIED)
-
-    items = Items("resources", lambda r: str(r.resource_name), answer_field, denied)
-
-    def rule(ctx: RequestContext, body: Any, handler: Handler, authz: Authorizer) -> Outcome:
-        def ok(item: Any) -> bool:
-            if int(item.resource_type) == _CONFIG_TOPIC:
-                return authz.authorize(ctx, operation, TOPIC, item.resource_name)
-            return authz.authorize(ctx, operation, CLUSTER, CLUSTER_NAME)
-
-        allowed, refused = items.split(body, ok)
-        return items.serve(ctx, body, handler, allowed, refused, CLUSTER_DENIED)
-
-    return rule
-
 
 def _alter_quotas_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
     module = response(ctx)
@@ -136,15 +86,6 @@ def _create_acls_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
 
 RULES: dict[int, Rule] = {
     ApiKey.METADATA: metadata_rule,
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: _delete_topics,
-    ApiKey.CREATE_PARTITIONS: _CREATE_PARTITIONS.rule(Op.ALTER, TOPIC, TOPIC_DENIED),
-    ApiKey.DESCRIBE_CONFIGS: _config_rule(Op.DESCRIBE_CONFIGS, "results",
-                                          "DescribeConfigsResult"),
-    ApiKey.ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, "responses",
-                                       "AlterConfigsResourceResponse"),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_rule(Op.ALTER_CONFIGS, "responses",
-                                                   "AlterConfigsResourceResponse"),
     # cluster
     ApiKey.CONTROLLED_SHUTDOWN: cluster_rule(Op.CLUSTER_ACTION),
     ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
