@@ -1,103 +1,118 @@
-"""Which operation on which resource each API needs: Kafka's rules (KafkaApis), one table.
+"""Which operation on which resource each API needs: Kafka's rules (KafkaApis), as data.
 
-``RULES[api]`` is the rule :mod:`.access` runs before the handler. The pre-authentication
-APIs (ApiVersions, SaslHandshake, SaslAuthenticate) have none. Denied resources are answered
-with Kafka's codes — TOPIC_, GROUP_, CLUSTER_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED —
-and never with data; a topic a client may not DESCRIBE is left out of Metadata for all
-topics and answered TOPIC_AUTHORIZATION_FAILED when named, whether or not it exists.
+Each handler checks its own resources through the request context
+(``ctx.authorize(Operation.WRITE, ResourceType.TOPIC, name)``, always true without an
+authorizer) and answers a denied one itself with Kafka's code — TOPIC_, GROUP_, CLUSTER_ or
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED — as Kafka's KafkaApis does; the handler modules'
+docstrings say the details (what a partly denied request answers, what a listing leaves
+out). This table states the same rules in one place: docs/compatibility.md shows it beside
+each API (:mod:`odradek.reference_docs`), and the pre-authentication APIs (ApiVersions,
+SaslHandshake, SaslAuthenticate) are the only ones without an entry.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
-from kio.schema.errors import ErrorCode
+import enum
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.security.acl import CLUSTER_NAME
-from odradek.security.acl import Operation as Op
+from odradek.security.acl import Operation, ResourceType
 
-from .access import (
-    CLUSTER,
-    Rule,
-    blank,
-    cluster_rule,
-    error_answer,
-    response,
-    then,
-)
-from .access_metadata import metadata_rule
-from .authorizer import Authorizer
-from .context import RequestContext
-from .dispatch import Handler, Outcome
-
-__all__ = ["RULES"]
-
-E = ErrorCode
-TOPIC_DENIED, GROUP_DENIED = E.topic_authorization_failed, E.group_authorization_failed
-CLUSTER_DENIED, TXN_DENIED = E.cluster_authorization_failed, E.transactional_id_authorization_failed
+__all__ = ["RULES", "Rule", "Scope"]
 
 
-def _name(item: Any) -> str:
-    return str(item if isinstance(item, str) else getattr(item, "name", None) or item.topic)
+class Scope(enum.Enum):
+    """How the request names the resources a rule applies to."""
+
+    EACH = "each"  # every resource the request lists (each denied one answered alone)
+    NAMED = "the"  # the one resource the request names, or the cluster (denied: all of it)
+    ANY = "any"  # some resource of the type (InitProducerId of an idempotent producer)
+    LISTED = "each listed"  # what the answer lists: the denied are left out
 
 
-# -- topics and configs -------------------------------------------------------------------
+class Rule(NamedTuple):
+    operation: Operation
+    resource_type: ResourceType
+    scope: Scope
 
-def _alter_quotas_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
-    module = response(ctx)
-    return blank(module.AlterClientQuotasResponse, entries=tuple(
-        blank(module.EntryData, error_code=code, entity=tuple(
-            module.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
-            for e in entry.entity)) for entry in body.entries))
-
-
-def _alter_scram_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
-    users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
-    module = response(ctx)
-    return blank(module.AlterUserScramCredentialsResponse, results=tuple(
-        blank(module.AlterUserScramCredentialsResult, user=u, error_code=code) for u in users))
+    def __str__(self) -> str:
+        return f"{self.operation.spelling} on {self.scope.value} {self.resource_type.spelling}"
 
 
-# -- cluster ------------------------------------------------------------------------------
-
-def _describe_cluster(ctx: RequestContext, body: Any, handler: Handler,
-                      authz: Authorizer) -> Outcome:
-    if not authz.authorize(ctx, Op.DESCRIBE, CLUSTER, CLUSTER_NAME):
-        return error_answer(ctx, CLUSTER_DENIED)
-    if not getattr(body, "include_cluster_authorized_operations", False):
-        return handler(ctx, body)
-    return then(handler(ctx, body), lambda answer: dataclasses.replace(
-        answer, cluster_authorized_operations=authz.operations(ctx, CLUSTER, CLUSTER_NAME)))
+_READ, _WRITE, _DESCRIBE = Operation.READ, Operation.WRITE, Operation.DESCRIBE
+_CREATE, _DELETE, _ALTER = Operation.CREATE, Operation.DELETE, Operation.ALTER
+_TOPIC, _GROUP = ResourceType.TOPIC, ResourceType.GROUP
+_TXN, _CLUSTER = ResourceType.TRANSACTIONAL_ID, ResourceType.CLUSTER
+_EACH, _NAMED, _LISTED = Scope.EACH, Scope.NAMED, Scope.LISTED
 
 
-def _delete_acls_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
-    module = response(ctx)
-    return blank(module.DeleteAclsResponse, filter_results=tuple(
-        blank(module.DeleteAclsFilterResult, error_code=code) for _ in body.filters))
+def _cluster(operation: Operation) -> Rule:
+    return Rule(operation, _CLUSTER, _NAMED)
 
 
-def _create_acls_denied(ctx: RequestContext, body: Any, code: ErrorCode) -> Any:
-    module = response(ctx)
-    return blank(module.CreateAclsResponse, results=tuple(
-        blank(module.AclCreationResult, error_code=code) for _ in body.creations))
-
-
-RULES: dict[int, Rule] = {
-    ApiKey.METADATA: metadata_rule,
+RULES: Mapping[ApiKey, tuple[Rule, ...]] = {
+    # data
+    ApiKey.PRODUCE: (Rule(_WRITE, _TXN, _NAMED), Rule(_WRITE, _TOPIC, _EACH)),
+    ApiKey.FETCH: (Rule(_READ, _TOPIC, _EACH), _cluster(Operation.CLUSTER_ACTION)),
+    ApiKey.LIST_OFFSETS: (Rule(_DESCRIBE, _TOPIC, _EACH),),
+    ApiKey.METADATA: (Rule(_DESCRIBE, _TOPIC, _EACH), _cluster(_CREATE),
+                      Rule(_CREATE, _TOPIC, _EACH)),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (Rule(_DESCRIBE, _TOPIC, _EACH),
+                                     _cluster(Operation.CLUSTER_ACTION)),
+    ApiKey.DELETE_RECORDS: (Rule(_DELETE, _TOPIC, _EACH),),
+    ApiKey.DESCRIBE_PRODUCERS: (Rule(_READ, _TOPIC, _EACH),),
+    # topics and configs
+    ApiKey.CREATE_TOPICS: (_cluster(_CREATE), Rule(_CREATE, _TOPIC, _EACH)),
+    ApiKey.DELETE_TOPICS: (Rule(_DELETE, _TOPIC, _EACH),),
+    ApiKey.CREATE_PARTITIONS: (Rule(_ALTER, _TOPIC, _EACH),),
+    ApiKey.DESCRIBE_CONFIGS: (Rule(Operation.DESCRIBE_CONFIGS, _TOPIC, _EACH),
+                              _cluster(Operation.DESCRIBE_CONFIGS)),
+    ApiKey.ALTER_CONFIGS: (Rule(Operation.ALTER_CONFIGS, _TOPIC, _EACH),
+                           _cluster(Operation.ALTER_CONFIGS)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (Rule(Operation.ALTER_CONFIGS, _TOPIC, _EACH),
+                                       _cluster(Operation.ALTER_CONFIGS)),
+    # groups
+    ApiKey.FIND_COORDINATOR: (Rule(_DESCRIBE, _GROUP, _EACH), Rule(_DESCRIBE, _TXN, _EACH)),
+    ApiKey.JOIN_GROUP: (Rule(_READ, _GROUP, _NAMED),),
+    ApiKey.SYNC_GROUP: (Rule(_READ, _GROUP, _NAMED),),
+    ApiKey.HEARTBEAT: (Rule(_READ, _GROUP, _NAMED),),
+    ApiKey.LEAVE_GROUP: (Rule(_READ, _GROUP, _NAMED),),
+    ApiKey.OFFSET_COMMIT: (Rule(_READ, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
+    ApiKey.OFFSET_FETCH: (Rule(_READ, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
+    ApiKey.OFFSET_DELETE: (Rule(_DELETE, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
+    ApiKey.DESCRIBE_GROUPS: (Rule(_DESCRIBE, _GROUP, _EACH),),
+    ApiKey.LIST_GROUPS: (_cluster(_DESCRIBE), Rule(_DESCRIBE, _GROUP, _LISTED)),
+    ApiKey.DELETE_GROUPS: (Rule(_DELETE, _GROUP, _EACH),),
+    # transactions
+    ApiKey.INIT_PRODUCER_ID: (Rule(_WRITE, _TXN, _NAMED), _cluster(Operation.IDEMPOTENT_WRITE),
+                              Rule(_WRITE, _TOPIC, Scope.ANY)),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (Rule(_WRITE, _TXN, _NAMED), Rule(_WRITE, _TOPIC, _EACH)),
+    ApiKey.ADD_OFFSETS_TO_TXN: (Rule(_WRITE, _TXN, _NAMED), Rule(_READ, _GROUP, _NAMED)),
+    ApiKey.END_TXN: (Rule(_WRITE, _TXN, _NAMED),),
+    ApiKey.TXN_OFFSET_COMMIT: (Rule(_WRITE, _TXN, _NAMED), Rule(_READ, _GROUP, _NAMED),
+                               Rule(_READ, _TOPIC, _EACH)),
+    ApiKey.DESCRIBE_TRANSACTIONS: (Rule(_DESCRIBE, _TXN, _EACH),),
+    ApiKey.LIST_TRANSACTIONS: (Rule(_DESCRIBE, _TXN, _LISTED),),
+    ApiKey.WRITE_TXN_MARKERS: (_cluster(Operation.CLUSTER_ACTION),),
     # cluster
-    ApiKey.CONTROLLED_SHUTDOWN: cluster_rule(Op.CLUSTER_ACTION),
-    ApiKey.DESCRIBE_CLUSTER: _describe_cluster,
-    ApiKey.DESCRIBE_LOG_DIRS: cluster_rule(Op.DESCRIBE),
-    ApiKey.ELECT_LEADERS: cluster_rule(Op.ALTER),
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: cluster_rule(Op.ALTER),
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: cluster_rule(Op.DESCRIBE),
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: cluster_rule(Op.DESCRIBE_CONFIGS),
-    ApiKey.ALTER_CLIENT_QUOTAS: cluster_rule(Op.ALTER_CONFIGS, denied=_alter_quotas_denied),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: cluster_rule(Op.DESCRIBE),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: cluster_rule(Op.ALTER, denied=_alter_scram_denied),
-    ApiKey.CREATE_ACLS: cluster_rule(Op.ALTER, denied=_create_acls_denied),
-    ApiKey.DESCRIBE_ACLS: cluster_rule(Op.DESCRIBE),
-    ApiKey.DELETE_ACLS: cluster_rule(Op.ALTER, denied=_delete_acls_denied),
+    ApiKey.CONTROLLED_SHUTDOWN: (_cluster(Operation.CLUSTER_ACTION),),
+    ApiKey.DESCRIBE_CLUSTER: (_cluster(_DESCRIBE),),
+    ApiKey.DESCRIBE_LOG_DIRS: (_cluster(_DESCRIBE),),
+    ApiKey.ELECT_LEADERS: (_cluster(_ALTER),),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (_cluster(_ALTER),),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (_cluster(_DESCRIBE),),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (_cluster(Operation.DESCRIBE_CONFIGS),),
+    ApiKey.ALTER_CLIENT_QUOTAS: (_cluster(Operation.ALTER_CONFIGS),),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (_cluster(_DESCRIBE),),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (_cluster(_ALTER),),
+    ApiKey.CREATE_ACLS: (_cluster(_ALTER),),
+    ApiKey.DESCRIBE_ACLS: (_cluster(_DESCRIBE),),
+    ApiKey.DELETE_ACLS: (_cluster(_ALTER),),
 }
+"""API -> what it needs. Every rule applies, with these exceptions (Kafka's): the cluster
+rule of CreateTopics, Metadata (auto-creation) and ListGroups, when allowed, stands in for
+the resource rule beside it; Fetch's and OffsetForLeaderEpoch's CLUSTER_ACTION is a
+follower's rule (``replica_id`` >= 0) instead of the topic rule; InitProducerId needs the
+transactional id rule with an id, else IDEMPOTENT_WRITE or WRITE on some topic; a request
+names either a group or a transactional id to FindCoordinator."""
