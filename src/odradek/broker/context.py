@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
-from odradek.security.acl import Operation, ResourceType
+from odradek.security.acl import AUTHORIZED_OPERATIONS_OMITTED, Operation, ResourceType
 
 from .authenticator import ANONYMOUS, ConnectionSession
 
@@ -119,8 +119,8 @@ class RequestContext(NamedTuple):
 
     def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
         """The ``authorized_operations`` bit set of one resource (bit n = operation n);
-        without an authorizer Kafka's "not provided" (-2^31)."""
+        without an authorizer Kafka's "omitted"."""
         authorizer = self.services.authorizer
         if authorizer is None:
-            return -(2**31)
+            return AUTHORIZED_OPERATIONS_OMITTED
         return authorizer.operations(self, resource_type, name)

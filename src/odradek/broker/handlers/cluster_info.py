@@ -10,16 +10,18 @@ from kio.schema.errors import ErrorCode
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import ClusterAuthorizationFailed
-from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
 from .metadata import _endpoint_for
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
-
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
-
 
 def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     """Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, Kafka's rule)."""
@@ -29,7 +31,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         return build(module.DescribeClusterResponse, throttle_time=NO_THROTTLE,
                      error_code=refusal.code, error_message=str(refusal), endpoint_type=1,
                      cluster_id="", controller_id=-1, brokers=(),
-                     cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                     cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
     view = ctx.services.cluster.view
     brokers = []
     for broker_id in sorted(view.brokers):
@@ -46,7 +48,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
         controller_id=controller_id, brokers=tuple(brokers),
         cluster_authorized_operations=ctx.authorized_operations(
             ResourceType.CLUSTER, CLUSTER_NAME)
-        if request.include_cluster_authorized_operations else _NO_AUTHORIZED_OPERATIONS,
+        if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 

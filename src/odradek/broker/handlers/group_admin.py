@@ -18,14 +18,16 @@ from kio.schema.errors import ErrorCode
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
-from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 
 from ..context import RequestContext
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
-
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
-
 
 def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
@@ -37,10 +39,10 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
             described.append(build(
                 module.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
                 group_id=group_id, group_state="", protocol_type="", protocol_data="",
-                members=(), authorized_operations=_NO_AUTHORIZED_OPERATIONS))
+                members=(), authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
             continue
         group = coordinator.describe_group(str(group_id))
-        operations = _NO_AUTHORIZED_OPERATIONS
+        operations = AUTHORIZED_OPERATIONS_OMITTED
         if with_operations and group.error == ErrorCode.none:
             operations = ctx.authorized_operations(ResourceType.GROUP, group.group_id)
         described.append(

@@ -25,7 +25,12 @@ from kio.schema.errors import ErrorCode
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
-from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
@@ -33,9 +38,6 @@ from ..context import RequestContext
 __all__ = ["handle_metadata"]
 
 log = logging.getLogger(__name__)
-
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
-
 
 def _endpoint_for(broker: Any, listener: str) -> tuple[str, int]:
     for endpoint in getattr(broker, "endpoints", ()):
@@ -143,7 +145,7 @@ def _response(ctx: RequestContext, request: Any, names: list[str] | None,
             topics.append(
                 build(module.MetadataResponseTopic, error_code=code, name=name,
                       topic_id=uuid.UUID(int=0), is_internal=False, partitions=(),
-                      topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                      topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
             )
             continue
         partitions = []
@@ -167,7 +169,7 @@ def _response(ctx: RequestContext, request: Any, names: list[str] | None,
                   topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
                   partitions=tuple(partitions),
                   topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)
-                  if with_operations else _NO_AUTHORIZED_OPERATIONS)
+                  if with_operations else AUTHORIZED_OPERATIONS_OMITTED)
         )
     controller_id = view.controller_id
     if controller_id is None or controller_id not in live:
@@ -182,5 +184,5 @@ def _response(ctx: RequestContext, request: Any, names: list[str] | None,
         cluster_authorized_operations=ctx.authorized_operations(
             ResourceType.CLUSTER, CLUSTER_NAME)
         if getattr(request, "include_cluster_authorized_operations", False)
-        else _NO_AUTHORIZED_OPERATIONS,
+        else AUTHORIZED_OPERATIONS_OMITTED,
     )
