@@ -23,6 +23,8 @@ from .metadata import _endpoint_for
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
 
+
+
 def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     """Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, Kafka's rule)."""
     module = response_module(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)

@@ -29,6 +29,8 @@ from ..context import RequestContext
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
+
+
 def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
     coordinator = ctx.services.coordinator

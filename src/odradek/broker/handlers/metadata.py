@@ -39,6 +39,8 @@ __all__ = ["handle_metadata"]
 
 log = logging.getLogger(__name__)
 
+
+
 def _endpoint_for(broker: Any, listener: str) -> tuple[str, int]:
     for endpoint in getattr(broker, "endpoints", ()):
         if endpoint.listener == listener:
