@@ -29,8 +29,10 @@ from kio.schema.list_offsets.v7.request import (
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
+from odradek.broker.access_rules import RULES
 from odradek.client.sync import AdminClient as OdradekAdmin
 from odradek.local_cluster import ZooKeeperProcess
+from odradek.metrics.recorders import api_name
 
 from .helpers import batch, create_topic, produce_request
 from .inprocess import InProcessBroker, broker_config
@@ -84,6 +86,20 @@ def _as_bob(broker: InProcessBroker) -> WireClient:
     return client
 
 
+def _assert_denials_follow_the_rules(broker: InProcessBroker) -> None:
+    """Every denial the broker counted is one that access_rules.RULES states for its API
+    (the table documents what the handlers check)."""
+    assert broker.broker is not None
+    connections = broker.broker.metrics.connections
+    samples = broker.call(lambda: connections._denials.collect().samples)
+    counted = {(s.labels["api"], s.labels["operation"], s.labels["resource_type"])
+               for s in samples if s.name.endswith("_total") and s.value > 0}
+    stated = {(api_name(api), rule.operation.spelling, rule.resource_type.spelling)
+              for api, rules in RULES.items() for rule in rules}
+    assert counted, "no denial was counted"
+    assert counted - stated == set()
+
+
 def _produce(open_topic: str, shut_topic: str, acks: int) -> Any:
     one = produce_request(open_topic, batch(b"v"), acks=acks)
     other = produce_request(shut_topic, batch(b"v"), acks=acks)
@@ -98,6 +114,7 @@ def test_a_produce_answers_its_denied_topic_beside_the_written_one(
     codes = {t.name: [int(p.error_code) for p in t.partition_responses]
              for t in answer.responses}
     assert codes == {open_topic: [0], shut_topic: [TOPIC_DENIED]}
+    _assert_denials_follow_the_rules(broker)
 
 
 def test_a_partly_denied_acks_0_produce_closes_the_connection(
@@ -108,6 +125,7 @@ def test_a_partly_denied_acks_0_produce_closes_the_connection(
     with _as_bob(broker) as client:
         client.send(_produce(open_topic, shut_topic, acks=0))
         assert client.is_closed_by_peer(), "the connection stayed open"
+    _assert_denials_follow_the_rules(broker)
 
 
 def test_list_offsets_delete_groups_and_configs_answer_each_denied_resource(
@@ -140,3 +158,4 @@ def test_list_offsets_delete_groups_and_configs_answer_each_denied_resource(
         (open_topic, 0, None, 1),
         (shut_topic, TOPIC_DENIED, "Topic authorization failed.", 0),
         ("0", CLUSTER_DENIED, "Cluster authorization failed.", 0)]
+    _assert_denials_follow_the_rules(broker)

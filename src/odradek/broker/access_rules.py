@@ -7,7 +7,9 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED — as Kafka's KafkaApis does; the handler
 docstrings say the details (what a partly denied request answers, what a listing leaves
 out). This table states the same rules in one place: docs/compatibility.md shows it beside
 each API (:mod:`odradek.reference_docs`), and the pre-authentication APIs (ApiVersions,
-SaslHandshake, SaslAuthenticate) are the only ones without an entry.
+SaslHandshake, SaslAuthenticate) are the only ones without an entry. Tests hold the two
+together: every denial a broker counts (``odradek_authorization_denials_total``) must be a
+rule of its API here (tests/broker/test_authorization_entries.py).
 """
 
 from __future__ import annotations
