@@ -159,3 +159,54 @@ def test_list_offsets_delete_groups_and_configs_answer_each_denied_resource(
         (shut_topic, TOPIC_DENIED, "Topic authorization failed.", 0),
         ("0", CLUSTER_DENIED, "Cluster authorization failed.", 0)]
     _assert_denials_follow_the_rules(broker)
+
+
+def test_requests_denied_as_a_whole_carry_their_top_level_code(
+        broker: InProcessBroker, topics: tuple[str, str]) -> None:
+    from kio.schema.describe_cluster.v0.request import DescribeClusterRequest
+    from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+    from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+    from kio.schema.end_txn.v3.request import EndTxnRequest
+    from kio.schema.heartbeat.v4.request import HeartbeatRequest
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+    from kio.schema.offset_fetch.v7.request import OffsetFetchRequest
+    from kio.schema.types import ProducerId, TransactionalId
+    from kio.static.primitive import i16
+
+    from .helpers import ms
+
+    open_topic, shut_topic = topics
+    with _as_bob(broker) as client:
+        heartbeat = client.request(HeartbeatRequest(
+            group_id=GroupId("g-shut"), generation_id=i32(1), member_id="m",
+            group_instance_id=None))
+        offsets = client.request(OffsetFetchRequest(
+            group_id=GroupId("g-shut"), topics=None, require_stable=False))
+        end = client.request(EndTxnRequest(
+            transactional_id=TransactionalId("tx-shut"), producer_id=ProducerId(1),
+            producer_epoch=i16(0), committed=True))
+        init = client.request(InitProducerIdRequest(
+            transactional_id=TransactionalId("tx-shut"), transaction_timeout=ms(60000),
+            producer_id=ProducerId(-1), producer_epoch=i16(-1)))
+        cluster = client.request(DescribeClusterRequest(
+            include_cluster_authorized_operations=True))
+        log_dirs = client.request(DescribeLogDirsRequest(topics=None))
+        elected = client.request(ElectLeadersRequest(
+            election_type=i8(0), topic_partitions=None, timeout=ms(1000)))
+        metadata = client.request(MetadataRequest(
+            topics=tuple(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName(name))
+                         for name in (open_topic, shut_topic)),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=True))
+    assert [int(a.error_code) for a in (heartbeat, offsets, end, init)] == [
+        GROUP_DENIED, GROUP_DENIED, 53, 53]  # 53: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert (int(cluster.error_code), cluster.error_message, cluster.brokers) == (
+        CLUSTER_DENIED, "Cluster authorization failed.", ())
+    assert (int(log_dirs.error_code), log_dirs.results) == (CLUSTER_DENIED, ())
+    assert int(elected.error_code) == CLUSTER_DENIED
+    shown = {t.name: (int(t.error_code), t.topic_authorized_operations)
+             for t in metadata.topics}
+    assert shown[shut_topic] == (TOPIC_DENIED, -(2**31))
+    assert shown[open_topic][0] == 0
+    assert shown[open_topic][1] & (1 << 3), "READ missing from the authorized operations"
+    _assert_denials_follow_the_rules(broker)
