@@ -133,8 +133,10 @@ def _api_name(key: ApiKey) -> str:
 
 
 def api_versions_table() -> str:
-    """The ApiVersions answer: every advertised API, its version range and its handler."""
-    from odradek.broker.dispatch import handler_table  # the broker is heavy; only here
+    """The ApiVersions answer: every advertised API, its version range, its handler and the
+    ACLs it needs under an authorizer (:data:`odradek.broker.access_rules.RULES`)."""
+    from odradek.broker.access_rules import RULES  # the broker is heavy; only here
+    from odradek.broker.dispatch import handler_table
 
     handlers = handler_table()
     rows = []
@@ -142,10 +144,11 @@ def api_versions_table() -> str:
         versions = ADVERTISED[key]
         handler = handlers[key]
         module = handler.__module__.removeprefix("odradek.")
+        needs = "; ".join(str(rule) for rule in RULES.get(key, ())) or "nothing (before login)"
         rows.append([str(int(key)), _api_name(key),
                      _version_range(versions.min_version, versions.max_version),
-                     f"`{module}.{handler.__name__}`"])
-    return _table(["Key", "API", "Versions", "Handled by"], rows)
+                     f"`{module}.{handler.__name__}`", needs])
+    return _table(["Key", "API", "Versions", "Handled by", "ACLs needed"], rows)
 
 
 GENERATED_FILES: dict[str, dict[str, Callable[[], str]]] = {

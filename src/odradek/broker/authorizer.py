@@ -1,7 +1,8 @@
 """The broker's ACL authorizer: Kafka's AclAuthorizer decisions for a request's principal.
 
-Turned on by ``authorizer.class.name``; without it the broker builds none and the handler
-table is not wrapped (:mod:`.access`), so an open cluster pays nothing. Decisions are
+Turned on by ``authorizer.class.name``; without it the broker builds none and every check
+a handler makes (``RequestContext.authorize``, rules in :mod:`.access_rules`) is a
+``None`` test. Decisions are
 :func:`odradek.security.acl.decide` over the live :class:`~odradek.cluster.acls.AclCache`;
 the host an ACL names is the client's IP address. Every denial is counted
 (``odradek_authorization_denials_total``) and logged at INFO — at most a few lines a

@@ -187,7 +187,7 @@ class Broker:
         self.listeners.bind()
         await cluster.register_broker(self._broker_info())
         await self._wait_until_visible()
-        self.listeners.start(self.services, self._handlers())
+        self.listeners.start(self.services, handler_table())
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
 
@@ -203,17 +203,6 @@ class Broker:
         await self._acl_cache.start()
         return Authorizer(security, self._acl_cache, self.metrics)
 
-    def _handlers(self) -> dict[int, Any]:
-        """The handler table, behind the authorizer's rules when there is one."""
-        table = handler_table()
-        authorizer = self.services.authorizer
-        if authorizer is None:
-            return table
-        # the authorizer's modules only with authorizer.class.name
-        from .access import guarded_table
-        from .access_rules import RULES
-
-        return guarded_table(table, RULES, authorizer)
 
     async def _wait_until_visible(self) -> None:
         """Serve only once our own view lists this broker (and, briefly, a controller).

@@ -12,6 +12,10 @@ and stored in ZooKeeper; every broker then applies them (:mod:`odradek.broker.re
 DescribeConfigs reports each value's source and, when asked, its synonyms, for every key
 Kafka 3.9 describes (:mod:`odradek.kafka_catalog`): keys odradek does not implement are
 described read-only at Kafka's default, so tools and users see the same key set as on Kafka.
+
+Authorization (Kafka's): a topic needs DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (else
+TOPIC_AUTHORIZATION_FAILED), any other resource the same on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -38,11 +42,14 @@ from odradek.kafka_catalog import TOPIC_CONFIGS as KAFKA_TOPIC_KEYS
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, response_module
 from odradek.protocol.errors import (
+    ClusterAuthorizationFailed,
     InvalidConfig,
     InvalidRequest,
+    TopicAuthorizationFailed,
     UnknownTopicOrPartition,
     response_error,
 )
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.storage.log_config import InvalidConfigValue, LogConfig
 
 from ..context import RequestContext
@@ -113,6 +120,15 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
                  read_only=read_only, config_source=int(source), is_sensitive=sensitive,
                  synonyms=listed, config_type=config_type, documentation=doc,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
+
+
+def _authorize(ctx: RequestContext, operation: Operation, resource: Any) -> None:
+    """Raises the refusal of a resource the client may not ``operation``."""
+    if resource.resource_type == TOPIC:
+        if not ctx.authorize(operation, ResourceType.TOPIC, resource.resource_name):
+            raise TopicAuthorizationFailed
+    elif not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        raise ClusterAuthorizationFailed
 
 
 def _resource(resource: Any) -> str:
@@ -238,6 +254,7 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
             if resource.configuration_keys is not None else None
         )
         try:
+            _authorize(ctx, Operation.DESCRIBE_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 describe = _describe_topic
             elif resource.resource_type == BROKER:
@@ -310,6 +327,7 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
         # AlterConfigs replaces the resource's whole set of dynamic configs.
         wanted = {c.name: c.value for c in resource.configs if c.value is not None}
         try:
+            _authorize(ctx, Operation.ALTER_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 _topic_overrides(ctx, resource.resource_name)
                 await _alter_topic(ctx, resource.resource_name, wanted, validate_only)
@@ -377,6 +395,7 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
     responses = []
     for resource in request.resources:
         try:
+            _authorize(ctx, Operation.ALTER_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 current = _topic_overrides(ctx, resource.resource_name)
                 broker_defaults = ctx.services.config.topic_defaults()

@@ -7,6 +7,13 @@ decisions in :mod:`odradek.coordinator.txn_state`); these handlers decode, call 
 encode. A broker that does not coordinate the id answers NOT_COORDINATOR, and clients look
 the coordinator up again (FindCoordinator with key type 1). AddPartitionsToTxn v4+ (the
 broker-to-broker batch form of KIP-890) is not offered.
+
+Authorization (Kafka's): WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddOffsetsToTxn and TxnOffsetCommit also READ on
+the group (GROUP_AUTHORIZATION_FAILED); AddPartitionsToTxn WRITE on each topic and
+TxnOffsetCommit READ (a denied topic is TOPIC_AUTHORIZATION_FAILED; AddPartitionsToTxn then
+adds nothing and answers the others OPERATION_NOT_ATTEMPTED). DescribeTransactions needs
+DESCRIBE on each id; ListTransactions lists only the ids the client may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_shard import kafka_state_name
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -47,6 +55,20 @@ def _wire_time(millis_since_epoch: int) -> datetime.datetime:
 
 def _coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
     return ctx.services.transaction_coordinator
+
+
+_TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+
+
+def _refused(ctx: RequestContext, transactional_id: str, group_id: str | None = None
+             ) -> ErrorCode | None:
+    """The error of a request whose transactional id (then group) the client may not use."""
+    if not ctx.authorize(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _TXN_DENIED
+    if group_id is not None and not ctx.authorize(Operation.READ, ResourceType.GROUP,
+                                                  group_id):
+        return ErrorCode.group_authorization_failed
+    return None
 
 
 async def init_transactional_producer_id(ctx: RequestContext, request: Any) -> Any:
@@ -77,12 +99,22 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
               for topic in request.v3_and_below_topics for partition in topic.partitions]
     coordinator = _coordinator(ctx)
     view = ctx.services.cluster.view
+    refused = _refused(ctx, str(request.v3_and_below_transactional_id))
+    writable = {} if refused is not None else {
+        topic: ctx.authorize(Operation.WRITE, ResourceType.TOPIC, topic)
+        for topic in dict.fromkeys(key.topic for key in wanted)}
+    denied = [key for key in wanted if not writable.get(key.topic, True)]
     unknown = [key for key in wanted if key.topic not in view.topics
                or key.partition not in view.topics[key.topic].partitions]
-    if coordinator is None:
+    failed: list[TopicPartition] = []  # when only some failed: the others were not attempted
+    if refused is not None:
+        error = refused
+    elif denied:
+        error, failed = ErrorCode.topic_authorization_failed, denied
+    elif coordinator is None:
         error = ErrorCode.coordinator_not_available
     elif unknown:
-        error = ErrorCode.unknown_topic_or_partition
+        error, failed = ErrorCode.unknown_topic_or_partition, unknown
     else:
         error = await coordinator.add_partitions(
             str(request.v3_and_below_transactional_id),
@@ -92,9 +124,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
     by_topic: dict[str, list[Any]] = {}
     for key in wanted:
         # Kafka answers the partitions that were fine OPERATION_NOT_ATTEMPTED when others
-        # were unknown, so the client knows which to fix.
+        # were unknown or denied, so the client knows which to fix.
         code = error
-        if unknown and key not in unknown:
+        if failed and key not in failed:
             code = ErrorCode.operation_not_attempted
         by_topic.setdefault(key.topic, []).append(
             build(module.AddPartitionsToTxnPartitionResult, partition_index=key.partition,
@@ -112,7 +144,10 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
 async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.END_TXN, ctx.api_version)
     coordinator = _coordinator(ctx)
-    if coordinator is None:
+    refused = _refused(ctx, str(request.transactional_id))
+    if refused is not None:
+        error = refused
+    elif coordinator is None:
         error = ErrorCode.coordinator_not_available
     else:
         error = await coordinator.end_txn(str(request.transactional_id),
@@ -126,7 +161,10 @@ def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
     coordinator = _coordinator(ctx)
     states = []
     for transactional_id in request.transactional_ids:
-        if coordinator is None:
+        if not ctx.authorize(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                             str(transactional_id)):
+            error, meta = _TXN_DENIED, None
+        elif coordinator is None:
             error, meta = ErrorCode.coordinator_not_available, None
         else:
             error, meta = coordinator.describe(str(transactional_id))
@@ -158,6 +196,8 @@ def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
         [int(pid) for pid in request.producer_id_filters]))
     if state_filters and not any(s in known for s in state_filters):
         listed = []
+    listed = [meta for meta in listed if ctx.allowed(
+        Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id)]
     return build(
         module.ListTransactionsResponse, throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none if coordinator is not None
@@ -176,7 +216,10 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
     markers reach it and its pending TxnOffsetCommit offsets are installed or dropped."""
     module = response_module(ApiKey.ADD_OFFSETS_TO_TXN, ctx.api_version)
     coordinator = _coordinator(ctx)
-    if coordinator is None:
+    refused = _refused(ctx, str(request.transactional_id), str(request.group_id))
+    if refused is not None:
+        error = refused
+    elif coordinator is None:
         error = ErrorCode.coordinator_not_available
     else:
         partitions = ctx.services.sections.group_coordinator.offsets_topic_num_partitions
@@ -194,11 +237,19 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     topics = ctx.services.cluster.view.topics
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
+    refused = _refused(ctx, str(request.transactional_id), str(request.group_id))
     for topic in request.topics:
         metadata = topics.get(topic.name)
         known = metadata.partitions if metadata is not None else {}
+        denied = refused
+        if denied is None and not ctx.authorize(Operation.READ, ResourceType.TOPIC,
+                                                topic.name):
+            denied = ErrorCode.topic_authorization_failed
         for partition in topic.partitions:
             index = int(partition.partition_index)
+            if denied is not None:
+                errors[TopicPartition(topic.name, index)] = denied
+                continue
             if index not in known:
                 errors[TopicPartition(topic.name, index)] = ErrorCode.unknown_topic_or_partition
                 continue
