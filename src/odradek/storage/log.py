@@ -207,8 +207,10 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """The LSO: read_committed consumers read below it (see the reader)."""
-        return self.reader.last_stable_offset
+        """The LSO: read_committed consumers read below it (the HW, or the first offset of
+        the earliest undecided transaction when that is lower)."""
+        reader = self.reader
+        return reader.stable_end(min(reader.high_watermark, reader.state.log_end_offset))
 
     def _draw_roll_jitter(self) -> int:
         """Kafka's ``segment.jitter.ms``: a random amount taken off ``segment.ms`` per segment,

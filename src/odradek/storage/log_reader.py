@@ -106,15 +106,11 @@ class LogReader:
         self._leader_epoch_cache = leader_epoch_cache
         self._producer_state = producer_state
 
-    @property
-    def last_stable_offset(self) -> int:
-        """The LSO: read_committed consumers read below it (the HW, or the first offset of
-        the earliest undecided transaction when that is lower)."""
-        return self._stable_end(min(self.high_watermark, self.state.log_end_offset))
-
-    def _stable_end(self, high_watermark: int) -> int:
-        # An open transaction whose start retention removed no longer holds readers back
-        # below the log start (Kafka clamps the same way).
+    def stable_end(self, high_watermark: int) -> int:
+        """The last stable offset under ``high_watermark``: the first offset of the earliest
+        undecided transaction when that is lower. An open transaction whose start retention
+        removed no longer holds readers back below the log start (Kafka clamps the same
+        way)."""
         stable = last_stable_offset(high_watermark, self._producer_state.unstable)
         return max(stable, min(self.log_start_offset, high_watermark))
 
@@ -179,7 +175,7 @@ class LogReader:
         hw = min(self.high_watermark, state.log_end_offset)
         end = hw if isolation_high_watermark else state.log_end_offset
         if read_committed:
-            end = min(end, self._stable_end(hw))
+            end = min(end, self.stable_end(hw))
         if offset < log_start or offset > state.log_end_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
