@@ -14,7 +14,7 @@ who may change it is stated here:
 * ``log_start_offset`` is written only by those same writers under the log lock.
 * ``high_watermark`` is moved by replication through :meth:`~LogReader.update_high_watermark`
   and :meth:`~LogReader.maybe_increment_high_watermark` without the lock (the broker calls
-  them from its event loop thread; one int assignment is atomic), and lowered by truncation
+  them from its event loop thread; one int assignment is atomic), and reset by truncation
   under the lock. Readers clamp it to the log end of their snapshot, so a high watermark
   that briefly exceeds a truncated log is never served.
 * ``_hw_position`` is a cache of the byte position of the read bound, owned by the reader;
