@@ -18,8 +18,10 @@ who may change it is stated here:
   under the lock. Readers clamp it to the log end of their snapshot, so a high watermark
   that briefly exceeds a truncated log is never served.
 * ``_hw_position`` is a cache of the byte position of the read bound, owned by the reader;
-  a stale entry is detected (its segment is gone) or dropped by ``publish`` whenever the
-  segment list changes.
+  ``publish`` drops it whenever the segment list changes, and an entry is used only while
+  its segment *object* is still in the snapshot: a reader that computed it on the old list
+  can store it just after a cleaner swap cleared the cache, and the cleaned segment that
+  replaced its segment keeps the same base offset but not the same bytes.
 
 A read returns a :class:`FileRegion` holding its file descriptor: a segment deleted or
 cleaned afterwards stays readable through it (see :mod:`odradek.storage.file_region`). The
@@ -102,7 +104,7 @@ class LogReader:
         self.state = state
         self.log_start_offset = log_start_offset
         self.high_watermark = high_watermark
-        self._hw_position: tuple[int, int, int] | None = None  # (hw, segment base, position)
+        self._hw_position: tuple[int, LogSegment, int] | None = None  # (hw, segment, position)
         self._leader_epoch_cache = leader_epoch_cache
         self._producer_state = producer_state
 
@@ -245,15 +247,16 @@ class LogReader:
             return state.base_offsets[-1], state.active_size
         cached = self._hw_position
         if cached is not None and cached[0] == end:
-            slot = bisect.bisect_left(state.base_offsets, cached[1])
-            if slot < len(state.base_offsets) and state.base_offsets[slot] == cached[1]:
-                return cached[1], cached[2]
+            base = cached[1].base_offset
+            slot = bisect.bisect_left(state.base_offsets, base)
+            if slot < len(state.base_offsets) and state.segments[slot] is cached[1]:
+                return base, cached[2]
         index = bisect.bisect_right(state.base_offsets, end) - 1
         segment = state.segments[max(index, 0)]
         max_position = state.active_size if segment is state.segments[-1] else segment.size
         found = segment.translate_offset(end, max_position)
         position = found[0] if found is not None else max_position
-        self._hw_position = (end, segment.base_offset, position)
+        self._hw_position = (end, segment, position)
         return segment.base_offset, position
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
