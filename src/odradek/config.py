@@ -5,7 +5,7 @@ A broker is configured exactly like a Kafka broker: a ``server.properties`` file
 :data:`~odradek.config_keys.BROKER_CONFIGS` with its type and default; an unknown key is an
 error (a typo must not silently fall back to a default), and a combination that cannot work
 is refused by the checks on the typed sections
-(:func:`odradek.config_security.validate_listeners` for listeners and security), so the rest
+(:func:`odradek.config_checks.validate_listeners` for listeners and security), so the rest
 of the broker only ever sees a valid configuration.
 
 Broker-level log settings (``log.segment.bytes``) are the defaults of topic-level settings
@@ -24,9 +24,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from odradek.config_checks import validate_listeners
 from odradek.config_keys import BROKER_CONFIGS
 from odradek.config_sections import NetworkConfig, SecurityConfig
-from odradek.config_security import validate_listeners
 from odradek.config_types import ConfigError, Listener
 from odradek.listener_overrides import jaas_key, split_listener_configs
 

@@ -17,14 +17,11 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Protocol, Self
 
 from odradek.config_keys import BROKER_CONFIGS
 from odradek.config_security import parse_protocol_map
 from odradek.config_types import Listener
-
-if TYPE_CHECKING:  # a BrokerConfig validates itself on its sections
-    from odradek.config import BrokerConfig
 
 __all__ = [
     "BrokerSections",
@@ -34,6 +31,7 @@ __all__ = [
     "LogManagerConfig",
     "MetricsConfig",
     "NetworkConfig",
+    "PropertySource",
     "QuotaConfig",
     "ReplicationConfig",
     "Section",
@@ -43,6 +41,21 @@ __all__ = [
     "ZooKeeperConfig",
     "setting",
 ]
+
+
+class PropertySource(Protocol):
+    """What sections are cut from: :class:`odradek.config.BrokerConfig` (named by a Protocol
+    here because that class validates itself on these sections: no import cycle, not even
+    for type checking)."""
+
+    listener_configs: Mapping[str, Mapping[str, str]]
+
+    def __getitem__(self, key: str, /) -> Any: ...
+    def for_listener(self, listener: str, /) -> PropertySource: ...
+    @property
+    def log_dirs(self) -> list[Path]: ...
+    @property
+    def advertised_listeners(self) -> list[Listener]: ...
 
 
 def setting(name: str, convert: Callable[[Any], Any] | None = None) -> Any:
@@ -64,7 +77,7 @@ class Section:
     __slots__ = ()
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> Self:
+    def from_config(cls, config: PropertySource) -> Self:
         values = dict(cls.derived(config))
         for item in dataclasses.fields(cls):  # type: ignore[arg-type]
             name = item.metadata.get("config")
@@ -76,7 +89,7 @@ class Section:
         return cls(**values)
 
     @classmethod
-    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+    def derived(cls, config: PropertySource) -> Mapping[str, Any]:
         return {}
 
 
@@ -103,7 +116,7 @@ class LogManagerConfig(Section):
     file_delete_check_interval_ms: int = 1000
 
     @classmethod
-    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+    def derived(cls, config: PropertySource) -> Mapping[str, Any]:
         return {"log_dirs": tuple(config.log_dirs)}
 
 
@@ -202,7 +215,7 @@ class NetworkConfig(Section):
     request_timeout_ms: int = setting("request.timeout.ms")
 
     @classmethod
-    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+    def derived(cls, config: PropertySource) -> Mapping[str, Any]:
         return {"advertised_listeners": tuple(config.advertised_listeners)}
 
     @property
@@ -244,7 +257,7 @@ class SecurityConfig(Section):
     listeners: Mapping[str, SecurityConfig] = field(default_factory=dict)
 
     @classmethod
-    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+    def derived(cls, config: PropertySource) -> Mapping[str, Any]:
         return {
             "protocol_map": parse_protocol_map(config["listener.security.protocol.map"]),
             "listeners": {listener: cls.from_config(config.for_listener(listener))
@@ -312,7 +325,7 @@ class MetricsConfig(Section):
     lag_end_offsets_max_age_ms: int = setting("metrics.consumer.lag.end.offsets.max.age.ms")
 
     @classmethod
-    def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
+    def derived(cls, config: PropertySource) -> Mapping[str, Any]:
         # Served where the first listener is bound: loopback in the dev cluster, every
         # interface in a pod (an empty host means all interfaces, as for listeners).
         listeners = config["listeners"]
@@ -342,7 +355,7 @@ class BrokerSections:
         return self.security.of_listener(listener)
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> BrokerSections:
+    def from_config(cls, config: PropertySource) -> BrokerSections:
         return cls(
             log=LogManagerConfig.from_config(config),
             replication=ReplicationConfig.from_config(config),

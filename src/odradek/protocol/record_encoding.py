@@ -15,12 +15,23 @@ base-128, least significant group first.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .records import Record
+__all__ = ["SMALL_VARINTS", "EncodableRecord", "append_record", "encode_records", "varint"]
 
-__all__ = ["SMALL_VARINTS", "append_record", "encode_records", "varint"]
+
+class EncodableRecord(Protocol):
+    """What the encoder reads of a record (:class:`odradek.protocol.records.Record` is one);
+    the offset delta is its index in the batch."""
+
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes | None]]: ...
 
 _TABLE_SIZE = 1 << 14
 
@@ -84,7 +95,8 @@ def append_record(out: bytearray, timestamp_delta: int, offset_delta: int,
     out += body
 
 
-def encode_records(records: Sequence[Record], base_timestamp: int) -> tuple[bytes, int]:
+def encode_records(records: Sequence[EncodableRecord], base_timestamp: int
+                   ) -> tuple[bytes, int]:
     """The records part of a batch for ``records`` at offset deltas 0..n-1, and their
     largest timestamp (-1 for none).
 
