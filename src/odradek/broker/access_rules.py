@@ -406,6 +406,10 @@ RULES: dict[int, Rule] = {
     ApiKey.OFFSET_FETCH: _offset_fetch,
     ApiKey.OFFSET_DELETE: _offset_delete,
     ApiKey.DESCRIBE_GROUPS: _describe_groups,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: named_rule(Op.READ, GROUP, _group_of, GROUP_DENIED),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: Items("group_ids", str, "groups", lambda c, g, code: blank(
+        response(c).DescribedGroup, group_id=g, error_code=code)).rule(
+        Op.DESCRIBE, GROUP, GROUP_DENIED),
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DELETE_GROUPS: Items("groups_names", str, "results", lambda c, g, code: blank(
         response(c).DeletableGroupResult, group_id=g, error_code=code)).rule(

@@ -39,6 +39,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .consumer_group import ConsumerGroup, ConsumerHeartbeat, HeartbeatResult
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
@@ -245,6 +246,27 @@ class GroupCoordinator:
         top, errors, out = slot.shard.leave(self._clock(), group_id, members)
         self._handle(slot, group_id, out)
         return top, errors
+
+    def consumer_group_heartbeat(self, group_id: str, request: ConsumerHeartbeat,
+                                 topics: Mapping[str, int]) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat (KIP-848); ``topics``: every topic's partition count."""
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return HeartbeatResult(exc.code, str(exc) or None)
+        result = slot.shard.consumer_heartbeat(self._clock(), group_id, request, topics)
+        self._reschedule(slot, group_id)
+        return result
+
+    def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """ConsumerGroupDescribe: the group, or GROUP_ID_NOT_FOUND as Kafka answers for
+        groups that do not exist or are classic."""
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return exc.code, None
+        group = slot.shard.consumer_groups.get(group_id)
+        return (ErrorCode.none if group else ErrorCode.group_id_not_found), group
 
     # ------------------------------------------------------------------ offsets
 

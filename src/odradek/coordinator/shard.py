@@ -22,6 +22,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .consumer_group import ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat, HeartbeatResult
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
@@ -89,7 +90,7 @@ class PartitionOffset:
 class GroupListing:
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
 
 
 class CoordinatorShard:
@@ -103,6 +104,10 @@ class CoordinatorShard:
         self.config = config
         self._new_uuid = new_uuid
         self.groups: dict[str, Group] = {}
+        # KIP-848 groups' membership. Their committed offsets stay in ``groups``, in a
+        # classic group without members, so every offsets path (commit, fetch, expiry,
+        # replay) serves both kinds.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
 
     def group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
@@ -115,6 +120,11 @@ class CoordinatorShard:
     # ------------------------------------------------------------------ membership
 
     def join(self, now_ms: int, token: int, group_id: str, request: JoinRequest) -> list[Output]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            # Classic members in a consumer group (KIP-848's migration path) are not served.
+            return [Reply(token, JoinResult(ErrorCode.inconsistent_group_protocol,
+                                            request.member_id))]
         group = self.groups.get(group_id)
         if group is None:
             if request.member_id:
@@ -166,6 +176,24 @@ class CoordinatorShard:
             return exc.code, [exc.code] * len(members), []
         return ErrorCode.none, errors, out
 
+    def consumer_heartbeat(self, now_ms: int, group_id: str, request: ConsumerHeartbeat,
+                           topics: Mapping[str, int]) -> HeartbeatResult:
+        """ConsumerGroupHeartbeat. An empty classic group (only offsets) becomes a consumer
+        group, as in Kafka; a classic group with members is not a consumer group. A
+        heartbeat with an epoch for a group this shard does not hold (its membership is
+        not durable yet) is UNKNOWN_MEMBER_ID, which makes the member rejoin."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            classic = self.groups.get(group_id)
+            if classic is not None and classic.state is not GroupState.EMPTY:
+                return HeartbeatResult(ErrorCode.group_id_not_found,
+                                       f"Group {group_id} is not a consumer group.")
+            if request.member_epoch != 0:
+                return HeartbeatResult(ErrorCode.unknown_member_id,
+                                       f"Group {group_id} has no member {request.member_id}.")
+            group = self.consumer_groups[group_id] = ConsumerGroup(group_id, self.config)
+        return group.heartbeat(now_ms, request, topics)
+
     def _forget_if_unused(self, group: Group) -> None:
         """A group created by a JoinGroup that failed at once (bad session timeout, or
         MEMBER_ID_REQUIRED) holds nothing worth keeping, except pending member ids."""
@@ -183,9 +211,15 @@ class CoordinatorShard:
 
     def next_deadline(self, group_id: str) -> int | None:
         group = self.groups.get(group_id)
-        return None if group is None else group.next_deadline()
+        classic = None if group is None else group.next_deadline()
+        consumer_group = self.consumer_groups.get(group_id)
+        consumer = None if consumer_group is None else consumer_group.next_deadline()
+        return min((d for d in (classic, consumer) if d is not None), default=None)
 
     def poll(self, now_ms: int, group_id: str) -> list[Output]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            consumer_group.poll(now_ms)
         group = self.groups.get(group_id)
         if group is None:
             return []
@@ -209,6 +243,14 @@ class CoordinatorShard:
         entries: Sequence[OffsetCommitEntry],
     ) -> CommitPlan:
         """Validate an OffsetCommit; nothing changes until :meth:`replay` of the records."""
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            try:
+                consumer_group.validate_offset_commit(member_id, generation_id)
+            except KafkaError as exc:
+                return self._reject(entries, exc.code)
+            # Valid for the consumer group: stored like an admin's commit to its offsets.
+            member_id, group_instance_id, generation_id = "", None, -1
         group = self.groups.get(group_id)
         try:
             if group is None:
@@ -302,6 +344,9 @@ class CoordinatorShard:
         except KafkaError as exc:
             return exc.code, {}, []
         protected = (group.subscribed_topics or frozenset()) if live else frozenset()
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            protected = frozenset(consumer_group.partition_counts)
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         for topic, partition in partitions:
@@ -342,14 +387,24 @@ class CoordinatorShard:
         return self.groups.get(group_id)
 
     def list_groups(self, states: Iterable[GroupState] | None = None) -> list[GroupListing]:
-        wanted = None if states is None else set(states)
-        return [
+        wanted = None if states is None else {s.value for s in states}
+        listings = [
             GroupListing(g.group_id, g.protocol_type or "", g.state)
             for g in self.groups.values()
-            if wanted is None or g.state in wanted
+            if g.group_id not in self.consumer_groups
         ]
+        listings.extend(GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state)
+                        for g in self.consumer_groups.values())
+        return [g for g in listings if wanted is None or g.state.value in wanted]
 
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, list[Record]]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return ErrorCode.non_empty_group, []
+            del self.consumer_groups[group_id]
+            if group_id not in self.groups:
+                return ErrorCode.none, []
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
@@ -379,6 +434,7 @@ class CoordinatorShard:
         for group in self.groups.values():
             out.extend(group.mark_dead(now_ms))
         self.groups.clear()
+        self.consumer_groups.clear()
         return out
 
     # ------------------------------------------------------------------ log replay

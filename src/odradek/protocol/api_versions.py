@@ -77,6 +77,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +133,9 @@ _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.LIST_GROUPS: VersionRange(0, 4),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+    # KIP-848 consumer groups (``group.protocol=consumer``): ``coordinator.consumer_group``.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
 }
 ADVERTISED.update(_GROUP_APIS)
 

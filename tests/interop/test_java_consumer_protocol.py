@@ -1,0 +1,187 @@
+"""Kafka 4.4's Java consumer with ``group.protocol=consumer`` (KIP-848) against the target.
+
+Two consumers (``java/GroupConsumer.java``, run as a single-file program on the 4.4 client
+jars from Maven Central) share a group: they split the topic's partitions between them,
+every record is consumed at least once, no partition is ever owned by both (checked from
+their own rebalance-listener callbacks), one leaves and the other takes over its partitions
+from the committed offsets. Apache Kafka in ZooKeeper mode (the ``apache`` target) never
+had this protocol, so the test only runs against odradek.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.harness.apache_kafka import ApacheKafka
+from tests.interop.conftest import Target
+
+pytestmark = pytest.mark.java
+
+KAFKA_4 = "4.4.0"
+PROGRAM = Path(__file__).parent / "java" / "GroupConsumer.java"
+PARTITIONS = 4
+WAIT_S = 60.0
+
+
+class JavaMember:
+    """One GroupConsumer process; its stdout lines, parsed as they arrive."""
+
+    def __init__(self, kafka: ApacheKafka, bootstrap: str, group: str, topic: str) -> None:
+        cmd = kafka.java_command(str(PROGRAM), [bootstrap, group, topic],
+                                 ["-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        self.lines: list[tuple[int, str, str]] = []  # (wall ms, event, rest)
+        self.stderr: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            stamp, event, *rest = line.rstrip("\n").split(" ", 2)
+            with self._lock:
+                self.lines.append((int(stamp), event, rest[0] if rest else ""))
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def events(self) -> list[tuple[int, str, str]]:
+        with self._lock:
+            return list(self.lines)
+
+    def owned(self) -> set[int]:
+        """Partitions owned now, replaying the rebalance-listener callbacks."""
+        owned: set[int] = set()
+        for _stamp, event, rest in self.events():
+            if event not in ("ASSIGNED", "REVOKED", "LOST"):
+                continue
+            parts = {int(p) for p in rest.split(",") if p}
+            if event == "ASSIGNED":
+                owned |= parts
+            elif event in ("REVOKED", "LOST"):
+                owned -= parts
+        return owned
+
+    def records(self) -> set[tuple[int, int]]:
+        return {(int(rest.split()[0]), int(rest.split()[1]))
+                for _s, event, rest in self.events() if event == "RECORD"}
+
+    def intervals(self) -> dict[int, list[tuple[int, int]]]:
+        """partition -> [(owned from, owned until)] in wall-clock ms."""
+        start: dict[int, int] = {}
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for stamp, event, rest in self.events():
+            if event not in ("ASSIGNED", "REVOKED", "LOST"):
+                continue
+            for p in (int(x) for x in rest.split(",") if x):
+                if event == "ASSIGNED":
+                    start[p] = stamp
+                elif event in ("REVOKED", "LOST") and p in start:
+                    spans.setdefault(p, []).append((start.pop(p), stamp))
+        for p, since in start.items():
+            spans.setdefault(p, []).append((since, 2**62))
+        return spans
+
+    def leave(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def diagnostics(self) -> str:
+        return (f"exit={self.proc.poll()} events={self.events()[-20:]}\n"
+                f"stderr tail:\n{''.join(self.stderr[-30:])}")
+
+
+def wait_for(condition: Callable[[], bool], what: str, members: list[JavaMember]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}\n" +
+                        "\n".join(m.diagnostics() for m in members))
+        time.sleep(0.2)
+
+
+def produce(target: Target, topic: str, start: int, count: int) -> None:
+    producer = Producer({"bootstrap.servers": target.bootstrap})
+    for i in range(start, start + count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def committed(target: Target, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group})
+    try:
+        tps = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
+        return {tp.partition: tp.offset for tp in tps}
+    finally:
+        consumer.close()
+
+
+@pytest.fixture(scope="module")
+def kafka_4() -> ApacheKafka:
+    kafka = ApacheKafka(KAFKA_4)
+    if kafka.fetch_jars() is None:
+        pytest.skip(f"Apache Kafka {KAFKA_4} jars unavailable: {kafka.unavailable_reason}")
+    return kafka
+
+
+def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
+    target: Target, kafka_4: ApacheKafka
+) -> None:
+    if target.name == "apache":
+        pytest.skip("Apache Kafka in ZooKeeper mode has no KIP-848 consumer groups")
+    topic = target.create_topic(PARTITIONS, prefix="kip848")
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    produce(target, topic, 0, 400)
+    first = JavaMember(kafka_4, target.bootstrap, group, topic)
+    members = [first]
+    try:
+        wait_for(lambda: first.owned() == set(range(PARTITIONS)), "the first member to own "
+                 "every partition", members)
+        second = JavaMember(kafka_4, target.bootstrap, group, topic)
+        members.append(second)
+        wait_for(lambda: bool(first.owned()) and bool(second.owned())
+                 and first.owned() | second.owned() == set(range(PARTITIONS)),
+                 "both members to share the partitions", members)
+        assert not first.owned() & second.owned()
+        wait_for(lambda: len(first.records() | second.records()) == 400,
+                 "every record to be consumed", members)
+
+        first.leave()
+        assert first.events()[-1][1] == "CLOSED", first.diagnostics()
+        wait_for(lambda: second.owned() == set(range(PARTITIONS)),
+                 "the second member to take over every partition", members)
+        produce(target, topic, 400, 100)
+        wait_for(lambda: len(first.records() | second.records()) == 500,
+                 "the records produced after the takeover", members)
+        second.leave()
+    finally:
+        for member in members:
+            member.kill()
+
+    # No partition was owned by both members at any instant (their own callbacks say so).
+    a, b = first.intervals(), second.intervals()
+    for p in range(PARTITIONS):
+        for a_from, a_until in a.get(p, []):
+            for b_from, b_until in b.get(p, []):
+                assert a_until <= b_from or b_until <= a_from, (
+                    f"partition {p} owned by both: {a_from}-{a_until} and {b_from}-{b_until}")
+    # Committed offsets survive both members: the group's position is the end of the log.
+    assert committed(target, group, topic) == {p: 125 for p in range(PARTITIONS)}
