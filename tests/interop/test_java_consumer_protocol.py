@@ -185,3 +185,64 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
                     f"partition {p} owned by both: {a_from}-{a_until} and {b_from}-{b_until}")
     # Committed offsets survive both members: the group's position is the end of the log.
     assert committed(target, group, topic) == {p: 125 for p in range(PARTITIONS)}
+
+
+def test_librdkafka_consumers_split_then_one_takes_over(target: Target) -> None:
+    """librdkafka's KIP-848 support (confluent-kafka's ``group.protocol=consumer``): the
+    same scenario, both members polled from this thread; ownership from their callbacks."""
+    if target.name == "apache":
+        pytest.skip("Apache Kafka in ZooKeeper mode has no KIP-848 consumer groups")
+    topic = target.create_topic(PARTITIONS, prefix="kip848-rdk")
+    group = f"kip848-rdk-{uuid.uuid4().hex[:8]}"
+    produce(target, topic, 0, 200)
+    owned: dict[str, set[int]] = {"a": set(), "b": set()}
+    seen: set[tuple[int, int]] = set()
+    twice: list[str] = []
+
+    def member(name: str) -> Consumer:
+        def on_assign(consumer: Consumer, tps: list[TopicPartition]) -> None:
+            other = owned["b" if name == "a" else "a"]
+            twice.extend(f"{tp.partition} given to {name} while owned by the other"
+                         for tp in tps if tp.partition in other)
+            owned[name] |= {tp.partition for tp in tps}
+
+        def on_revoke(consumer: Consumer, tps: list[TopicPartition]) -> None:
+            owned[name] -= {tp.partition for tp in tps}
+
+        consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group,
+                             "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke,
+                           on_lost=on_revoke)
+        return consumer
+
+    def poll_until(consumers: list[Consumer], condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + WAIT_S
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {owned}"
+            for consumer in consumers:
+                message = consumer.poll(0.1)
+                if message is None or message.error() is not None:
+                    continue
+                partition, offset = message.partition(), message.offset()
+                assert partition is not None and offset is not None
+                seen.add((partition, offset))
+                consumer.commit(offsets=[TopicPartition(topic, partition, offset + 1)],
+                                asynchronous=False)
+
+    a = member("a")
+    poll_until([a], lambda: owned["a"] == set(range(PARTITIONS)), "a to own everything")
+    b = member("b")
+    try:
+        poll_until([a, b], lambda: bool(owned["a"]) and bool(owned["b"])
+                   and owned["a"] | owned["b"] == set(range(PARTITIONS)), "a split")
+        poll_until([a, b], lambda: len(seen) == 200, "every record")
+        a.close()
+        owned["a"] = set()
+        poll_until([b], lambda: owned["b"] == set(range(PARTITIONS)), "b to take over")
+        produce(target, topic, 200, 100)
+        poll_until([b], lambda: len(seen) == 300, "the records produced after the takeover")
+    finally:
+        b.close()
+    assert not twice
+    assert committed(target, group, topic) == {p: 75 for p in range(PARTITIONS)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -36,11 +37,20 @@ def _endpoint_for(broker: Any, listener: str) -> tuple[str, int]:
     return broker.host, broker.port
 
 
-def _requested_names(request: Any, version: int) -> list[str] | None:
-    """None means "all topics" (null array from v1, empty array in v0)."""
+def _requested_names(request: Any, version: int,
+                     topics: Mapping[str, Any]) -> list[str | uuid.UUID] | None:
+    """None means "all topics" (null array from v1, empty array in v0). From v10 a topic may
+    be asked for by id alone (KIP-848 clients resolve their assignment's topic ids so); an
+    id the cluster does not know stays a UUID, answered UNKNOWN_TOPIC_ID."""
     if request.topics is None:
         return None
-    names = [topic.name for topic in request.topics]
+    names: list[str | uuid.UUID] = []
+    for topic in request.topics:
+        if topic.name is None and getattr(topic, "topic_id", None) is not None:
+            by_id = next((n for n, t in topics.items() if t.topic_id == topic.topic_id), None)
+            names.append(topic.topic_id if by_id is None else by_id)
+        else:
+            names.append(topic.name)
     if version == 0 and not names:
         return None
     return names
@@ -66,9 +76,10 @@ async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, Error
 
 def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    names = _requested_names(request, version)
     view = ctx.services.cluster.view
-    missing = [name for name in names or () if name not in view.topics]
+    names = _requested_names(request, version, view.topics)
+    missing = [name for name in names or ()
+               if isinstance(name, str) and name not in view.topics]
     allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
     if missing and allow_create and ctx.services.sections.topics.auto_create_topics_enable:
         return _respond_after_create(ctx, names, missing)
@@ -76,13 +87,14 @@ def handle_metadata(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _respond_after_create(
-    ctx: RequestContext, names: list[str] | None, missing: list[str]
+    ctx: RequestContext, names: list[str | uuid.UUID] | None, missing: list[str]
 ) -> Any:
     errors = await _auto_create(ctx, missing)
     return _response(ctx, names, errors)
 
 
-def _response(ctx: RequestContext, names: list[str] | None, errors: dict[str, ErrorCode]) -> Any:
+def _response(ctx: RequestContext, names: list[str | uuid.UUID] | None,
+              errors: dict[str, ErrorCode]) -> Any:
     version = ctx.api_version
     module = response_module(ApiKey.METADATA, version)
     view = ctx.services.cluster.view
@@ -96,7 +108,15 @@ def _response(ctx: RequestContext, names: list[str] | None, errors: dict[str, Er
                   rack=info.rack)
         )
     topics = []
-    for name in sorted(view.topics) if names is None else names:
+    requested: list[str | uuid.UUID] = list(sorted(view.topics) if names is None else names)
+    for name in requested:
+        if isinstance(name, uuid.UUID):
+            topics.append(
+                build(module.MetadataResponseTopic, error_code=ErrorCode.unknown_topic_id,
+                      name=None if version >= 12 else "", topic_id=name, is_internal=False,
+                      partitions=(),
+                      topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS))
+            continue
         topic = view.topics.get(name)
         if topic is None:
             code = errors.get(name, ErrorCode.unknown_topic_or_partition)
