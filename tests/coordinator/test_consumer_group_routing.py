@@ -1,0 +1,90 @@
+"""Consumer-type (KIP-848) groups beside classic ones in one coordinator: routing, offsets
+with member epochs, listing, deletion, and timers driven by the asyncio adapter."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+from odradek.coordinator import GroupCoordinator, InMemoryOffsetsLog, OffsetCommitEntry
+from odradek.coordinator.consumer_group import ConsumerGroupState, ConsumerHeartbeat
+from odradek.coordinator.shard import CoordinatorShard
+from odradek.protocol.errors import ErrorCode
+from odradek.types import TopicPartition
+
+from .helpers import CONFIG, join_request
+
+TOPICS = {"t": 2}
+NONE = ErrorCode.none
+
+
+def join(member: str) -> ConsumerHeartbeat:
+    return ConsumerHeartbeat(member, 0, rebalance_timeout_ms=1_000,
+                             subscribed_topic_names=("t",), owned=frozenset())
+
+
+def shard() -> CoordinatorShard:
+    return CoordinatorShard(0, CONFIG, lambda: "uuid")
+
+
+def test_offset_commit_in_a_consumer_group_checks_the_member_epoch() -> None:
+    s = shard()
+    assert s.consumer_heartbeat(0, "g", join("m"), TOPICS).member_epoch == 1
+    entry = [OffsetCommitEntry("t", 0, 5)]
+    assert s.prepare_offset_commit(1, "g", "m", None, 1, entry).errors == {("t", 0): NONE}
+    assert s.prepare_offset_commit(1, "g", "m", None, 0, entry).errors == {
+        ("t", 0): ErrorCode.stale_member_epoch}
+    assert s.prepare_offset_commit(1, "g", "m", None, 2, entry).errors == {
+        ("t", 0): ErrorCode.fenced_member_epoch}
+    assert s.prepare_offset_commit(1, "g", "x", None, 1, entry).errors == {
+        ("t", 0): ErrorCode.unknown_member_id}
+    s.apply_offset_commit(s.prepare_offset_commit(1, "g", "m", None, 1, entry), 1)
+    assert s.fetch_offsets("g", [TopicPartition("t", 0)])[0].offset == 5
+
+
+def test_consumer_groups_are_listed_with_their_type_and_state() -> None:
+    s = shard()
+    s.consumer_heartbeat(0, "g", join("m"), TOPICS)
+    s.apply_offset_commit(s.prepare_offset_commit(1, "g", "m", None, 1,
+                                                  [OffsetCommitEntry("t", 0, 5)]), 1)
+    listed = s.list_groups()
+    assert [(g.group_id, g.protocol_type, g.state) for g in listed] == [
+        ("g", "consumer", ConsumerGroupState.STABLE)]
+
+
+def test_classic_and_consumer_groups_do_not_share_an_id() -> None:
+    s = shard()
+    s.consumer_heartbeat(0, "g", join("m"), TOPICS)
+    out = s.join(1, 7, "g", join_request(require_known=False))
+    assert out[0].result.error is ErrorCode.inconsistent_group_protocol  # type: ignore[union-attr]
+    s.join(1, 8, "classic", join_request(require_known=False))
+    assert s.consumer_heartbeat(1, "classic", join("m"), TOPICS).error is (
+        ErrorCode.group_id_not_found)
+
+
+def test_a_consumer_group_is_deleted_only_when_empty() -> None:
+    s = shard()
+    s.consumer_heartbeat(0, "g", join("m"), TOPICS)
+    assert s.delete_group(1, "g")[0] is ErrorCode.non_empty_group
+    s.consumer_heartbeat(1, "g", ConsumerHeartbeat("m", -1), TOPICS)
+    assert s.delete_group(2, "g")[0] is NONE
+    assert s.list_groups() == []
+
+
+def test_the_adapter_expires_a_silent_member_by_its_session_timeout() -> None:
+    async def scenario() -> None:
+        config = replace(CONFIG, consumer_session_timeout_ms=50)
+        coordinator = GroupCoordinator(config, InMemoryOffsetsLog())
+        await coordinator.on_become_leader(0)
+        result = coordinator.consumer_group_heartbeat("g", join("m"), TOPICS)
+        assert result.error is NONE and result.member_epoch == 1
+        error, group = coordinator.describe_consumer_group("g")
+        assert error is NONE and group is not None and set(group.members) == {"m"}
+        await asyncio.sleep(0.2)
+        assert group.members == {} and group.group_epoch == 2
+        assert coordinator.describe_consumer_group("nope")[0] is ErrorCode.group_id_not_found
+        late = coordinator.consumer_group_heartbeat("g", ConsumerHeartbeat("m", 1), TOPICS)
+        assert late.error is ErrorCode.unknown_member_id
+        await coordinator.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 10))
