@@ -29,6 +29,7 @@ pytestmark = pytest.mark.java
 KAFKA_4 = "4.4.0"
 PROGRAM = Path(__file__).parent / "java" / "GroupConsumer.java"
 PARTITIONS = 4
+GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 WAIT_S = 60.0
 
 
@@ -161,6 +162,17 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
                  and first.owned() | second.owned() == set(range(PARTITIONS)),
                  "both members to share the partitions", members)
         assert not first.owned() & second.owned()
+        # Kafka 4.4's kafka-consumer-groups sees the group's type and both members
+        # (ListGroups v5, ConsumerGroupDescribe).
+        listed = kafka_4.run_java_tool(GROUP_COMMAND, ["--bootstrap-server", target.bootstrap,
+                                                       "--list", "--type", "consumer"])
+        assert group in listed.stdout.split(), listed.stdout + listed.stderr
+        described = kafka_4.run_java_tool(GROUP_COMMAND, [
+            "--bootstrap-server", target.bootstrap, "--describe", "--group", group,
+            "--members"])
+        rows = [line.split() for line in described.stdout.splitlines()
+                if line.startswith(group)]
+        assert sorted(int(row[4]) for row in rows) == [2, 2], described.stdout + described.stderr
         wait_for(lambda: len(first.records() | second.records()) == 400,
                  "every record to be consumed", members)
 

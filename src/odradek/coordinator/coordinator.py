@@ -429,11 +429,9 @@ class GroupCoordinator:
     def list_groups(
         self, states_filter: Iterable[str] = ()
     ) -> tuple[ErrorCode, list[GroupListing]]:
-        """Groups of every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while any loads."""
-        names = list(states_filter)
-        wanted: list[GroupState] | None = None
-        if names:
-            wanted = [s for s in (GroupState.parse(n) for n in names) if s is not None]
+        """Groups of every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while any loads.
+        States match case-insensitively, as ListGroups' filter does in Kafka."""
+        wanted = {name.lower() for name in states_filter} or None
         listings: list[GroupListing] = []
         error = ErrorCode.none
         for slot in self._slots.values():

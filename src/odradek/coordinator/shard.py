@@ -91,6 +91,7 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: GroupState | ConsumerGroupState
+    group_type: str = "classic"  # ListGroups v5: "classic" or "consumer" (KIP-848)
 
 
 class CoordinatorShard:
@@ -386,16 +387,17 @@ class CoordinatorShard:
     def describe(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
 
-    def list_groups(self, states: Iterable[GroupState] | None = None) -> list[GroupListing]:
-        wanted = None if states is None else {s.value for s in states}
+    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """Every group, or those whose state is one of ``states`` (lower-case names)."""
+        wanted = None if states is None else set(states)
         listings = [
             GroupListing(g.group_id, g.protocol_type or "", g.state)
             for g in self.groups.values()
             if g.group_id not in self.consumer_groups
         ]
-        listings.extend(GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state)
+        listings.extend(GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, "consumer")
                         for g in self.consumer_groups.values())
-        return [g for g in listings if wanted is None or g.state.value in wanted]
+        return [g for g in listings if wanted is None or g.state.value.lower() in wanted]
 
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, list[Record]]:
         consumer_group = self.consumer_groups.get(group_id)

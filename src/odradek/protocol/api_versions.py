@@ -130,7 +130,7 @@ _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.LEAVE_GROUP: VersionRange(0, 4),
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
-    ApiKey.LIST_GROUPS: VersionRange(0, 4),
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
     # KIP-848 consumer groups (``group.protocol=consumer``): ``coordinator.consumer_group``.
