@@ -124,15 +124,24 @@ def test_malformed_first_heartbeats_are_invalid_requests() -> None:
 
 def test_offset_commit_epochs() -> None:
     group = ConsumerGroup("g", CONFIG)
-    join(group, "a")
-    group.validate_offset_commit("a", 1)
-    for epoch, code in ((0, ErrorCode.stale_member_epoch), (2, ErrorCode.fenced_member_epoch)):
-        try:
-            group.validate_offset_commit("a", epoch)
-        except KafkaError as exc:
-            assert exc.code == code
-        else:
-            raise AssertionError(epoch)
+    owned = join(group, "a").assignment
+    assert owned is not None
+    assert group.validate_offset_commit("a", 1, owned) == set()
+    try:
+        group.validate_offset_commit("a", 2, owned)
+    except KafkaError as exc:
+        assert exc.code == ErrorCode.fenced_member_epoch
+    else:
+        raise AssertionError("a future epoch was accepted")
+    # b joins: a moves to epoch 2 keeping t-0 and t-1 (owned since epoch 1) and revokes the
+    # rest. A commit still carrying epoch 1 (it raced that heartbeat) is a's for what a has
+    # owned since then (KIP-1251), stale for what it gave up.
+    join(group, "b")
+    kept = group.heartbeat(1, ConsumerHeartbeat("a", 1, owned=owned), TOPICS).assignment
+    kept = group.heartbeat(2, ConsumerHeartbeat("a", 1, owned=kept), TOPICS).assignment
+    assert kept is not None and group.members["a"].assignment.member_epoch == 2
+    assert group.validate_offset_commit("a", 1, owned) == owned - kept
+    assert group.validate_offset_commit("a", 0, kept) == kept
 
 
 def test_assignors_balance_and_range_is_contiguous() -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from odradek.coordinator import partition_for_group
 from tests.harness.apache_kafka import ApacheKafka
 from tests.interop.conftest import Target
 
@@ -30,6 +31,7 @@ KAFKA_4 = "4.4.0"
 PROGRAM = Path(__file__).parent / "java" / "GroupConsumer.java"
 PARTITIONS = 4
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"  # moved from kafka.tools in 4.x
 WAIT_S = 60.0
 
 
@@ -197,6 +199,22 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
                     f"partition {p} owned by both: {a_from}-{a_until} and {b_from}-{b_until}")
     # Committed offsets survive both members: the group's position is the end of the log.
     assert committed(target, group, topic) == {p: 125 for p in range(PARTITIONS)}
+    # The group's records in __consumer_offsets are Kafka's: its own decoder reads them.
+    if target.log_dir is not None:
+        offsets_partition = partition_for_group(group, 50)  # offsets.topic.num.partitions
+        segments = sorted((target.log_dir / f"__consumer_offsets-{offsets_partition}")
+                          .glob("*.log"))
+        dumped = kafka_4.run_java_tool(DUMP_LOG_SEGMENTS, [
+            "--offsets-decoder", "--files", ",".join(str(s) for s in segments)])
+        out = dumped.stdout
+        # Key types 3, 5, 6, 7, 8 (group epoch, member metadata, target assignment epoch,
+        # target member assignment, current member assignment), values decoded by Kafka.
+        for key_type, value_field in (("3", '"epoch":'), ("5", '"subscribedTopicNames":'),
+                                      ("6", '"assignmentEpoch":'), ("7", '"topicPartitions":'),
+                                      ("8", '"assignedPartitions":')):
+            decoded = [line for line in out.splitlines() if f'"type":"{key_type}"' in line]
+            assert any(value_field in line for line in decoded), (out + dumped.stderr)[-3000:]
+        assert "Exception" not in out + dumped.stderr, (out + dumped.stderr)[-3000:]
 
 
 def test_librdkafka_consumers_split_then_one_takes_over(target: Target) -> None:

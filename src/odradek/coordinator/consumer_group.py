@@ -43,7 +43,6 @@ from .errors import (
     FencedMemberEpoch,
     GroupMaxSizeReached,
     InvalidRegularExpression,
-    StaleMemberEpoch,
     UnknownMemberId,
     UnreleasedInstanceId,
     UnsupportedAssignor,
@@ -119,6 +118,9 @@ class ConsumerMember:
     assignment: MemberAssignment = field(default_factory=MemberAssignment)
     session_deadline_ms: int = 0
     rebalance_deadline_ms: int | None = None
+    # The member epoch at which each owned partition came to this member (KIP-1251): an
+    # offset commit carrying an epoch at least that old is still the owner's.
+    assignment_epochs: dict[TopicPartition, int] = field(default_factory=dict)
 
     def subscribed_topics(self, topics: Iterable[str]) -> frozenset[str]:
         """The existing topics this member subscribes to, by name or by its expression."""
@@ -141,6 +143,9 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.owners: dict[TopicPartition, str] = {}  # partition -> member holding it
         self.partition_counts: dict[str, int] = {}  # subscribed topics at the last epoch
+        # False after a load from the log (which does not hold the counts): the first
+        # heartbeat adopts them rather than bumping the epoch for an unchanged cluster.
+        self.partition_counts_known = True
         self.assignor = config.consumer_assignors[0] if config.consumer_assignors else "uniform"
 
     @property
@@ -167,6 +172,8 @@ class ConsumerGroup:
         except KafkaError as exc:
             return HeartbeatResult(exc.code, str(exc) or None)
         counts = self._subscribed_partition_counts(topics)
+        if not self.partition_counts_known:
+            self.partition_counts, self.partition_counts_known = counts, True
         if subscription_changed or counts != self.partition_counts:
             self.group_epoch += 1
             self.partition_counts = counts
@@ -316,6 +323,11 @@ class ConsumerGroup:
             holder = self.owners.setdefault(tp, member.member_id)
             if holder != member.member_id:
                 raise AssertionError(f"{tp} given to {member.member_id} while {holder} owns it")
+        epochs = member.assignment_epochs
+        for tp in set(epochs) - assignment.owned:
+            del epochs[tp]
+        for tp in assignment.owned - set(epochs):
+            epochs[tp] = assignment.member_epoch
         member.assignment = assignment
 
     def _remove(self, member_id: str, *, bump: bool) -> None:
@@ -348,15 +360,18 @@ class ConsumerGroup:
 
     # ------------------------------------------------------------------ offsets
 
-    def validate_offset_commit(self, member_id: str, member_epoch: int) -> None:
-        """OffsetCommit from a member (Kafka's rules for consumer groups): an admin commit
-        (no member, epoch -1) only while the group is empty; a member's commit must carry
-        its current epoch — an older one is STALE_MEMBER_EPOCH (the client retries after its
-        next heartbeat), a newer one is a fenced zombie's."""
+    def validate_offset_commit(self, member_id: str, member_epoch: int,
+                               partitions: Iterable[TopicPartition]) -> set[TopicPartition]:
+        """OffsetCommit from a member (Kafka's rules for consumer groups, with KIP-1251's
+        assignment epochs); the partitions refused as STALE_MEMBER_EPOCH. An admin commit
+        (no member, epoch -1) is allowed only while the group is empty; a newer epoch than
+        the member's is a fenced zombie's; an older one is accepted for the partitions the
+        member has owned since that epoch (a commit racing the heartbeat that moved the
+        member on), and refused for the rest."""
         if not member_id and member_epoch < 0:
             if self.members:
                 raise UnknownMemberId(f"group {self.group_id} is not empty")
-            return
+            return set()
         member = self.members.get(member_id)
         if member is None:
             raise UnknownMemberId(f"Member {member_id} is not a member of group "
@@ -364,8 +379,10 @@ class ConsumerGroup:
         if member_epoch > member.assignment.member_epoch:
             raise FencedMemberEpoch(f"The member epoch {member_epoch} is newer than "
                                     f"{member.assignment.member_epoch}.")
-        if member_epoch < member.assignment.member_epoch:
-            raise StaleMemberEpoch(f"The member epoch {member_epoch} is stale.")
+        if member_epoch == member.assignment.member_epoch:
+            return set()
+        since = member.assignment_epochs
+        return {tp for tp in partitions if since.get(tp, member_epoch + 1) > member_epoch}
 
 
 def _check_epoch(member: ConsumerMember, request: ConsumerHeartbeat) -> None:

@@ -104,8 +104,12 @@ class GroupCoordinator:
         *,
         clock: Callable[[], int] = wall_ms,
         new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
+        topic_ids: Callable[[], Mapping[str, uuid.UUID]] = dict,
     ) -> None:
+        """``topic_ids``: the cluster's topic ids by name, which consumer-group records
+        are written with (and resolved by when a partition's groups load)."""
         self.config = config
+        self._topic_ids = topic_ids
         self.offsets_log = offsets_log
         self._clock = clock
         self._new_uuid = new_uuid
@@ -163,7 +167,8 @@ class GroupCoordinator:
             records.append(record)
             if count % 1000 == 0:
                 await asyncio.sleep(0)  # a large partition must not stall other requests
-        slot.shard.replay(records, self._clock(), loading=True)
+        topic_names = {topic_id: name for name, topic_id in self._topic_ids().items()}
+        slot.shard.replay(records, self._clock(), loading=True, topic_names=topic_names)
         slot.pending_txn = self.offsets_log.open_transactions(partition)
         slot.loaded = True
         for group_id in list(slot.shard.groups):
@@ -247,15 +252,33 @@ class GroupCoordinator:
         self._handle(slot, group_id, out)
         return top, errors
 
-    def consumer_group_heartbeat(self, group_id: str, request: ConsumerHeartbeat,
-                                 topics: Mapping[str, int]) -> HeartbeatResult:
-        """ConsumerGroupHeartbeat (KIP-848); ``topics``: every topic's partition count."""
+    def consumer_group_heartbeat(
+        self, group_id: str, request: ConsumerHeartbeat, topics: Mapping[str, int],
+        topic_ids: Mapping[str, uuid.UUID],
+    ) -> HeartbeatResult | Awaitable[HeartbeatResult]:
+        """ConsumerGroupHeartbeat (KIP-848); ``topics``: every topic's partition count. The
+        answer waits until the records of what changed are committed, as in Kafka."""
         try:
             slot = self._membership_slot(group_id)
         except KafkaError as exc:
             return HeartbeatResult(exc.code, str(exc) or None)
-        result = slot.shard.consumer_heartbeat(self._clock(), group_id, request, topics)
+        result, records = slot.shard.consumer_heartbeat(self._clock(), group_id, request,
+                                                        topics, topic_ids)
         self._reschedule(slot, group_id)
+        if not records:
+            return result
+        try:
+            pending = self._start_append(slot.shard.partition, records)
+        except KafkaError as exc:
+            return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
+        return result if pending is None else self._heartbeat_when_appended(result, pending)
+
+    async def _heartbeat_when_appended(self, result: HeartbeatResult,
+                                       pending: Awaitable[None]) -> HeartbeatResult:
+        try:
+            await self._bounded(pending)
+        except KafkaError as exc:
+            return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
         return result
 
     def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:

@@ -12,6 +12,7 @@ were committed to the log, so the cache and the log cannot disagree.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -23,6 +24,14 @@ from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
 from .consumer_group import ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat, HeartbeatResult
+from .consumer_group_records import (
+    CONSUMER_GROUP_KEY_TYPES,
+    changed_records,
+    deletion_records,
+    finish_load,
+    replay_consumer_group_record,
+    snapshot,
+)
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
@@ -30,6 +39,7 @@ from .offsets import OffsetAndMetadata, expired_offsets, offset_tombstone
 from .offsets_topic_format import (
     GroupMetadataKey,
     OffsetCommitKey,
+    UnknownKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -177,23 +187,28 @@ class CoordinatorShard:
             return exc.code, [exc.code] * len(members), []
         return ErrorCode.none, errors, out
 
-    def consumer_heartbeat(self, now_ms: int, group_id: str, request: ConsumerHeartbeat,
-                           topics: Mapping[str, int]) -> HeartbeatResult:
-        """ConsumerGroupHeartbeat. An empty classic group (only offsets) becomes a consumer
-        group, as in Kafka; a classic group with members is not a consumer group. A
-        heartbeat with an epoch for a group this shard does not hold (its membership is
-        not durable yet) is UNKNOWN_MEMBER_ID, which makes the member rejoin."""
+    def consumer_heartbeat(
+        self, now_ms: int, group_id: str, request: ConsumerHeartbeat,
+        topics: Mapping[str, int], topic_ids: Mapping[str, uuid.UUID],
+    ) -> tuple[HeartbeatResult, list[Record]]:
+        """ConsumerGroupHeartbeat, and the records of what it changed. An empty classic
+        group (only offsets) becomes a consumer group, as in Kafka; a classic group with
+        members is not a consumer group. A heartbeat with an epoch for a group this shard
+        does not hold is UNKNOWN_MEMBER_ID, which makes the member rejoin."""
         group = self.consumer_groups.get(group_id)
+        before = snapshot(group)
         if group is None:
             classic = self.groups.get(group_id)
             if classic is not None and classic.state is not GroupState.EMPTY:
                 return HeartbeatResult(ErrorCode.group_id_not_found,
-                                       f"Group {group_id} is not a consumer group.")
+                                       f"Group {group_id} is not a consumer group."), []
             if request.member_epoch != 0:
                 return HeartbeatResult(ErrorCode.unknown_member_id,
-                                       f"Group {group_id} has no member {request.member_id}.")
+                                       f"Group {group_id} has no member "
+                                       f"{request.member_id}."), []
             group = self.consumer_groups[group_id] = ConsumerGroup(group_id, self.config)
-        return group.heartbeat(now_ms, request, topics)
+        result = group.heartbeat(now_ms, request, topics)
+        return result, changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
 
     def _forget_if_unused(self, group: Group) -> None:
         """A group created by a JoinGroup that failed at once (bad session timeout, or
@@ -245,11 +260,16 @@ class CoordinatorShard:
     ) -> CommitPlan:
         """Validate an OffsetCommit; nothing changes until :meth:`replay` of the records."""
         consumer_group = self.consumer_groups.get(group_id)
+        stale: set[TopicPartition] = set()
         if consumer_group is not None:
             try:
-                consumer_group.validate_offset_commit(member_id, generation_id)
+                stale = consumer_group.validate_offset_commit(
+                    member_id, generation_id,
+                    [TopicPartition(e.topic, e.partition) for e in entries])
             except KafkaError as exc:
                 return self._reject(entries, exc.code)
+            if stale:
+                entries = [e for e in entries if (e.topic, e.partition) not in stale]
             # Valid for the consumer group: stored like an admin's commit to its offsets.
             member_id, group_instance_id, generation_id = "", None, -1
         group = self.groups.get(group_id)
@@ -294,6 +314,8 @@ class CoordinatorShard:
                                                           expire),
             ))
             accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
+        for tp in stale:
+            errors[tp] = ErrorCode.stale_member_epoch
         return CommitPlan(errors, records, group_id, accepted)
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
@@ -405,8 +427,11 @@ class CoordinatorShard:
             if consumer_group.members:
                 return ErrorCode.non_empty_group, []
             del self.consumer_groups[group_id]
+            tombstones = deletion_records(group_id, now_ms)
             if group_id not in self.groups:
-                return ErrorCode.none, []
+                return ErrorCode.none, tombstones
+            error, records = self.delete_group(now_ms, group_id)
+            return error, tombstones + records
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
@@ -441,10 +466,12 @@ class CoordinatorShard:
 
     # ------------------------------------------------------------------ log replay
 
-    def replay(self, records: Iterable[Record], now_ms: int, loading: bool) -> None:
+    def replay(self, records: Iterable[Record], now_ms: int, loading: bool,
+               topic_names: Mapping[uuid.UUID, str] | None = None) -> None:
         """Apply offsets-topic records. While ``loading``, group metadata records rebuild
-        groups too; afterwards only offsets are replayed (live groups already hold their
-        membership, and replaying it would undo later changes)."""
+        groups too (consumer groups' with ``topic_names`` resolving their topic ids);
+        afterwards only offsets are replayed (live groups already hold their membership,
+        and replaying it would undo later changes)."""
         for record in records:
             if record.key is None:
                 continue
@@ -453,6 +480,13 @@ class CoordinatorShard:
                 self._replay_offset(key, record.value, now_ms)
             elif isinstance(key, GroupMetadataKey) and loading:
                 self._replay_group(key.group, record.value, now_ms)
+            elif (isinstance(key, UnknownKey) and key.version in CONSUMER_GROUP_KEY_TYPES
+                  and loading):
+                replay_consumer_group_record(
+                    self.consumer_groups, lambda g: ConsumerGroup(g, self.config),
+                    record.key, record.value, topic_names or {}, now_ms)
+        if loading:
+            finish_load(self.consumer_groups.values())
 
     def _replay_offset(self, key: OffsetCommitKey, value: bytes | None, now_ms: int) -> None:
         group = self.groups.get(key.group)

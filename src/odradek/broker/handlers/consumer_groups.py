@@ -15,7 +15,7 @@ topic id the cluster no longer has is dropped: the member cannot own a deleted t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from odradek.coordinator.consumer_group import (
     ConsumerGroup,
     ConsumerHeartbeat,
+    HeartbeatResult,
     validate_first_heartbeat,
 )
 from odradek.protocol.api_versions import ApiKey
@@ -73,8 +74,21 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
                      error_code=exc.code, error_message=str(exc), member_epoch=-1,
                      heartbeat_interval=0)
     counts = {name: len(metadata.partitions) for name, metadata in topics.items()}
+    ids = {name: metadata.topic_id for name, metadata in topics.items()}
     result = ctx.services.coordinator.consumer_group_heartbeat(
-        str(request.group_id), heartbeat, counts)
+        str(request.group_id), heartbeat, counts, ids)
+    if isinstance(result, HeartbeatResult):
+        return _heartbeat_response(module, result, topics)
+    return _heartbeat_response_later(module, result, topics)
+
+
+async def _heartbeat_response_later(module: Any, pending: Awaitable[HeartbeatResult],
+                                    topics: Mapping[str, Any]) -> Any:
+    return _heartbeat_response(module, await pending, topics)
+
+
+def _heartbeat_response(module: Any, result: HeartbeatResult,
+                        topics: Mapping[str, Any]) -> Any:
     assignment = None
     if result.error == ErrorCode.none and result.assignment is not None:
         assignment = build(module.Assignment, topic_partitions=tuple(
