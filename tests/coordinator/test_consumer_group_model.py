@@ -9,11 +9,14 @@ every step:
 * a client's member epoch never goes down while it stays in the group;
 * a heartbeat with a member epoch the coordinator never gave out is FENCED_MEMBER_EPOCH;
 * once every client keeps heartbeating, the group converges: Stable, and every partition of
-  the subscribed topics owned by exactly one client.
+  the subscribed topics owned by exactly one client;
+* the records written for every change, replayed from the start, rebuild the same group
+  (what a new coordinator loads after a failover).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 from hypothesis import settings
@@ -27,11 +30,20 @@ from odradek.coordinator.consumer_group import (
     ConsumerHeartbeat,
     HeartbeatResult,
 )
+from odradek.coordinator.consumer_group_records import (
+    changed_records,
+    finish_load,
+    replay_consumer_group_record,
+    snapshot,
+)
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
 SESSION_MS = 1_000
 CLIENTS = ("c0", "c1", "c2", "c3")
+TOPIC_IDS = {"a": uuid.UUID(int=1), "b": uuid.UUID(int=2)}
+CONFIG = GroupCoordinatorConfig(consumer_session_timeout_ms=SESSION_MS)
 
 
 @dataclass
@@ -49,9 +61,15 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         super().__init__()
         self.now = 0
         self.topics = {"a": 3, "b": 2}
-        self.group = ConsumerGroup("g", GroupCoordinatorConfig(
-            consumer_session_timeout_ms=SESSION_MS))
+        self.group = ConsumerGroup("g", CONFIG)
         self.clients = {name: Client() for name in CLIENTS}
+        self.log: list[Record] = []
+
+    def _send(self, request: ConsumerHeartbeat) -> HeartbeatResult:
+        before = snapshot(self.group)
+        result = self.group.heartbeat(self.now, request, self.topics)
+        self.log += changed_records("g", before, snapshot(self.group), TOPIC_IDS, self.now)
+        return result
 
     def _apply(self, name: str, result: HeartbeatResult) -> None:
         client = self.clients[name]
@@ -73,7 +91,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
             request = ConsumerHeartbeat(name, 0, rebalance_timeout_ms=10_000,
                                         subscribed_topic_names=client.topics,
                                         server_assignor=client.assignor, owned=frozenset())
-        self._apply(name, self.group.heartbeat(self.now, request, self.topics))
+        self._apply(name, self._send(request))
 
     @rule(name=st.sampled_from(CLIENTS))
     def heartbeat(self, name: str) -> None:
@@ -82,7 +100,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     @rule(name=st.sampled_from(CLIENTS))
     def leave(self, name: str) -> None:
         if self.clients[name].joined:
-            result = self.group.heartbeat(self.now, ConsumerHeartbeat(name, -1), self.topics)
+            result = self._send(ConsumerHeartbeat(name, -1))
             assert result.error == ErrorCode.none
             self.clients[name] = Client(topics=self.clients[name].topics)
 
@@ -95,7 +113,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         if client.joined:
             request = ConsumerHeartbeat(name, client.epoch, subscribed_topic_names=topics,
                                         server_assignor=assignor, owned=client.owned)
-            self._apply(name, self.group.heartbeat(self.now, request, self.topics))
+            self._apply(name, self._send(request))
 
     @rule(topic=st.sampled_from(["a", "b"]))
     def add_partition(self, topic: str) -> None:
@@ -105,9 +123,7 @@ class ConsumerGroupModel(RuleBasedStateMachine):
     def heartbeat_with_a_future_epoch_is_fenced(self, name: str) -> None:
         client = self.clients[name]
         if client.joined:
-            result = self.group.heartbeat(
-                self.now, ConsumerHeartbeat(name, client.epoch + 1, owned=client.owned),
-                self.topics)
+            result = self._send(ConsumerHeartbeat(name, client.epoch + 1, owned=client.owned))
             assert result.error == ErrorCode.fenced_member_epoch, result
 
     @rule(name=st.sampled_from(CLIENTS))
@@ -118,7 +134,9 @@ class ConsumerGroupModel(RuleBasedStateMachine):
             if other != name and self.clients[other].joined:
                 self._heartbeat(other)
         self.now += SESSION_MS // 2 + 1
+        before = snapshot(self.group)
         expired = self.group.poll(self.now)
+        self.log += changed_records("g", before, snapshot(self.group), TOPIC_IDS, self.now)
         for member in expired:
             # The client's own session timer ran out too: it lost its partitions.
             self.clients[member] = Client(topics=self.clients[member].topics)
@@ -137,12 +155,28 @@ class ConsumerGroupModel(RuleBasedStateMachine):
         assert sorted(owned) == sorted(expected)
 
     @invariant()
+    def the_log_rebuilds_the_group(self) -> None:
+        groups: dict[str, ConsumerGroup] = {}
+        names = {topic_id: name for name, topic_id in TOPIC_IDS.items()}
+        for record in self.log:
+            assert record.key is not None
+            replay_consumer_group_record(groups, lambda g: ConsumerGroup(g, CONFIG),
+                                         record.key, record.value, names, self.now)
+        finish_load(groups.values())
+        loaded = groups.get("g")
+        if loaded is None:
+            assert not self.group.members and self.group.group_epoch == 0
+            return
+        assert snapshot(loaded) == snapshot(self.group)
+        assert loaded.owners == self.group.owners
+
+    @invariant()
     def no_partition_owned_twice(self) -> None:
         owned = [tp for c in self.clients.values() for tp in c.owned]
         assert len(owned) == len(set(owned)), {n: sorted(c.owned) for n, c in
                                                self.clients.items()}
 
 
-ConsumerGroupModel.TestCase.settings = settings(max_examples=150, stateful_step_count=40,
+ConsumerGroupModel.TestCase.settings = settings(max_examples=100, stateful_step_count=40,
                                                 deadline=None)
 TestConsumerGroupModel = ConsumerGroupModel.TestCase

@@ -84,7 +84,8 @@ def test_a_consumer_group_is_deleted_only_when_empty() -> None:
 def test_the_adapter_expires_a_silent_member_by_its_session_timeout() -> None:
     async def scenario() -> None:
         config = replace(CONFIG, consumer_session_timeout_ms=50)
-        coordinator = GroupCoordinator(config, InMemoryOffsetsLog())
+        log = InMemoryOffsetsLog()
+        coordinator = GroupCoordinator(config, log, topic_ids=lambda: TOPIC_IDS)
         await coordinator.on_become_leader(0)
         result = await heartbeat(coordinator, join("m"))
         assert result.error is NONE and result.member_epoch == 1
@@ -96,6 +97,12 @@ def test_the_adapter_expires_a_silent_member_by_its_session_timeout() -> None:
         late = await heartbeat(coordinator, ConsumerHeartbeat("m", 1))
         assert late.error is ErrorCode.unknown_member_id
         await coordinator.close()
+        # The expiry was written: a new coordinator does not bring the member back.
+        successor = GroupCoordinator(config, log, topic_ids=lambda: TOPIC_IDS)
+        await successor.on_become_leader(0)
+        _, reloaded = successor.describe_consumer_group("g")
+        assert reloaded is not None and reloaded.members == {} and reloaded.group_epoch == 2
+        await successor.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 10))
 

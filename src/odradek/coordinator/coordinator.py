@@ -620,7 +620,18 @@ class GroupCoordinator:
         slot.timers.pop(group_id, None)
         if self._slots.get(slot.shard.partition) is not slot:
             return
+        records = slot.shard.expire_consumer_members(self._clock(), group_id, self._topic_ids())
+        if records:
+            self._spawn(self._append_expiry(slot.shard.partition, records))
         self._handle(slot, group_id, slot.shard.poll(self._clock(), group_id))
+
+    async def _append_expiry(self, partition: int, records: list[Record]) -> None:
+        """Members removed by a timer: no client waits, so a failure is only logged (a
+        reload then brings them back until their session times out again)."""
+        try:
+            await self._append(partition, records)
+        except KafkaError as exc:
+            log.warning("could not write expired consumer-group members: %s", exc)
 
 
 def _commit_failed(plan: CommitPlan, exc: KafkaError) -> dict[TopicPartition, ErrorCode]:

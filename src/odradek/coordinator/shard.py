@@ -233,15 +233,23 @@ class CoordinatorShard:
         return min((d for d in (classic, consumer) if d is not None), default=None)
 
     def poll(self, now_ms: int, group_id: str) -> list[Output]:
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None:
-            consumer_group.poll(now_ms)
         group = self.groups.get(group_id)
         if group is None:
             return []
         out = group.poll(now_ms)
         self._forget_if_unused(group)
         return out
+
+    def expire_consumer_members(self, now_ms: int, group_id: str,
+                                topic_ids: Mapping[str, uuid.UUID]) -> list[Record]:
+        """Remove a consumer group's members past their deadlines; the records of it."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return []
+        before = snapshot(group)
+        if not group.poll(now_ms):
+            return []
+        return changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
 
     def on_store_failed(self, now_ms: int, group_id: str, generation_id: int) -> list[Output]:
         group = self.groups.get(group_id)
