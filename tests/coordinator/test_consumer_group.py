@@ -144,6 +144,17 @@ def test_offset_commit_epochs() -> None:
     assert group.validate_offset_commit("a", 0, kept) == kept
 
 
+def test_configured_assignors_accept_kafka_class_names_and_skip_unknown_ones() -> None:
+    config = GroupCoordinatorConfig(consumer_assignors=(
+        "com.example.Custom", "org.apache.kafka.coordinator.group.assignor.RangeAssignor"))
+    group = ConsumerGroup("g", config)
+    assert group.assignors == ("range",)
+    assert join(group, "a", server_assignor="uniform").error is ErrorCode.unsupported_assignor
+    assert join(group, "a").member_epoch == 1 and group.assignor == "range"
+    assert ConsumerGroup("g", GroupCoordinatorConfig(consumer_assignors=())).assignor == (
+        "uniform")
+
+
 def test_assignors_balance_and_range_is_contiguous() -> None:
     spec = AssignmentSpec({"a": frozenset({"t"}), "b": frozenset({"t"}), "c": frozenset({"t"})},
                           {"t": 7}, {})

@@ -20,13 +20,13 @@ Nothing here checks that a partition is free: that is reconciliation's job
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from odradek.types import TopicPartition
 
-__all__ = ["ASSIGNORS", "AssignmentSpec", "range_assign", "uniform_assign"]
+__all__ = ["ASSIGNORS", "AssignmentSpec", "assignor_names", "range_assign", "uniform_assign"]
 
 Assignment = dict[str, frozenset[TopicPartition]]
 
@@ -100,3 +100,17 @@ ASSIGNORS: Final[dict[str, Callable[[AssignmentSpec], Assignment]]] = {
     "uniform": uniform_assign,
     "range": range_assign,
 }
+
+
+_CLASS_PREFIX = "org.apache.kafka.coordinator.group.assignor."
+_CLASS_NAMES = {f"{_CLASS_PREFIX}UniformAssignor": "uniform",
+                f"{_CLASS_PREFIX}RangeAssignor": "range"}
+
+
+def assignor_names(configured: Iterable[str]) -> tuple[str, ...]:
+    """The assignors of ``group.consumer.assignors`` this coordinator has, by the names
+    members ask for: Kafka accepts either those names or its assignor class names; others
+    (custom classes) are left out, and with none left ``uniform`` serves, Kafka's default."""
+    names = tuple(dict.fromkeys(n for n in (_CLASS_NAMES.get(c, c) for c in configured)
+                                if n in ASSIGNORS))
+    return names or ("uniform",)

@@ -38,7 +38,7 @@ from odradek.protocol.errors import ErrorCode, InvalidRequest, KafkaError
 from odradek.topic_name import INTERNAL_TOPICS
 from odradek.types import TopicPartition
 
-from .assignors import ASSIGNORS, AssignmentSpec
+from .assignors import ASSIGNORS, AssignmentSpec, assignor_names
 from .errors import (
     FencedMemberEpoch,
     GroupMaxSizeReached,
@@ -146,7 +146,8 @@ class ConsumerGroup:
         # False after a load from the log (which does not hold the counts): the first
         # heartbeat adopts them rather than bumping the epoch for an unchanged cluster.
         self.partition_counts_known = True
-        self.assignor = config.consumer_assignors[0] if config.consumer_assignors else "uniform"
+        self.assignors = assignor_names(config.consumer_assignors)
+        self.assignor = self.assignors[0]
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -203,13 +204,10 @@ class ConsumerGroup:
                     request: ConsumerHeartbeat) -> tuple[ConsumerMember, bool]:
         """The member the heartbeat is from (created or taken over on a join), after the
         epoch checks; and whether its subscription changed."""
-        if request.server_assignor is not None and (
-            request.server_assignor not in ASSIGNORS
-            or request.server_assignor not in self.config.consumer_assignors
-        ):
+        if request.server_assignor is not None and request.server_assignor not in self.assignors:
             raise UnsupportedAssignor(
                 f"ServerAssignor {request.server_assignor} is not supported. Supported "
-                f"assignors: {', '.join(self.config.consumer_assignors)}.")
+                f"assignors: {', '.join(self.assignors)}.")
         if request.subscribed_topic_regex:
             _check_regex(request.subscribed_topic_regex)
         member = self.members.get(request.member_id)
