@@ -38,8 +38,9 @@ WAIT_S = 60.0
 class JavaMember:
     """One GroupConsumer process; its stdout lines, parsed as they arrive."""
 
-    def __init__(self, kafka: ApacheKafka, bootstrap: str, group: str, topic: str) -> None:
-        cmd = kafka.java_command(str(PROGRAM), [bootstrap, group, topic],
+    def __init__(self, kafka: ApacheKafka, bootstrap: str, group: str, topic: str,
+                 *properties: str) -> None:
+        cmd = kafka.java_command(str(PROGRAM), [bootstrap, group, topic, *properties],
                                  ["-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, start_new_session=True)
@@ -215,6 +216,44 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
             decoded = [line for line in out.splitlines() if f'"type":"{key_type}"' in line]
             assert any(value_field in line for line in decoded), (out + dumped.stderr)[-3000:]
         assert "Exception" not in out + dumped.stderr, (out + dumped.stderr)[-3000:]
+
+
+def test_a_static_member_restarts_into_its_partitions_without_moving_the_others(
+    target: Target, kafka_4: ApacheKafka
+) -> None:
+    """``group.instance.id``: a static member that closes leaves with epoch -2 and keeps
+    its partitions (nobody else gets them) until its restarted process takes them back."""
+    if target.name == "apache":
+        pytest.skip("Apache Kafka in ZooKeeper mode has no KIP-848 consumer groups")
+    topic = target.create_topic(PARTITIONS, prefix="kip848-static")
+    group = f"kip848-static-{uuid.uuid4().hex[:8]}"
+    static = ("group.instance.id=instance-a",)
+    first = JavaMember(kafka_4, target.bootstrap, group, topic, *static)
+    members = [first]
+    try:
+        wait_for(lambda: first.owned() == set(range(PARTITIONS)), "the first member to own "
+                 "every partition", members)
+        other = JavaMember(kafka_4, target.bootstrap, group, topic)
+        members.append(other)
+        wait_for(lambda: bool(first.owned()) and bool(other.owned())
+                 and first.owned() | other.owned() == set(range(PARTITIONS)),
+                 "both members to share the partitions", members)
+        theirs, kept = first.owned(), other.owned()
+        first.leave()
+        time.sleep(6)  # > group.consumer.heartbeat.interval.ms: the other member heartbeats
+        assert other.owned() == kept, other.diagnostics()
+        restarted = JavaMember(kafka_4, target.bootstrap, group, topic, *static)
+        members.append(restarted)
+        wait_for(lambda: restarted.owned() == theirs, "the restarted instance to get its "
+                 "partitions back", members)
+        assert other.owned() == kept
+        assert [e for e in other.events() if e[1] in ("ASSIGNED", "REVOKED")][-1][1] == (
+            "ASSIGNED"), other.diagnostics()
+        restarted.leave()
+        other.leave()
+    finally:
+        for member in members:
+            member.kill()
 
 
 def test_librdkafka_consumers_split_then_one_takes_over(target: Target) -> None:
