@@ -17,9 +17,11 @@ def test_group_apis_are_advertised_with_their_compat_ranges() -> None:
     # librdkafka enables lz4 (among others) only when FindCoordinator is advertised.
     expected = {
         ApiKey.FIND_COORDINATOR: (0, 4), ApiKey.JOIN_GROUP: (0, 7), ApiKey.SYNC_GROUP: (0, 5),
-        ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 4), ApiKey.OFFSET_COMMIT: (2, 8),
-        ApiKey.OFFSET_FETCH: (1, 7), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 4),
+        ApiKey.HEARTBEAT: (0, 4), ApiKey.LEAVE_GROUP: (0, 4), ApiKey.OFFSET_COMMIT: (2, 9),
+        ApiKey.OFFSET_FETCH: (1, 7), ApiKey.DESCRIBE_GROUPS: (0, 5), ApiKey.LIST_GROUPS: (0, 5),
         ApiKey.DELETE_GROUPS: (0, 2), ApiKey.OFFSET_DELETE: (0, 0),
+        # KIP-848: without ConsumerGroupHeartbeat Kafka 4 clients refuse group.protocol=consumer
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1), ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
     }
     for key, (low, high) in expected.items():
         assert (ADVERTISED[key].min_version, ADVERTISED[key].max_version) == (low, high), key

@@ -41,7 +41,7 @@ def _kio_frame(version: int, correlation_id: int, topics: list, throttle_ms: int
     return encode_response(correlation_id, body)
 
 
-@pytest.mark.parametrize("version", range(2, 9))
+@pytest.mark.parametrize("version", range(2, 10))
 @settings(max_examples=40, deadline=None)
 @given(topics=topics_strategy, correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_matches_kio_byte_for_byte(version: int, topics: list, correlation_id: int) -> None:
@@ -54,7 +54,7 @@ def test_matches_kio_byte_for_byte(version: int, topics: list, correlation_id: i
             for t in decoded.topics] == [(n, list(ps)) for n, ps in topics]
 
 
-@pytest.mark.parametrize("version", range(3, 9))
+@pytest.mark.parametrize("version", range(3, 10))
 @settings(max_examples=20, deadline=None)
 @given(topics=topics_strategy, throttle_ms=st.integers(1, 2**31 - 1))
 def test_a_quota_written_in_place_is_kios_throttle_time(version: int, topics: list,

@@ -84,6 +84,8 @@ RULES: Mapping[ApiKey, tuple[Rule, ...]] = {
     ApiKey.OFFSET_FETCH: (Rule(_READ, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
     ApiKey.OFFSET_DELETE: (Rule(_DELETE, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
     ApiKey.DESCRIBE_GROUPS: (Rule(_DESCRIBE, _GROUP, _EACH),),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (Rule(_READ, _GROUP, _NAMED),),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (Rule(_DESCRIBE, _GROUP, _EACH),),
     ApiKey.LIST_GROUPS: (_cluster(_DESCRIBE), Rule(_DESCRIBE, _GROUP, _LISTED)),
     ApiKey.DELETE_GROUPS: (Rule(_DELETE, _GROUP, _EACH),),
     # transactions

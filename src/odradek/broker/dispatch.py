@@ -133,9 +133,11 @@ def _controller_handlers() -> dict[int, Handler]:
 def _group_handlers() -> dict[int, Handler]:
     """The consumer-group APIs, served through ``services.group_coordinator``."""
     # the handlers load with the table, not with dispatch's types
-    from .handlers import find_coordinator, group_admin, group_offsets, groups
+    from .handlers import consumer_groups, find_coordinator, group_admin, group_offsets, groups
 
     return {
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_consumer_group_heartbeat,
+        ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_consumer_group_describe,
         ApiKey.FIND_COORDINATOR: find_coordinator.handle_find_coordinator,
         ApiKey.JOIN_GROUP: groups.handle_join_group,
         ApiKey.SYNC_GROUP: groups.handle_sync_group,

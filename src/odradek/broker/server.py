@@ -352,11 +352,13 @@ class Broker:
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:
         config = self.sections.group_coordinator
+        view = self._cluster.view
         coordinator = GroupCoordinator(
             config,
             ReplicatedOffsetsLog(
                 replica_manager, commit_timeout_ms=config.offset_commit_timeout_ms
             ),
+            topic_ids=lambda: {name: t.topic_id for name, t in view.topics.items()},
         )
 
         def on_leadership(topic: str, partition: int, is_leader: bool) -> None:

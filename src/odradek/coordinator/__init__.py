@@ -1,8 +1,11 @@
-"""Classic consumer-group coordinator with offsets in ``__consumer_offsets``.
+"""Consumer-group coordinator with offsets in ``__consumer_offsets``.
 
-Layers, inside out: :mod:`.group` (one group's state machine, sans-IO), :mod:`.shard` (all
-groups of one offsets partition, log replay), :mod:`.coordinator` (asyncio adapter: futures,
-timers, appends through an :class:`OffsetsLog`). Record formats: :mod:`.offsets_topic_format`.
+Layers, inside out: :mod:`.group` (one classic group's state machine, sans-IO),
+:mod:`.consumer_group` (one KIP-848 group, ``group.protocol=consumer``, with
+:mod:`.reconciliation` and :mod:`.assignors`), :mod:`.shard` (all groups of one offsets
+partition, log replay), :mod:`.coordinator` (asyncio adapter: futures, timers, appends
+through an :class:`OffsetsLog`). Record formats: :mod:`.offsets_topic_format`,
+:mod:`.consumer_group_records`.
 """
 
 from odradek.config_sections import GroupCoordinatorConfig

@@ -39,6 +39,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .consumer_group import ConsumerGroup, ConsumerHeartbeat, HeartbeatResult
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
@@ -103,8 +104,12 @@ class GroupCoordinator:
         *,
         clock: Callable[[], int] = wall_ms,
         new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
+        topic_ids: Callable[[], Mapping[str, uuid.UUID]] = dict,
     ) -> None:
+        """``topic_ids``: the cluster's topic ids by name, which consumer-group records
+        are written with (and resolved by when a partition's groups load)."""
         self.config = config
+        self._topic_ids = topic_ids
         self.offsets_log = offsets_log
         self._clock = clock
         self._new_uuid = new_uuid
@@ -162,7 +167,8 @@ class GroupCoordinator:
             records.append(record)
             if count % 1000 == 0:
                 await asyncio.sleep(0)  # a large partition must not stall other requests
-        slot.shard.replay(records, self._clock(), loading=True)
+        topic_names = {topic_id: name for name, topic_id in self._topic_ids().items()}
+        slot.shard.replay(records, self._clock(), loading=True, topic_names=topic_names)
         slot.pending_txn = self.offsets_log.open_transactions(partition)
         slot.loaded = True
         for group_id in list(slot.shard.groups):
@@ -245,6 +251,45 @@ class GroupCoordinator:
         top, errors, out = slot.shard.leave(self._clock(), group_id, members)
         self._handle(slot, group_id, out)
         return top, errors
+
+    def consumer_group_heartbeat(
+        self, group_id: str, request: ConsumerHeartbeat, topics: Mapping[str, int],
+        topic_ids: Mapping[str, uuid.UUID],
+    ) -> HeartbeatResult | Awaitable[HeartbeatResult]:
+        """ConsumerGroupHeartbeat (KIP-848); ``topics``: every topic's partition count. The
+        answer waits until the records of what changed are committed, as in Kafka."""
+        try:
+            slot = self._membership_slot(group_id)
+        except KafkaError as exc:
+            return HeartbeatResult(exc.code, str(exc) or None)
+        result, records = slot.shard.consumer_heartbeat(self._clock(), group_id, request,
+                                                        topics, topic_ids)
+        self._reschedule(slot, group_id)
+        if not records:
+            return result
+        try:
+            pending = self._start_append(slot.shard.partition, records)
+        except KafkaError as exc:
+            return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
+        return result if pending is None else self._heartbeat_when_appended(result, pending)
+
+    async def _heartbeat_when_appended(self, result: HeartbeatResult,
+                                       pending: Awaitable[None]) -> HeartbeatResult:
+        try:
+            await self._bounded(pending)
+        except KafkaError as exc:
+            return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
+        return result
+
+    def describe_consumer_group(self, group_id: str) -> tuple[ErrorCode, ConsumerGroup | None]:
+        """ConsumerGroupDescribe: the group, or GROUP_ID_NOT_FOUND as Kafka answers for
+        groups that do not exist or are classic."""
+        try:
+            slot = self._active_slot(group_id)
+        except KafkaError as exc:
+            return exc.code, None
+        group = slot.shard.consumer_groups.get(group_id)
+        return (ErrorCode.none if group else ErrorCode.group_id_not_found), group
 
     # ------------------------------------------------------------------ offsets
 
@@ -407,11 +452,9 @@ class GroupCoordinator:
     def list_groups(
         self, states_filter: Iterable[str] = ()
     ) -> tuple[ErrorCode, list[GroupListing]]:
-        """Groups of every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while any loads."""
-        names = list(states_filter)
-        wanted: list[GroupState] | None = None
-        if names:
-            wanted = [s for s in (GroupState.parse(n) for n in names) if s is not None]
+        """Groups of every loaded partition; COORDINATOR_LOAD_IN_PROGRESS while any loads.
+        States match case-insensitively, as ListGroups' filter does in Kafka."""
+        wanted = {name.lower() for name in states_filter} or None
         listings: list[GroupListing] = []
         error = ErrorCode.none
         for slot in self._slots.values():
@@ -577,7 +620,18 @@ class GroupCoordinator:
         slot.timers.pop(group_id, None)
         if self._slots.get(slot.shard.partition) is not slot:
             return
+        records = slot.shard.expire_consumer_members(self._clock(), group_id, self._topic_ids())
+        if records:
+            self._spawn(self._append_expiry(slot.shard.partition, records))
         self._handle(slot, group_id, slot.shard.poll(self._clock(), group_id))
+
+    async def _append_expiry(self, partition: int, records: list[Record]) -> None:
+        """Members removed by a timer: no client waits, so a failure is only logged (a
+        reload then brings them back until their session times out again)."""
+        try:
+            await self._append(partition, records)
+        except KafkaError as exc:
+            log.warning("could not write expired consumer-group members: %s", exc)
 
 
 def _commit_failed(plan: CommitPlan, exc: KafkaError) -> dict[TopicPartition, ErrorCode]:

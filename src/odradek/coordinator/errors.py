@@ -20,19 +20,24 @@ __all__ = [
     "CoordinatorLoadInProgress",
     "CoordinatorNotAvailable",
     "FencedInstanceId",
+    "FencedMemberEpoch",
     "GroupIdNotFound",
     "GroupMaxSizeReached",
     "GroupSubscribedToTopic",
     "IllegalGeneration",
     "InconsistentGroupProtocol",
     "InvalidGroupId",
+    "InvalidRegularExpression",
     "InvalidSessionTimeout",
     "MemberIdRequired",
     "NonEmptyGroup",
     "NotCoordinator",
     "OffsetMetadataTooLarge",
     "RebalanceInProgress",
+    "StaleMemberEpoch",
     "UnknownMemberId",
+    "UnreleasedInstanceId",
+    "UnsupportedAssignor",
 ]
 
 
@@ -82,3 +87,26 @@ class GroupSubscribedToTopic(KafkaError):
 
 class OffsetMetadataTooLarge(KafkaError):
     code = ErrorCode.offset_metadata_too_large
+
+
+# KIP-848 consumer groups (``ConsumerGroupHeartbeat``, and OffsetCommit with member epochs).
+
+
+class FencedMemberEpoch(KafkaError):
+    code = ErrorCode.fenced_member_epoch
+
+
+class StaleMemberEpoch(KafkaError):
+    code = ErrorCode.stale_member_epoch
+
+
+class UnreleasedInstanceId(KafkaError):
+    code = ErrorCode.unreleased_instance_id
+
+
+class UnsupportedAssignor(KafkaError):
+    code = ErrorCode.unsupported_assignor
+
+
+class InvalidRegularExpression(KafkaError):
+    code = ErrorCode.invalid_regular_expression

@@ -28,14 +28,6 @@ class GroupState(enum.Enum):
     STABLE = "Stable"
     DEAD = "Dead"
 
-    @classmethod
-    def parse(cls, name: str) -> GroupState | None:
-        """Case-insensitive lookup, as ListGroups' states filter is matched."""
-        for state in cls:
-            if state.value.lower() == name.lower():
-                return state
-        return None
-
 
 VALID_PREVIOUS_STATES: Final[dict[GroupState, frozenset[GroupState]]] = {
     GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),

@@ -12,6 +12,7 @@ were committed to the log, so the cache and the log cannot disagree.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -22,6 +23,15 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .consumer_group import ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat, HeartbeatResult
+from .consumer_group_records import (
+    CONSUMER_GROUP_KEY_TYPES,
+    changed_records,
+    deletion_records,
+    finish_load,
+    replay_consumer_group_record,
+    snapshot,
+)
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
@@ -34,6 +44,7 @@ from .offsets import (
 from .offsets_topic_format import (
     GroupMetadataKey,
     OffsetCommitKey,
+    UnknownKey,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -94,7 +105,8 @@ class PartitionOffset:
 class GroupListing:
     group_id: str
     protocol_type: str
-    state: GroupState
+    state: GroupState | ConsumerGroupState
+    group_type: str = "classic"  # ListGroups v5: "classic" or "consumer" (KIP-848)
 
 
 class CoordinatorShard:
@@ -108,6 +120,10 @@ class CoordinatorShard:
         self.config = config
         self._new_uuid = new_uuid
         self.groups: dict[str, Group] = {}
+        # KIP-848 groups' membership. Their committed offsets stay in ``groups``, in a
+        # classic group without members, so every offsets path (commit, fetch, expiry,
+        # replay) serves both kinds.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
 
     def group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
@@ -120,6 +136,11 @@ class CoordinatorShard:
     # ------------------------------------------------------------------ membership
 
     def join(self, now_ms: int, token: int, group_id: str, request: JoinRequest) -> list[Output]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            # Classic members in a consumer group (KIP-848's migration path) are not served.
+            return [Reply(token, JoinResult(ErrorCode.inconsistent_group_protocol,
+                                            request.member_id))]
         group = self.groups.get(group_id)
         if group is None:
             if request.member_id:
@@ -171,6 +192,29 @@ class CoordinatorShard:
             return exc.code, [exc.code] * len(members), []
         return ErrorCode.none, errors, out
 
+    def consumer_heartbeat(
+        self, now_ms: int, group_id: str, request: ConsumerHeartbeat,
+        topics: Mapping[str, int], topic_ids: Mapping[str, uuid.UUID],
+    ) -> tuple[HeartbeatResult, list[Record]]:
+        """ConsumerGroupHeartbeat, and the records of what it changed. An empty classic
+        group (only offsets) becomes a consumer group, as in Kafka; a classic group with
+        members is not a consumer group. A heartbeat with an epoch for a group this shard
+        does not hold is UNKNOWN_MEMBER_ID, which makes the member rejoin."""
+        group = self.consumer_groups.get(group_id)
+        before = snapshot(group)
+        if group is None:
+            classic = self.groups.get(group_id)
+            if classic is not None and classic.state is not GroupState.EMPTY:
+                return HeartbeatResult(ErrorCode.group_id_not_found,
+                                       f"Group {group_id} is not a consumer group."), []
+            if request.member_epoch != 0:
+                return HeartbeatResult(ErrorCode.unknown_member_id,
+                                       f"Group {group_id} has no member "
+                                       f"{request.member_id}."), []
+            group = self.consumer_groups[group_id] = ConsumerGroup(group_id, self.config)
+        result = group.heartbeat(now_ms, request, topics)
+        return result, changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
+
     def _forget_if_unused(self, group: Group) -> None:
         """A group created by a JoinGroup that failed at once (bad session timeout, or
         MEMBER_ID_REQUIRED) holds nothing worth keeping, except pending member ids."""
@@ -188,7 +232,10 @@ class CoordinatorShard:
 
     def next_deadline(self, group_id: str) -> int | None:
         group = self.groups.get(group_id)
-        return None if group is None else group.next_deadline()
+        classic = None if group is None else group.next_deadline()
+        consumer_group = self.consumer_groups.get(group_id)
+        consumer = None if consumer_group is None else consumer_group.next_deadline()
+        return min((d for d in (classic, consumer) if d is not None), default=None)
 
     def poll(self, now_ms: int, group_id: str) -> list[Output]:
         group = self.groups.get(group_id)
@@ -197,6 +244,17 @@ class CoordinatorShard:
         out = group.poll(now_ms)
         self._forget_if_unused(group)
         return out
+
+    def expire_consumer_members(self, now_ms: int, group_id: str,
+                                topic_ids: Mapping[str, uuid.UUID]) -> list[Record]:
+        """Remove a consumer group's members past their deadlines; the records of it."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            return []
+        before = snapshot(group)
+        if not group.poll(now_ms):
+            return []
+        return changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
 
     def on_store_failed(self, now_ms: int, group_id: str, generation_id: int) -> list[Output]:
         group = self.groups.get(group_id)
@@ -214,6 +272,19 @@ class CoordinatorShard:
         entries: Sequence[OffsetCommitEntry],
     ) -> CommitPlan:
         """Validate an OffsetCommit; nothing changes until :meth:`replay` of the records."""
+        consumer_group = self.consumer_groups.get(group_id)
+        stale: set[TopicPartition] = set()
+        if consumer_group is not None:
+            try:
+                stale = consumer_group.validate_offset_commit(
+                    member_id, generation_id,
+                    [TopicPartition(e.topic, e.partition) for e in entries])
+            except KafkaError as exc:
+                return self._reject(entries, exc.code)
+            if stale:
+                entries = [e for e in entries if (e.topic, e.partition) not in stale]
+            # Valid for the consumer group: stored like an admin's commit to its offsets.
+            member_id, group_instance_id, generation_id = "", None, -1
         group = self.groups.get(group_id)
         try:
             if group is None:
@@ -256,6 +327,8 @@ class CoordinatorShard:
                                                           expire),
             ))
             accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
+        for tp in stale:
+            errors[tp] = ErrorCode.stale_member_epoch
         return CommitPlan(errors, records, group_id, accepted)
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
@@ -307,6 +380,9 @@ class CoordinatorShard:
         except KafkaError as exc:
             return exc.code, {}, []
         protected = (group.subscribed_topics or frozenset()) if live else frozenset()
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            protected = frozenset(consumer_group.partition_counts)
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         for topic, partition in partitions:
@@ -350,15 +426,29 @@ class CoordinatorShard:
     def describe(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
 
-    def list_groups(self, states: Iterable[GroupState] | None = None) -> list[GroupListing]:
+    def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
+        """Every group, or those whose state is one of ``states`` (lower-case names)."""
         wanted = None if states is None else set(states)
-        return [
+        listings = [
             GroupListing(g.group_id, g.protocol_type or "", g.state)
             for g in self.groups.values()
-            if wanted is None or g.state in wanted
+            if g.group_id not in self.consumer_groups
         ]
+        listings.extend(GroupListing(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state, "consumer")
+                        for g in self.consumer_groups.values())
+        return [g for g in listings if wanted is None or g.state.value.lower() in wanted]
 
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, list[Record]]:
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return ErrorCode.non_empty_group, []
+            del self.consumer_groups[group_id]
+            tombstones = deletion_records(group_id, now_ms)
+            if group_id not in self.groups:
+                return ErrorCode.none, tombstones
+            error, records = self.delete_group(now_ms, group_id)
+            return error, tombstones + records
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.group_id_not_found, []
@@ -388,14 +478,17 @@ class CoordinatorShard:
         for group in self.groups.values():
             out.extend(group.mark_dead(now_ms))
         self.groups.clear()
+        self.consumer_groups.clear()
         return out
 
     # ------------------------------------------------------------------ log replay
 
-    def replay(self, records: Iterable[Record], now_ms: int, loading: bool) -> None:
+    def replay(self, records: Iterable[Record], now_ms: int, loading: bool,
+               topic_names: Mapping[uuid.UUID, str] | None = None) -> None:
         """Apply offsets-topic records. While ``loading``, group metadata records rebuild
-        groups too; afterwards only offsets are replayed (live groups already hold their
-        membership, and replaying it would undo later changes)."""
+        groups too (consumer groups' with ``topic_names`` resolving their topic ids);
+        afterwards only offsets are replayed (live groups already hold their membership,
+        and replaying it would undo later changes)."""
         for record in records:
             if record.key is None:
                 continue
@@ -404,6 +497,13 @@ class CoordinatorShard:
                 self._replay_offset(key, record.value, now_ms)
             elif isinstance(key, GroupMetadataKey) and loading:
                 self._replay_group(key.group, record.value, now_ms)
+            elif (isinstance(key, UnknownKey) and key.version in CONSUMER_GROUP_KEY_TYPES
+                  and loading):
+                replay_consumer_group_record(
+                    self.consumer_groups, lambda g: ConsumerGroup(g, self.config),
+                    record.key, record.value, topic_names or {}, now_ms)
+        if loading:
+            finish_load(self.consumer_groups.values())
 
     def _replay_offset(self, key: OffsetCommitKey, value: bytes | None, now_ms: int) -> None:
         group = self.groups.get(key.group)

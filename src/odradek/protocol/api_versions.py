@@ -77,6 +77,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,7 @@ ADVERTISED: dict[ApiKey, VersionRange] = {
 # The classic group protocol (``odradek.coordinator``). librdkafka also reads the presence
 # of FindCoordinator as "broker >= 0.9" and only then enables lz4 (and other features).
 _GROUP_APIS: dict[ApiKey, VersionRange] = {
-    ApiKey.OFFSET_COMMIT: VersionRange(2, 8),
+    ApiKey.OFFSET_COMMIT: VersionRange(2, 9),  # v9 = v8, for KIP-848 members (member epoch)
     ApiKey.OFFSET_FETCH: VersionRange(1, 7),
     ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
     ApiKey.JOIN_GROUP: VersionRange(0, 7),
@@ -128,9 +130,12 @@ _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.LEAVE_GROUP: VersionRange(0, 4),
     ApiKey.SYNC_GROUP: VersionRange(0, 5),
     ApiKey.DESCRIBE_GROUPS: VersionRange(0, 5),
-    ApiKey.LIST_GROUPS: VersionRange(0, 4),
+    ApiKey.LIST_GROUPS: VersionRange(0, 5),
     ApiKey.DELETE_GROUPS: VersionRange(0, 2),
     ApiKey.OFFSET_DELETE: VersionRange(0, 0),
+    # KIP-848 consumer groups (``group.protocol=consumer``): ``coordinator.consumer_group``.
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: VersionRange(0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
 }
 ADVERTISED.update(_GROUP_APIS)
 

@@ -1,4 +1,4 @@
-"""The OffsetCommit response (v2-v8), encoded directly to its frame.
+"""The OffsetCommit response (v2-v9), encoded directly to its frame.
 
 OffsetCommit is the hottest group request: a consumer commits every partition it owns,
 often after every poll. Building one kio entity per partition and running kio's generic
@@ -7,9 +7,9 @@ writer over them cost about as much as the commit itself, so, like the Fetch res
 
 * v2: ``topics: [name string, partitions: [partition_index int32, error_code int16]]``;
 * v3-v7: ``throttle_time_ms int32`` first;
-* v8 (flexible): compact strings and arrays (unsigned varint of length + 1) and an empty
-  tagged-field section after each struct, and a response header v1 (one more empty
-  tagged-field section after the correlation id).
+* v8-v9 (flexible; v9 is v8 for KIP-848 members): compact strings and arrays (unsigned
+  varint of length + 1) and an empty tagged-field section after each struct, and a
+  response header v1 (one more empty tagged-field section after the correlation id).
 
 ``tests/protocol/test_offset_commit_response.py`` checks it byte for byte against kio.
 """

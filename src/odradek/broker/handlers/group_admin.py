@@ -1,9 +1,10 @@
-"""Group administration: DescribeGroups (v0-v5), ListGroups (v0-v4), DeleteGroups (v0-v2).
+"""Group administration: DescribeGroups (v0-v5), ListGroups (v0-v5), DeleteGroups (v0-v2).
 
 Each broker answers for the groups it coordinates (ListGroups lists only those, which is why
 admin tools ask every broker). DescribeGroups members carry their raw subscription metadata
 and assignment bytes, which ``kafka-consumer-groups --describe`` decodes to show who owns
-which partition. ListGroups v4 filters by state names (case-insensitive, as Kafka).
+which partition. ListGroups v4 filters by state names (case-insensitive, as Kafka); v5 adds
+each group's type (``classic`` or ``consumer``, KIP-848) and a filter by type.
 
 Authorization (Kafka's): a group the client may not DESCRIBE (DescribeGroups) or DELETE
 (DeleteGroups) is answered GROUP_AUTHORIZATION_FAILED; ListGroups lists every group to a
@@ -77,17 +78,20 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
 def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
+    types = {str(t).lower() for t in getattr(request, "types_filter", ()) or ()}
     error, listings = ctx.services.coordinator.list_groups(states)
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         listings = [g for g in listings
                     if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+    if types:
+        listings = [g for g in listings if g.group_type in types]
     return build(
         module.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
         error_code=error,
         groups=tuple(
             build(module.ListedGroup, group_id=g.group_id, protocol_type=g.protocol_type,
-                  group_state=g.state.value)
+                  group_state=g.state.value, group_type=g.group_type)
             for g in listings
         ),
     )

@@ -1,4 +1,4 @@
-"""Committed offsets: OffsetCommit (v2-v8), OffsetFetch (v1-v7), OffsetDelete (v0).
+"""Committed offsets: OffsetCommit (v2-v9), OffsetFetch (v1-v7), OffsetDelete (v0).
 
 Version differences handled here:
 
@@ -6,10 +6,13 @@ Version differences handled here:
   (:mod:`odradek.protocol.offset_commit_response`): it is the hottest group request.
 * OffsetCommit v2-v4 carry ``retention_time_ms``; anything but -1 becomes an absolute
   expiry (now + retention), as Kafka did before KIP-211 removed the field in v5. v6 adds the
-  committed leader epoch, v7 ``group_instance_id``. A group-level failure (NOT_COORDINATOR,
-  ILLEGAL_GENERATION, ...) is reported on every partition, since the response has no
-  top-level error field. Like Kafka (``KafkaApis``), partitions of topics the cluster does
-  not have are refused with UNKNOWN_TOPIC_OR_PARTITION before the coordinator sees them.
+  committed leader epoch, v7 ``group_instance_id``; v9 is v8 sent by KIP-848 members,
+  whose ``generation_id_or_member_epoch`` is their member epoch (the coordinator checks it
+  against a consumer-type group: STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH). A group-level
+  failure (NOT_COORDINATOR, ILLEGAL_GENERATION, ...) is reported on every partition, since
+  the response has no top-level error field. Like Kafka (``KafkaApis``), partitions of
+  topics the cluster does not have are refused with UNKNOWN_TOPIC_OR_PARTITION before the
+  coordinator sees them.
 * OffsetFetch v1 has no top-level error: a group-level failure is repeated on each requested
   partition. From v2 it is top-level (with no partitions, as Kafka answers), and a null topic
   list asks for every committed offset of the group. With ``require_stable`` (v7), a

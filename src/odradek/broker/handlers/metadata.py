@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Container, Iterable
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -48,11 +48,20 @@ def _endpoint_for(broker: Any, listener: str) -> tuple[str, int]:
     return broker.host, broker.port
 
 
-def _requested_names(request: Any, version: int) -> list[str] | None:
-    """None means "all topics" (null array from v1, empty array in v0)."""
+def _requested_names(request: Any, version: int,
+                     topics: Mapping[str, Any]) -> list[str | uuid.UUID] | None:
+    """None means "all topics" (null array from v1, empty array in v0). From v10 a topic may
+    be asked for by id alone (KIP-848 clients resolve their assignment's topic ids so); an
+    id the cluster does not know stays a UUID, answered UNKNOWN_TOPIC_ID."""
     if request.topics is None:
         return None
-    names = [topic.name for topic in request.topics]
+    names: list[str | uuid.UUID] = []
+    for topic in request.topics:
+        if topic.name is None and getattr(topic, "topic_id", None) is not None:
+            by_id = next((n for n, t in topics.items() if t.topic_id == topic.topic_id), None)
+            names.append(topic.topic_id if by_id is None else by_id)
+        else:
+            names.append(topic.name)
     if version == 0 and not names:
         return None
     return names
@@ -78,10 +87,11 @@ async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, Error
 
 def handle_metadata(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    names = _requested_names(request, version)
     view = ctx.services.cluster.view
-    refused = _refused(ctx, names or (), view.topics)
-    missing = [name for name in names or () if name not in view.topics and name not in refused]
+    names = _requested_names(request, version, view.topics)
+    by_name = [name for name in names or () if isinstance(name, str)]
+    refused = _refused(ctx, by_name, view.topics)
+    missing = [name for name in by_name if name not in view.topics and name not in refused]
     allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
     if missing and allow_create and ctx.services.sections.topics.auto_create_topics_enable:
         return _respond_after_create(ctx, request, names, missing, refused)
@@ -107,14 +117,14 @@ def _refused(ctx: RequestContext, names: Iterable[str],
 
 
 async def _respond_after_create(
-    ctx: RequestContext, request: Any, names: list[str] | None, missing: list[str],
+    ctx: RequestContext, request: Any, names: list[str | uuid.UUID] | None, missing: list[str],
     refused: dict[str, ErrorCode],
 ) -> Any:
     errors = await _auto_create(ctx, missing)
     return _response(ctx, request, names, {**errors, **refused}, refused)
 
 
-def _response(ctx: RequestContext, request: Any, names: list[str] | None,
+def _response(ctx: RequestContext, request: Any, names: list[str | uuid.UUID] | None,
               errors: dict[str, ErrorCode], refused: Container[str]) -> Any:
     """``errors``: of topics not created or refused; ``refused``: topics shown only with
     their error."""
@@ -132,10 +142,16 @@ def _response(ctx: RequestContext, request: Any, names: list[str] | None,
                   rack=info.rack)
         )
     topics = []
-    if names is None:
-        names = [name for name in sorted(view.topics)
-                 if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)]
-    for name in names:
+    requested: list[str | uuid.UUID] = list(names) if names is not None else [
+        name for name in sorted(view.topics)
+        if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)]
+    for name in requested:
+        if isinstance(name, uuid.UUID):  # an id the cluster does not know (v10+)
+            topics.append(
+                build(module.MetadataResponseTopic, error_code=ErrorCode.unknown_topic_id,
+                      name=None if version >= 12 else "", topic_id=name, is_internal=False,
+                      partitions=(), topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            continue
         topic = None if name in refused else view.topics.get(name)
         if topic is None:
             code = errors.get(name, ErrorCode.unknown_topic_or_partition)
