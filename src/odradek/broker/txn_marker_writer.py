@@ -59,10 +59,9 @@ async def append_markers_locally(services: BrokerServices, marker: TxnMarker,
     results = await outcome if isinstance(outcome, asyncio.Future) else outcome
     errors = {key: result.error for key, result in results.items()}
     groups = services.group_coordinator
-    if groups is not None:
-        for key, error in errors.items():
-            if error == ErrorCode.none and key.topic == CONSUMER_OFFSETS_TOPIC:
-                groups.complete_txn(key.partition, marker.producer_id, not marker.is_abort)
+    for key, error in errors.items():
+        if error == ErrorCode.none and key.topic == CONSUMER_OFFSETS_TOPIC:
+            groups.complete_txn(key.partition, marker.producer_id, not marker.is_abort)
     return errors
 
 

@@ -22,7 +22,7 @@ _NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
-    coordinator = ctx.services.coordinator
+    coordinator = ctx.services.group_coordinator
     described = []
     for group_id in request.groups:
         group = coordinator.describe_group(str(group_id))
@@ -56,7 +56,7 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
 def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
-    error, listings = ctx.services.coordinator.list_groups(states)
+    error, listings = ctx.services.group_coordinator.list_groups(states)
     return build(
         module.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
@@ -72,7 +72,7 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
 async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.DELETE_GROUPS, ctx.api_version)
     names = [str(name) for name in request.groups_names]
-    results = await ctx.services.coordinator.delete_groups(names)
+    results = await ctx.services.group_coordinator.delete_groups(names)
     return build(
         module.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,

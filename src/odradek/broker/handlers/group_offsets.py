@@ -81,7 +81,7 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 partition.committed_metadata, expire,
             )))
     if entries:
-        result = ctx.services.coordinator.commit_offsets_nowait(
+        result = ctx.services.group_coordinator.commit_offsets_nowait(
             str(request.group_id),
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -129,7 +129,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             for topic in request.topics or ()
             for index in topic.partition_indexes
         ]
-    coordinator = ctx.services.coordinator
+    coordinator = ctx.services.group_coordinator
     error, offsets = coordinator.fetch_offsets(str(request.group_id), wanted)
     unstable = (coordinator.unstable_offsets(str(request.group_id))
                 if getattr(request, "require_stable", False) else set())
@@ -175,7 +175,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
         for topic in request.topics
         for p in topic.partitions
     ]
-    top, errors = await ctx.services.coordinator.delete_offsets(
+    top, errors = await ctx.services.group_coordinator.delete_offsets(
         str(request.group_id), partitions
     )
     module = response_module(ApiKey.OFFSET_DELETE, ctx.api_version)

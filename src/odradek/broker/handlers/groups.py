@@ -60,7 +60,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
         require_known_member_id=version >= 4,
     )
-    result = await ctx.services.coordinator.join_group(str(request.group_id), join)
+    result = await ctx.services.group_coordinator.join_group(str(request.group_id), join)
     module = response_module(ApiKey.JOIN_GROUP, version)
     protocol_name = result.protocol_name
     if version < 7 and protocol_name is None:
@@ -84,7 +84,7 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
-    result = await ctx.services.coordinator.sync_group(
+    result = await ctx.services.group_coordinator.sync_group(
         str(request.group_id),
         request.member_id,
         getattr(request, "group_instance_id", None),
@@ -105,7 +105,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
 
 
 def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    error = ctx.services.coordinator.heartbeat(
+    error = ctx.services.group_coordinator.heartbeat(
         str(request.group_id),
         request.member_id,
         getattr(request, "group_instance_id", None),
@@ -122,7 +122,7 @@ def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
         members: list[tuple[str, str | None]] = [(request.member_id, None)]
     else:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
-    top, errors = ctx.services.coordinator.leave_group(str(request.group_id), members)
+    top, errors = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
     if version < 3:
         single = top if top != ErrorCode.none else errors[0]
         return build(module.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=single)

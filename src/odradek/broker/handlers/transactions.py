@@ -208,7 +208,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 partition.committed_metadata,
             ))
     if entries:
-        errors.update(await ctx.services.coordinator.commit_txn_offsets(
+        errors.update(await ctx.services.group_coordinator.commit_txn_offsets(
             str(request.group_id), (int(request.producer_id), int(request.producer_epoch)),
             str(getattr(request, "member_id", "")), getattr(request, "group_instance_id", None),
             int(getattr(request, "generation_id", -1)), entries,
