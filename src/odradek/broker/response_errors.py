@@ -23,7 +23,10 @@ _plans: dict[type, _Plan] = {}
 
 
 def count_errors(body: Any, add: Callable[[int], None]) -> None:
-    """Call ``add(code)`` for every non-zero ``error_code`` anywhere in ``body``."""
+    """Call ``add(code)`` for every non-zero ``error_code`` anywhere in ``body``.
+
+    ``body`` is any kio entity, a response or one nested in it (hence ``Any``): its fields
+    are read by name, as its type's plan lists them."""
     plan = _plans.get(type(body))
     if plan is None:
         plan = _plans[type(body)] = _plan(type(body))

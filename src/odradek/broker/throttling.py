@@ -33,6 +33,8 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.quota import QuotaManager, QuotaType
 
+from .outcomes import Marker, Response
+
 __all__ = ["EXEMPT_APIS", "ChannelThrottle", "after_request", "quota_user", "with_throttle"]
 
 EXEMPT_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE),
@@ -86,7 +88,7 @@ def after_request(
     return throttle_ms
 
 
-def with_throttle(outcome: Any, throttle_ms: int) -> Any:
+def with_throttle(outcome: Response | Marker, throttle_ms: int) -> Response | Marker:
     """A response body with ``throttle_time_ms`` raised to ``throttle_ms``; a frame the
     handler encoded itself gets it written in place (bodies without the field are returned
     as they are)."""
@@ -99,4 +101,4 @@ def with_throttle(outcome: Any, throttle_ms: int) -> Any:
     wanted = datetime.timedelta(milliseconds=throttle_ms)
     if current >= wanted:
         return outcome
-    return dataclasses.replace(outcome, throttle_time=wanted)  # type: ignore[type-var]
+    return dataclasses.replace(outcome, throttle_time=wanted)
