@@ -11,12 +11,13 @@ the cluster).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.cluster.acls import alter_acls
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import response_error
 from odradek.security.acl import (
     CLUSTER_NAME,
@@ -31,6 +32,9 @@ from odradek.security.acl import (
 )
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 __all__ = ["handle_create_acls", "handle_delete_acls", "handle_describe_acls"]
 
@@ -91,7 +95,7 @@ async def _refreshed(ctx: RequestContext) -> None:
 _NO_AUTHORIZER = "No Authorizer is configured."  # Kafka's text (DescribeAcls has its own)
 
 
-async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> ResponsePayload:
     module = response(ctx)
     codes: list[tuple[ErrorCode, str | None]] = [(ErrorCode.none, None)] * len(request.creations)
     wanted: dict[ResourcePattern, list[tuple[int, AccessControlEntry]]] = defaultdict(list)
@@ -115,7 +119,7 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
                 codes[index] = code
     if wanted:
         await _refreshed(ctx)
-    return build(module.CreateAclsResponse, throttle_time=NO_THROTTLE, results=[
+    return build_response(module.CreateAclsResponse, throttle_time=NO_THROTTLE, results=[
         build(module.AclCreationResult, error_code=code, error_message=message)
         for code, message in codes])
 
@@ -134,17 +138,19 @@ def _order(binding: AclBinding) -> tuple[Any, ...]:
             e.permission)
 
 
-def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> ResponsePayload:
     module = response(ctx)
     if _disabled(ctx):
-        return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.security_disabled,
-                     error_message="No Authorizer is configured on the broker", resources=[])
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.security_disabled,
+                              error_message="No Authorizer is configured on the broker",
+                              resources=[])
     try:
         acl_filter = _filter(request, "resource_name_filter", "pattern_type_filter")
     except ValueError as exc:
-        return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.invalid_request, error_message=str(exc), resources=[])
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.invalid_request, error_message=str(exc),
+                              resources=[])
     grouped: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
     for binding in _matching(ctx, acl_filter):
         grouped[binding.pattern].append(binding.entry)
@@ -155,11 +161,11 @@ def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
                         operation=int(e.operation), permission_type=int(e.permission))
                   for e in entries])
         for p, entries in grouped.items()]
-    return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, resources=resources)
+    return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, resources=resources)
 
 
-async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> ResponsePayload:
     module = response(ctx)
     results = []
     for item in request.filters:
@@ -189,7 +195,8 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
                                      b.pattern, (ErrorCode.none, None))) for b in matched]))
     if not _disabled(ctx):
         await _refreshed(ctx)
-    return build(module.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=results)
+    return build_response(module.DeleteAclsResponse,
+                          throttle_time=NO_THROTTLE, filter_results=results)
 
 
 def _matching_acl(module: Any, binding: AclBinding, code: ErrorCode,

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
     TopicDeletionDisabled,
@@ -25,6 +26,13 @@ from odradek.protocol.errors import (
 from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        CreatePartitionsRequest,
+        CreateTopicsRequest,
+        DeleteTopicsRequest,
+    )
 
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 
@@ -47,7 +55,9 @@ def _gone(name: str) -> Callable[[Any], bool]:
     return lambda view: name not in view.topics
 
 
-async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CREATE_TOPICS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
@@ -90,10 +100,13 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                   replication_factor=replication_factor if code == ErrorCode.none else -1,
                   configs=())
         )
-    return build(module.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+    return build_response(module.CreateTopicsResponse,
+                          throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_topics(
+    ctx: RequestContext, request: DeleteTopicsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_TOPICS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
@@ -122,11 +135,13 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             build(module.DeletableTopicResult, name=name, topic_id=topic_id,
                   error_code=code, error_message=message)
         )
-    return build(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(results))
+    return build_response(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(results))
 
 
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CREATE_PARTITIONS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
@@ -152,5 +167,5 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
             build(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,
                   error_message=message)
         )
-    return build(module.CreatePartitionsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.CreatePartitionsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import InvalidRequest, RequestTimedOut, response_error
 from odradek.quota.entities import (
     CLIENT_ID,
@@ -30,6 +31,9 @@ from odradek.quota.entities import (
 )
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 __all__ = ["handle_alter_client_quotas", "handle_describe_client_quotas"]
 
@@ -85,14 +89,16 @@ def _quota_values(config: Mapping[str, str]) -> list[tuple[str, float]]:
     return values
 
 
-def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
     try:
         wanted = _filter(request.components)
     except Exception as exc:
         code, message = response_error(exc, "describing client quotas")
-        return build(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, entries=None)
+        return build_response(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, entries=None)
     strict = bool(request.strict)
     entries = []
     for entity, config in ctx.services.cluster.view.snapshot.client_quotas.items():
@@ -105,8 +111,8 @@ def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
                          for kind, name in entity.to_protocol().items()),
             values=tuple(build(module.ValueData, key=key, value=value) for key, value in values),
         ))
-    return build(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
+    return build_response(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
 
 
 def _update(ops: Any, current: Mapping[str, str]) -> dict[str, str]:
@@ -144,7 +150,9 @@ async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
             _VIEW_WAIT_S)
 
 
-async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_CLIENT_QUOTAS, ctx.api_version)
     validate_only = bool(request.validate_only)
     results = []
@@ -158,5 +166,5 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
             module.EntryData, error_code=code, error_message=message,
             entity=tuple(build(module.EntityData, entity_type=part.entity_type,
                                entity_name=part.entity_name) for part in entry.entity)))
-    return build(module.AlterClientQuotasResponse, throttle_time=NO_THROTTLE,
-                 entries=tuple(results))
+    return build_response(module.AlterClientQuotasResponse, throttle_time=NO_THROTTLE,
+                          entries=tuple(results))

@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
 from .metadata import _endpoint_for
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import DescribeClusterRequest, DescribeLogDirsRequest
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
 
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
-def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
     view = ctx.services.cluster.view
     brokers = []
@@ -31,7 +37,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     controller_id = view.controller_id
     if controller_id is None or controller_id not in view.brokers:
         controller_id = min(view.brokers) if view.brokers else -1
-    return build(
+    return build_response(
         module.DescribeClusterResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
         error_message=None, endpoint_type=1, cluster_id=getattr(view, "cluster_id", None) or "",
         controller_id=controller_id, brokers=tuple(brokers),
@@ -39,7 +45,9 @@ def handle_describe_cluster(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_LOG_DIRS, ctx.api_version)
     wanted = None
     if request.topics is not None:
@@ -64,5 +72,5 @@ def handle_describe_log_dirs(ctx: RequestContext, request: Any) -> Any:
                                for name, parts in by_topic.items()),
                   total_bytes=total, usable_bytes=usable)
         )
-    return build(module.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, results=tuple(results))
+    return build_response(module.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, results=tuple(results))

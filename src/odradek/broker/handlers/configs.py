@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek import kafka_catalog
 from odradek.config import BROKER_CONFIGS, broker_default_name
@@ -36,7 +37,7 @@ from odradek.dynamic_config import (
 from odradek.kafka_catalog import BROKER_CONFIGS as KAFKA_BROKER_KEYS
 from odradek.kafka_catalog import TOPIC_CONFIGS as KAFKA_TOPIC_KEYS
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import (
     InvalidConfig,
     InvalidRequest,
@@ -46,6 +47,13 @@ from odradek.protocol.errors import (
 from odradek.storage.config import InvalidConfigValue
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterConfigsRequest,
+        DescribeConfigsRequest,
+        IncrementalAlterConfigsRequest,
+    )
 
 __all__ = [
     "handle_alter_configs",
@@ -227,7 +235,9 @@ def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerCo
                   include_synonyms=include_synonyms)
 
 
-def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CONFIGS, ctx.api_version)
     include_synonyms = bool(getattr(request, "include_synonyms", False))
     include_docs = bool(getattr(request, "include_documentation", False))
@@ -255,8 +265,8 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
                   resource_type=resource.resource_type, resource_name=resource.resource_name,
                   configs=tuple(entries))
         )
-    return build(module.DescribeConfigsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.DescribeConfigsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))
 
 
 # -- alter ---------------------------------------------------------------------------------
@@ -302,7 +312,9 @@ async def _alter_broker(
     await ctx.services.cluster.alter_broker_config(entity, update, validate_only)
 
 
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_configs(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_CONFIGS, ctx.api_version)
     validate_only = bool(request.validate_only)
     responses = []
@@ -325,8 +337,8 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
         )
-    return build(module.AlterConfigsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(responses))
+    return build_response(module.AlterConfigsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(responses))
 
 
 def _replace(wanted: Mapping[str, str], _stored: Mapping[str, str]) -> dict[str, str]:
@@ -371,7 +383,9 @@ def _broker_values(ctx: RequestContext) -> dict[str, str]:
     return {name: config.raw(name) for name in BROKER_CONFIGS}
 
 
-async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, ctx.api_version)
     validate_only = bool(request.validate_only)
     responses = []
@@ -394,5 +408,5 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
         )
-    return build(module.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(responses))
+    return build_response(module.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(responses))

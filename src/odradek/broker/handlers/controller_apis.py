@@ -11,17 +11,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.cluster.controller import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import response_error
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterPartitionReassignmentsRequest,
+        ControlledShutdownRequest,
+        ElectLeadersRequest,
+        ListPartitionReassignmentsRequest,
+    )
 
 __all__ = [
     "handle_alter_partition_reassignments",
@@ -53,7 +62,9 @@ def _by_topic(results: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int
     return grouped
 
 
-async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
+async def handle_elect_leaders(
+    ctx: RequestContext, request: ElectLeadersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ELECT_LEADERS, ctx.api_version)
     unclean = int(getattr(request, "election_type", 0)) == _UNCLEAN
     wanted: list[TopicPartition] | None = None
@@ -93,8 +104,9 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
             )
         topics.append(build(module.ReplicaElectionResult, topic=topic,
                             partition_result=tuple(partition_results)))
-    return build(module.ElectLeadersResponse, throttle_time=NO_THROTTLE, error_code=top_code,
-                 replica_election_results=tuple(topics))
+    return build_response(module.ElectLeadersResponse,
+                          throttle_time=NO_THROTTLE, error_code=top_code,
+                          replica_election_results=tuple(topics))
 
 
 async def _wait_for_preferred_leaders(
@@ -117,7 +129,9 @@ async def _wait_for_preferred_leaders(
         log.warning("elected leaders not visible within %.1fs", timeout_s)
 
 
-async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_PARTITION_REASSIGNMENTS, ctx.api_version)
     targets: dict[TopicPartition, tuple[int, ...] | None] = {}
     for topic in request.topics:
@@ -130,24 +144,26 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
         results = await _controller(ctx).alter_partition_reassignments(targets)
     except Exception as exc:
         code, message = _failure(exc)
-        return build(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, responses=())
+        return build_response(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, responses=())
     responses = []
-    for topic, entries in _by_topic(results).items():
+    for name, entries in _by_topic(results).items():
         partitions = []
-        for partition, error in entries:
+        for index, error in entries:
             code, message = (ErrorCode.none, None) if error is None else _failure(error)
             partitions.append(
-                build(module.ReassignablePartitionResponse, partition_index=partition,
+                build(module.ReassignablePartitionResponse, partition_index=index,
                       error_code=code, error_message=message)
             )
-        responses.append(build(module.ReassignableTopicResponse, name=topic,
+        responses.append(build(module.ReassignableTopicResponse, name=name,
                                partitions=tuple(partitions)))
-    return build(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
+    return build_response(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
 
 
-async def handle_list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.LIST_PARTITION_REASSIGNMENTS, ctx.api_version)
     wanted = None
     if request.topics is not None:
@@ -157,8 +173,8 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
         ongoing = await _controller(ctx).list_partition_reassignments(wanted)
     except Exception as exc:
         code, message = _failure(exc)
-        return build(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, topics=())
+        return build_response(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, topics=())
     topics = []
     for topic, entries in _by_topic(ongoing).items():
         partitions = tuple(
@@ -168,11 +184,13 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
             for partition, a in entries
         )
         topics.append(build(module.OngoingTopicReassignment, name=topic, partitions=partitions))
-    return build(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, topics=tuple(topics))
+    return build_response(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, topics=tuple(topics))
 
 
-async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
+async def handle_controlled_shutdown(
+    ctx: RequestContext, request: ControlledShutdownRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CONTROLLED_SHUTDOWN, ctx.api_version)
     try:
         remaining = await _controller(ctx).controlled_shutdown(
@@ -182,7 +200,7 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
     except Exception as exc:
         code, _message = _failure(exc)
         remaining = []
-    return build(
+    return build_response(
         module.ControlledShutdownResponse, error_code=code,
         remaining_partitions=tuple(
             build(module.RemainingPartition, topic_name=tp.topic, partition_index=tp.partition)

@@ -16,16 +16,20 @@ partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import response_error
 from odradek.storage.producer_state import ProducerStateManager
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import DescribeProducersRequest
 
 __all__ = ["handle_describe_producers"]
 
@@ -41,7 +45,9 @@ def _active_producers(module: Any, state: ProducerStateManager) -> tuple[Any, ..
     )
 
 
-def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_PRODUCERS, ctx.api_version)
     replica_manager = ctx.services.replica_manager
     topics = []
@@ -61,5 +67,5 @@ def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
                                     active_producers=producers))
         topics.append(build(module.TopicResponse, name=topic.name,
                             partitions=tuple(partitions)))
-    return build(module.DescribeProducersResponse, throttle_time=NO_THROTTLE,
-                 topics=tuple(topics))
+    return build_response(module.DescribeProducersResponse, throttle_time=NO_THROTTLE,
+                          topics=tuple(topics))

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.clock import monotonic_ms
 from odradek.protocol.builder import millis
@@ -50,14 +50,17 @@ from ..context import RequestContext
 from ..outcomes import Deferred
 from ..throttling import quota_user
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import FetchRequest
+
 __all__ = ["handle_fetch"]
 
 _FETCH = QuotaType.FETCH
 
 
-def handle_fetch(ctx: RequestContext, request: Any,
+def handle_fetch(ctx: RequestContext, request: FetchRequest,
                  denied: Sequence[FetchTopicResult] = (),
-                 authorized: Authorized | None = None) -> Any:
+                 authorized: Authorized | None = None) -> EncodedResponse | Deferred[FetchRead]:
     """``denied``: results of partitions the authorizer refused (:mod:`..access_rules`),
     answered with the rest; with nothing else to read the answer goes out at once.
     ``authorized``: may the client read a topic (None: no check)."""
@@ -86,12 +89,14 @@ def handle_fetch(ctx: RequestContext, request: Any,
     )
     replica_manager = ctx.services.replica_manager
     context: FetchContext | SessionError
-    if version >= 7:
+    if version >= 7:  # fetch sessions; mypy does not narrow the kio union by version
         context = replica_manager.fetch_sessions.new_context(
-            session_id=int(request.session_id), epoch=int(request.session_epoch),
+            session_id=int(request.session_id),  # type: ignore[union-attr]
+            epoch=int(request.session_epoch),  # type: ignore[union-attr]
             wanted=wanted, forgotten=[
                 (topic.topic, int(index))
-                for topic in request.forgotten_topics_data for index in topic.partitions
+                for topic in request.forgotten_topics_data  # type: ignore[union-attr]
+                for index in topic.partitions
             ],
             from_follower=replica_id >= 0, now_ms=monotonic_ms())
         if isinstance(context, SessionError):

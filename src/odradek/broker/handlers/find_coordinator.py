@@ -18,10 +18,12 @@ first lookup with ``min.insync.replicas`` = ``transaction.state.log.min.isr``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.coordinator.partitioning import (
     CONSUMER_OFFSETS_TOPIC,
@@ -29,10 +31,13 @@ from odradek.coordinator.partitioning import (
     partition_for_group,
 )
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import FindCoordinatorRequest
 
 __all__ = ["handle_find_coordinator"]
 
@@ -126,10 +131,13 @@ def _find_all(ctx: RequestContext, key_type: int, keys: list[str]) -> list[_Foun
             for key in keys]
 
 
-def handle_find_coordinator(ctx: RequestContext, request: Any) -> Any:
+def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> ResponsePayload | Awaitable[ResponsePayload]:
     version = ctx.api_version
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
-    keys = list(request.coordinator_keys) if version >= 4 else [request.key]
+    # mypy does not narrow the kio union by ``version`` (v4 batched the keys)
+    keys = list(request.coordinator_keys) if version >= 4 else [request.key]  # type: ignore[union-attr]
     found = _find_all(ctx, key_type, keys)
     if found is not None:
         return _response(version, found)
@@ -146,10 +154,10 @@ async def _create_then_answer(ctx: RequestContext, version: int, keys: list[str]
     return _response(version, [_Found(k, ErrorCode.coordinator_not_available) for k in keys])
 
 
-def _response(version: int, found: list[_Found]) -> Any:
+def _response(version: int, found: list[_Found]) -> ResponsePayload:
     module = response_module(ApiKey.FIND_COORDINATOR, version)
     if version >= 4:
-        return build(
+        return build_response(
             module.FindCoordinatorResponse,
             throttle_time=NO_THROTTLE,
             coordinators=tuple(
@@ -159,7 +167,7 @@ def _response(version: int, found: list[_Found]) -> Any:
             ),
         )
     first = found[0]
-    return build(
+    return build_response(
         module.FindCoordinatorResponse,
         throttle_time=NO_THROTTLE,
         error_code=first.error,

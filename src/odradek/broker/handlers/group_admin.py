@@ -8,19 +8,28 @@ which partition. ListGroups v4 filters by state names (case-insensitive, as Kafk
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        ListGroupsRequest,
+    )
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
 _NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
-def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
     coordinator = ctx.services.group_coordinator
     described = []
@@ -49,15 +58,15 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
                 authorized_operations=_NO_AUTHORIZED_OPERATIONS,
             )
         )
-    return build(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
-                 groups=tuple(described))
+    return build_response(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
+                          groups=tuple(described))
 
 
-def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ResponsePayload:
     module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
     error, listings = ctx.services.group_coordinator.list_groups(states)
-    return build(
+    return build_response(
         module.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
         error_code=error,
@@ -69,11 +78,13 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_groups(
+    ctx: RequestContext, request: DeleteGroupsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_GROUPS, ctx.api_version)
     names = [str(name) for name in request.groups_names]
     results = await ctx.services.group_coordinator.delete_groups(names)
-    return build(
+    return build_response(
         module.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,
         results=tuple(

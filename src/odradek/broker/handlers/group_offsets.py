@@ -20,14 +20,15 @@ Version differences handled here:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.fetch_response import EncodedResponse
 from odradek.protocol.offset_commit_response import (
     encode_offset_commit_response,
@@ -36,6 +37,13 @@ from odradek.protocol.offset_commit_response import (
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        OffsetCommitRequest,
+        OffsetDeleteRequest,
+        OffsetFetchRequest,
+    )
 
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 
@@ -55,7 +63,9 @@ def _expire_timestamp_ms(request: Any, version: int) -> int:
     return wall_ms() + retention_ms
 
 
-def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(
+    ctx: RequestContext, request: OffsetCommitRequest
+) -> EncodedResponse | Awaitable[EncodedResponse]:
     """The response, or a coroutine of it while the offsets append waits for the high
     watermark (an append committed at once is answered with no task)."""
     version = ctx.api_version
@@ -77,7 +87,8 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 continue
             entries.append(new(OffsetCommitEntry, (
                 name, index, int(partition.committed_offset),
-                int(partition.committed_leader_epoch) if with_epoch else -1,
+                # v6+ (with_epoch): mypy does not narrow the kio union by version
+                int(partition.committed_leader_epoch) if with_epoch else -1,  # type: ignore[union-attr]
                 partition.committed_metadata, expire,
             )))
     if entries:
@@ -120,7 +131,7 @@ def _commit_response(ctx: RequestContext, request: Any,
                            throttle_at=None if offset is None else (0, offset))
 
 
-def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> ResponsePayload:
     version = ctx.api_version
     wanted: list[TopicPartition] | None = None
     if request.topics is not None or version < 2:
@@ -136,10 +147,10 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     module = response_module(ApiKey.OFFSET_FETCH, version)
     if error != ErrorCode.none:
         if version >= 2:
-            return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
-                         error_code=error, topics=())
+            return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                                  error_code=error, topics=())
         offsets = [PartitionOffset(topic, index) for topic, index in wanted or ()]
-    return build(
+    return build_response(
         module.OffsetFetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
@@ -169,7 +180,9 @@ def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorC
     )
 
 
-async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_delete(
+    ctx: RequestContext, request: OffsetDeleteRequest
+) -> ResponsePayload:
     partitions = [
         TopicPartition(topic.name, int(p.partition_index))
         for topic in request.topics
@@ -186,7 +199,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
                 build(module.OffsetDeleteResponsePartition, partition_index=index,
                       error_code=errors.get(TopicPartition(topic, index), ErrorCode.none))
             )
-    return build(
+    return build_response(
         module.OffsetDeleteResponse,
         error_code=top,
         throttle_time=NO_THROTTLE,

@@ -11,16 +11,21 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import MetadataRequest
 
 __all__ = ["handle_metadata"]
 
@@ -64,7 +69,9 @@ async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, Error
     return errors
 
 
-def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+def handle_metadata(
+    ctx: RequestContext, request: MetadataRequest
+) -> ResponsePayload | Awaitable[ResponsePayload]:
     version = ctx.api_version
     names = _requested_names(request, version)
     view = ctx.services.cluster.view
@@ -82,7 +89,9 @@ async def _respond_after_create(
     return _response(ctx, names, errors)
 
 
-def _response(ctx: RequestContext, names: list[str] | None, errors: dict[str, ErrorCode]) -> Any:
+def _response(
+    ctx: RequestContext, names: list[str] | None, errors: dict[str, ErrorCode]
+) -> ResponsePayload:
     version = ctx.api_version
     module = response_module(ApiKey.METADATA, version)
     view = ctx.services.cluster.view
@@ -135,7 +144,7 @@ def _response(ctx: RequestContext, names: list[str] | None, errors: dict[str, Er
     controller_id = view.controller_id
     if controller_id is None or controller_id not in live:
         controller_id = min(live) if live else -1
-    return build(
+    return build_response(
         module.MetadataResponse,
         throttle_time=NO_THROTTLE,
         brokers=tuple(brokers),

@@ -8,22 +8,28 @@ transaction coordinator answers (:mod:`odradek.broker.handlers.transactions`).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build_response, response_module
 
 from ..context import RequestContext
 from .transactions import init_transactional_producer_id
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import InitProducerIdRequest
 
 __all__ = ["handle_init_producer_id"]
 
 log = logging.getLogger(__name__)
 
 
-async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
     if request.transactional_id is not None:
         return await init_transactional_producer_id(ctx, request)
@@ -31,8 +37,8 @@ async def handle_init_producer_id(ctx: RequestContext, request: Any) -> Any:
         producer_id = await ctx.services.producer_ids.next_id()
     except Exception:
         log.exception("could not allocate a producer id block")
-        return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.coordinator_not_available,
-                     producer_id=-1, producer_epoch=-1)
-    return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=0)
+        return build_response(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.coordinator_not_available,
+                              producer_id=-1, producer_epoch=-1)
+    return build_response(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=0)

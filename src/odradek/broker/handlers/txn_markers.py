@@ -13,22 +13,28 @@ producers are independent: one failing does not stop the others.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import build, response_module
+from odradek.protocol.builder import build, build_response, response_module
 from odradek.protocol.control_records import ControlType, TxnMarker
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
 from ..txn_marker_writer import append_markers_locally
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import WriteTxnMarkersRequest
+
 __all__ = ["handle_write_txn_markers"]
 
 
-async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.WRITE_TXN_MARKERS, ctx.api_version)
     pending: list[tuple[int, asyncio.Task[dict[TopicPartition, ErrorCode]]]] = []
     for wanted in request.markers:
@@ -64,4 +70,4 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
                 ),
             )
         )
-    return build(module.WriteTxnMarkersResponse, markers=tuple(results))
+    return build_response(module.WriteTxnMarkersResponse, markers=tuple(results))

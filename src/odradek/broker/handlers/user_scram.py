@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterUserScramCredentialsRequest,
+        DescribeUserScramCredentialsRequest,
+    )
 
 __all__ = ["handle_alter_user_scram_credentials", "handle_describe_user_scram_credentials"]
 
@@ -56,11 +63,13 @@ def _check_upsertion(upsertion: Any) -> tuple[ScramMechanism, ScramCredential]:
     return mechanism, ScramCredential.from_salted_password(mechanism, salted, salt, iterations)
 
 
-def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+def handle_alter_user_scram_credentials(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> Awaitable[ResponsePayload]:
     return _alter(ctx, request)
 
 
-async def _alter(ctx: RequestContext, request: Any) -> Any:
+async def _alter(ctx: RequestContext, request: Any) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ctx.api_version)
     changes: dict[str, list[tuple[str, Any]]] = {}
     seen = Counter((str(item.name), int(item.mechanism))
@@ -83,8 +92,8 @@ async def _alter(ctx: RequestContext, request: Any) -> Any:
             code, message = exc.code, str(exc)
         results.append(build(module.AlterUserScramCredentialsResult, user=user,
                              error_code=code, error_message=message))
-    return build(module.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))
 
 
 async def _apply(ctx: RequestContext, user: str, items: list[tuple[str, Any]]) -> None:
@@ -111,11 +120,13 @@ async def _apply(ctx: RequestContext, user: str, items: list[tuple[str, Any]]) -
              ctx.principal, ctx.peer, sorted(upserts), sorted(deletes))
 
 
-def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_user_scram_credentials(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> Awaitable[ResponsePayload]:
     return _describe(ctx, request)
 
 
-async def _describe(ctx: RequestContext, request: Any) -> Any:
+async def _describe(ctx: RequestContext, request: Any) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version)
     cluster = ctx.services.cluster
     requested = [str(user.name) for user in request.users or ()]
@@ -142,5 +153,5 @@ async def _describe(ctx: RequestContext, request: Any) -> Any:
                 message = f"Attempt to describe a user credential that does not exist: {user}"
         results.append(build(module.DescribeUserScramCredentialsResult, user=user,
                              error_code=code, error_message=message, credential_infos=infos))
-    return build(module.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, results=tuple(results))
+    return build_response(module.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, results=tuple(results))
