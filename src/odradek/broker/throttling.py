@@ -27,13 +27,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.quota import QuotaManager, QuotaType
 
 from .outcomes import Marker, Response
+
+if TYPE_CHECKING:
+    from odradek.protocol.messages import RequestHeader
 
 __all__ = ["EXEMPT_APIS", "ChannelThrottle", "after_request", "quota_user", "with_throttle"]
 
@@ -69,11 +72,12 @@ class ChannelThrottle:
 
 
 def after_request(
-    quotas: QuotaManager, throttle: ChannelThrottle, principal: str, header: Any, body: Any,
-    api_key: int, size: int, handler_seconds: float,
+    quotas: QuotaManager, throttle: ChannelThrottle, principal: str, header: RequestHeader,
+    body: Any, api_key: int, size: int, handler_seconds: float,
 ) -> int:
     """Record one handled request against the client's quotas; mute the connection for the
-    throttle time, which is returned (0: within quota)."""
+    throttle time, which is returned (0: within quota). ``body`` is the request of
+    ``api_key``, whichever API that is (hence untyped), read as a Fetch when it is one."""
     if api_key in EXEMPT_APIS or (api_key == _FETCH and int(body.replica_id) >= 0):
         return 0
     user, client_id = quota_user(principal), header.client_id or ""

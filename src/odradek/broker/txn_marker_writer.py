@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +31,9 @@ from odradek.types import TopicPartition
 
 from .context import BrokerServices
 from .inter_broker import inter_broker_endpoint
+
+if TYPE_CHECKING:  # the version _VERSION names
+    from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
 
 __all__ = ["ClusterMarkerWriter", "append_markers_locally"]
 
@@ -132,7 +135,7 @@ class ClusterMarkerWriter:
                        for topic, ids in by_topic.items()],
         }]}
         timeout = self._services.sections.network.request_timeout_ms / 1000 + 5
-        response: Any = await asyncio.wait_for(
+        response: WriteTxnMarkersResponse = await asyncio.wait_for(  # at _VERSION
             connection.send(ApiKey.WRITE_TXN_MARKERS, body, version=_VERSION), timeout)
         return {
             TopicPartition(str(topic.name), int(part.partition_index)):

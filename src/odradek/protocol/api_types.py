@@ -4,8 +4,9 @@ kio generates one class per (API, version); a handler receives whichever version
 sent. ``ProduceRequest`` here is the union of ``kio.schema.produce.v3.ProduceRequest`` to
 ``v9`` — the range :data:`.api_versions.ADVERTISED` lists — so mypy checks a handler's field
 reads against every version it may be given (a field only some versions have must be read
-behind a version check or with a default). ``tests/protocol/test_api_types.py`` checks
-each union against ``ADVERTISED``: change both together.
+behind a version check or with a default). A few entities nested in requests, which
+handlers pass to helpers, have unions too (at the end). ``tests/protocol/test_api_types.py``
+checks every union against ``ADVERTISED``: change both together.
 
 The unions are for annotations: handlers import this module under ``TYPE_CHECKING`` so that
 a broker does not import every kio message class at start (they load on first use).
@@ -206,17 +207,22 @@ from kio.schema.write_txn_markers import v1 as write_txn_markers_v1
 from .controlled_shutdown import ControlledShutdownRequest
 
 __all__ = [
+    "AclCreation",
     "AddOffsetsToTxnRequest",
     "AddPartitionsToTxnRequest",
     "AlterClientQuotasRequest",
     "AlterConfigsRequest",
+    "AlterConfigsResource",
     "AlterPartitionReassignmentsRequest",
     "AlterUserScramCredentialsRequest",
+    "AlterableConfig",
     "ApiVersionsRequest",
+    "ComponentData",
     "ControlledShutdownRequest",
     "CreateAclsRequest",
     "CreatePartitionsRequest",
     "CreateTopicsRequest",
+    "DeleteAclsFilter",
     "DeleteAclsRequest",
     "DeleteGroupsRequest",
     "DeleteRecordsRequest",
@@ -225,6 +231,7 @@ __all__ = [
     "DescribeClientQuotasRequest",
     "DescribeClusterRequest",
     "DescribeConfigsRequest",
+    "DescribeConfigsResource",
     "DescribeGroupsRequest",
     "DescribeLogDirsRequest",
     "DescribeProducersRequest",
@@ -232,10 +239,12 @@ __all__ = [
     "DescribeUserScramCredentialsRequest",
     "ElectLeadersRequest",
     "EndTxnRequest",
+    "EntryData",
     "FetchRequest",
     "FindCoordinatorRequest",
     "HeartbeatRequest",
     "IncrementalAlterConfigsRequest",
+    "IncrementalAlterConfigsResource",
     "InitProducerIdRequest",
     "JoinGroupRequest",
     "LeaveGroupRequest",
@@ -248,9 +257,11 @@ __all__ = [
     "OffsetDeleteRequest",
     "OffsetFetchRequest",
     "OffsetForLeaderEpochRequest",
+    "OpData",
     "ProduceRequest",
     "SaslAuthenticateRequest",
     "SaslHandshakeRequest",
+    "ScramCredentialUpsertion",
     "SyncGroupRequest",
     "TxnOffsetCommitRequest",
     "WriteTxnMarkersRequest",
@@ -449,3 +460,43 @@ TxnOffsetCommitRequest: TypeAlias = (
     | txn_offset_commit_v2.TxnOffsetCommitRequest | txn_offset_commit_v3.TxnOffsetCommitRequest
 )
 WriteTxnMarkersRequest: TypeAlias = write_txn_markers_v1.WriteTxnMarkersRequest
+
+# Entities nested in requests that handlers' helpers take, over the same versions.
+
+AclCreation: TypeAlias = (
+    create_acls_v1.request.AclCreation | create_acls_v2.request.AclCreation
+    | create_acls_v3.request.AclCreation
+)
+DeleteAclsFilter: TypeAlias = (
+    delete_acls_v1.request.DeleteAclsFilter | delete_acls_v2.request.DeleteAclsFilter
+    | delete_acls_v3.request.DeleteAclsFilter
+)
+ComponentData: TypeAlias = (
+    describe_client_quotas_v0.request.ComponentData
+    | describe_client_quotas_v1.request.ComponentData
+)
+EntryData: TypeAlias = (
+    alter_client_quotas_v0.request.EntryData | alter_client_quotas_v1.request.EntryData
+)
+OpData: TypeAlias = alter_client_quotas_v0.request.OpData | alter_client_quotas_v1.request.OpData
+DescribeConfigsResource: TypeAlias = (
+    describe_configs_v1.request.DescribeConfigsResource
+    | describe_configs_v2.request.DescribeConfigsResource
+    | describe_configs_v3.request.DescribeConfigsResource
+    | describe_configs_v4.request.DescribeConfigsResource
+)
+AlterConfigsResource: TypeAlias = (
+    alter_configs_v0.request.AlterConfigsResource | alter_configs_v1.request.AlterConfigsResource
+    | alter_configs_v2.request.AlterConfigsResource
+)
+IncrementalAlterConfigsResource: TypeAlias = (
+    incremental_alter_configs_v0.request.AlterConfigsResource
+    | incremental_alter_configs_v1.request.AlterConfigsResource
+)
+AlterableConfig: TypeAlias = (
+    incremental_alter_configs_v0.request.AlterableConfig
+    | incremental_alter_configs_v1.request.AlterableConfig
+)
+ScramCredentialUpsertion: TypeAlias = (
+    alter_user_scram_credentials_v0.request.ScramCredentialUpsertion
+)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -28,6 +29,7 @@ from odradek.topic_name import validate_topic_name
 from ..context import RequestContext
 
 if TYPE_CHECKING:
+    from odradek.cluster.view import ClusterSnapshot
     from odradek.protocol.api_types import (
         CreatePartitionsRequest,
         CreateTopicsRequest,
@@ -39,8 +41,10 @@ __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_to
 log = logging.getLogger(__name__)
 
 
-def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], bool]:
-    def ready(view: Any) -> bool:
+def _leaders_ready(
+    name: str, partitions: int | None = None
+) -> Callable[[ClusterSnapshot], bool]:
+    def ready(view: ClusterSnapshot) -> bool:
         topic = view.topics.get(name)
         if topic is None:
             return False
@@ -51,7 +55,7 @@ def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], 
     return ready
 
 
-def _gone(name: str) -> Callable[[Any], bool]:
+def _gone(name: str) -> Callable[[ClusterSnapshot], bool]:
     return lambda view: name not in view.topics
 
 
@@ -111,7 +115,8 @@ async def handle_delete_topics(
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
     if hasattr(request, "topic_names"):
-        wanted: list[tuple[str | None, Any]] = [(name, None) for name in request.topic_names]
+        wanted: list[tuple[str | None, UUID | None]] = [
+            (name, None) for name in request.topic_names]
     else:
         wanted = [(state.name, state.topic_id) for state in request.topics]
     results = []

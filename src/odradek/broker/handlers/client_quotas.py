@@ -11,8 +11,8 @@ types or keys, negative values and fractions of a byte rate are INVALID_REQUEST.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -33,7 +33,13 @@ from odradek.quota.entities import (
 from ..context import RequestContext
 
 if TYPE_CHECKING:
-    from odradek.protocol.api_types import AlterClientQuotasRequest, DescribeClientQuotasRequest
+    from odradek.protocol.api_types import (
+        AlterClientQuotasRequest,
+        ComponentData,
+        DescribeClientQuotasRequest,
+        EntryData,
+        OpData,
+    )
 
 __all__ = ["handle_alter_client_quotas", "handle_describe_client_quotas"]
 
@@ -43,7 +49,7 @@ _VIEW_WAIT_S = 5.0
 Filter = dict[str, tuple[int, str | None]]  # entity type -> (match type, sanitized name)
 
 
-def _filter(components: Any) -> Filter:
+def _filter(components: Iterable[ComponentData]) -> Filter:
     wanted: Filter = {}
     for component in components:
         kind, match_type, match = component.entity_type, int(component.match_type), component.match
@@ -115,7 +121,7 @@ def handle_describe_client_quotas(
                           error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
 
 
-def _update(ops: Any, current: Mapping[str, str]) -> dict[str, str]:
+def _update(ops: Iterable[OpData], current: Mapping[str, str]) -> dict[str, str]:
     updated = dict(current)
     seen: set[str] = set()
     for op in ops:
@@ -132,7 +138,7 @@ def _update(ops: Any, current: Mapping[str, str]) -> dict[str, str]:
     return updated
 
 
-async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, entry: EntryData, validate_only: bool) -> None:
     components: dict[str, str | None] = {}
     for part in entry.entity:
         if part.entity_type in components:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -54,7 +54,7 @@ def handle_describe_log_dirs(
         wanted = [TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions]
     results = []
     for log_dir, sizes in ctx.services.replica_manager.log_dir_sizes(wanted).items():
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[object]] = {}
         for key, size in sizes.items():
             by_topic.setdefault(key.topic, []).append(
                 build(module.DescribeLogDirsPartition, partition_index=key.partition,

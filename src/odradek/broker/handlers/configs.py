@@ -17,8 +17,9 @@ described read-only at Kafka's default, so tools and users see the same key set 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -50,9 +51,13 @@ from ..context import RequestContext
 
 if TYPE_CHECKING:
     from odradek.protocol.api_types import (
+        AlterableConfig,
         AlterConfigsRequest,
+        AlterConfigsResource,
         DescribeConfigsRequest,
+        DescribeConfigsResource,
         IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResource,
     )
 
 __all__ = [
@@ -77,14 +82,11 @@ _NOT_IMPLEMENTED = ("A Kafka 3.9 config odradek does not implement: described re
 
 
 def _layers(ctx: RequestContext) -> BrokerConfigLayers:
-    dynamic = ctx.services.dynamic_config
-    if dynamic is None:
-        return BrokerConfigLayers(ctx.services.config)
-    layers: BrokerConfigLayers = dynamic.layers
+    layers: BrokerConfigLayers = ctx.services.dynamic_config.layers
     return layers
 
 
-def _config_type(name: str, value: Any) -> int:
+def _config_type(name: str, value: object) -> int:
     kafka = KAFKA_BROKER_KEYS.get(name) or KAFKA_TOPIC_KEYS.get(name)
     if kafka is not None:
         return kafka.config_type
@@ -103,8 +105,8 @@ def _base_name(name: str) -> str:
     return "sasl.jaas.config" if config.endswith(".sasl.jaas.config") else config
 
 
-def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
-           read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
+def _entry(module: ModuleType, name: str, value: str | None, synonyms: Synonyms, *,
+           read_only: bool, kind: object, doc: str | None, include_synonyms: bool) -> object:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     definition = BROKER_CONFIGS.get(_base_name(name))
     config_type = _config_type(_base_name(name), kind)
@@ -123,7 +125,9 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 
 
-def _resource(resource: Any) -> str:
+def _resource(
+    resource: DescribeConfigsResource | AlterConfigsResource | IncrementalAlterConfigsResource,
+) -> str:
     """How a log line names a config resource."""
     kind = {TOPIC: "topic", BROKER: "broker"}.get(resource.resource_type,
                                                   f"resource type {resource.resource_type}")
@@ -140,8 +144,8 @@ def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
     return topic.config
 
 
-def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
-                    include_synonyms: bool, include_docs: bool) -> list[Any]:
+def _describe_topic(ctx: RequestContext, module: ModuleType, name: str, keys: set[str] | None,
+                    include_synonyms: bool, include_docs: bool) -> list[object]:
     """Every topic key Kafka 3.9 describes (those odradek does not implement read-only,
     at Kafka's default), plus odradek's own; synonyms as Kafka lists them."""
     overrides = _topic_overrides(ctx, name)
@@ -174,8 +178,8 @@ def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
     return entries
 
 
-def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
-                     include_synonyms: bool, include_docs: bool) -> list[Any]:
+def _describe_broker(ctx: RequestContext, module: ModuleType, name: str, keys: set[str] | None,
+                     include_synonyms: bool, include_docs: bool) -> list[object]:
     broker_id = ctx.services.broker_id
     layers = _layers(ctx)
     if name == "":  # the cluster default: only what is set there (as Kafka answers)
@@ -222,8 +226,8 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     return entries
 
 
-def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerConfigLayers,
-                    include_synonyms: bool) -> Any:
+def _listener_entry(ctx: RequestContext, module: ModuleType, key: str,
+                    layers: BrokerConfigLayers, include_synonyms: bool) -> object:
     """A static ``listener.name.<l>.<config>`` key, described as Kafka does: read-only,
     then the broker-wide config it overrides where that is static or has a default."""
     raw = ctx.services.config.listener_properties()[key]
@@ -346,13 +350,14 @@ def _replace(wanted: Mapping[str, str], _stored: Mapping[str, str]) -> dict[str,
 
 
 def _incremental(
-    changes: Any, defaults: Mapping[str, Any], stored: Mapping[str, str]
+    changes: Iterable[AlterableConfig], defaults: Mapping[str, object], stored: Mapping[str, str]
 ) -> dict[str, str]:
     return _apply_incremental(stored, changes, defaults)
 
 
 def _apply_incremental(
-    current: Mapping[str, str], changes: Any, defaults: Mapping[str, Any]
+    current: Mapping[str, str], changes: Iterable[AlterableConfig],
+    defaults: Mapping[str, object],
 ) -> dict[str, str]:
     updated = dict(current)
     for change in changes:

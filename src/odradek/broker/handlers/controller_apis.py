@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -25,6 +25,8 @@ from odradek.protocol.errors import response_error
 from ..context import RequestContext
 
 if TYPE_CHECKING:
+    from odradek.cluster.controller import Controller
+    from odradek.cluster.view import ClusterSnapshot
     from odradek.protocol.api_types import (
         AlterPartitionReassignmentsRequest,
         ControlledShutdownRequest,
@@ -41,12 +43,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 _UNCLEAN = 1  # ElectionType: 0 preferred, 1 unclean
 
 
-def _controller(ctx: RequestContext) -> Any:
-    controller = getattr(ctx.services.cluster, "controller", None)
-    if controller is None or not controller.is_active:
+def _controller(ctx: RequestContext) -> Controller:
+    controller = ctx.services.cluster.controller
+    if not controller.is_active:
         raise NotController(f"broker {ctx.services.broker_id} is not the controller")
     return controller
 
@@ -55,8 +58,8 @@ def _failure(exc: BaseException) -> tuple[ErrorCode, str | None]:
     return response_error(exc, "controller request")
 
 
-def _by_topic(results: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int, Any]]]:
-    grouped: dict[str, list[tuple[int, Any]]] = {}
+def _by_topic(results: Mapping[TopicPartition, _T]) -> dict[str, list[tuple[int, _T]]]:
+    grouped: dict[str, list[tuple[int, _T]]] = {}
     for tp, value in sorted(results.items(), key=lambda i: (i[0].topic, i[0].partition)):
         grouped.setdefault(tp.topic, []).append((tp.partition, value))
     return grouped
@@ -115,7 +118,7 @@ async def _wait_for_preferred_leaders(
     """Answer once this broker's own metadata shows the new leaders (as Kafka waits for
     its LeaderAndIsr round), so a Metadata request right after sees them."""
 
-    def done(view: Any) -> bool:
+    def done(view: ClusterSnapshot) -> bool:
         for tp in elected:
             topic = view.topics.get(tp.topic)
             state = topic.partitions.get(tp.partition) if topic else None

@@ -16,7 +16,8 @@ partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["handle_describe_producers"]
 
 
-def _active_producers(module: Any, state: ProducerStateManager) -> tuple[Any, ...]:
+def _active_producers(module: ModuleType, state: ProducerStateManager) -> tuple[object, ...]:
     return tuple(
         build(module.ProducerState, producer_id=entry.producer_id,
               producer_epoch=entry.epoch, last_sequence=entry.last_seq,
@@ -54,7 +55,7 @@ def handle_describe_producers(
     for topic in request.topics:
         partitions = []
         for index in topic.partition_indexes:
-            producers: tuple[Any, ...] = ()
+            producers: tuple[object, ...] = ()
             message: str | None = None
             try:
                 found = replica_manager.hosted_partition(str(topic.name), int(index))

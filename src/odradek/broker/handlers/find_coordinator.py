@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -37,6 +37,7 @@ from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_o
 from ..context import RequestContext
 
 if TYPE_CHECKING:
+    from odradek.cluster.model import BrokerInfo
     from odradek.protocol.api_types import FindCoordinatorRequest
 
 __all__ = ["handle_find_coordinator"]
@@ -57,7 +58,7 @@ class _Found:
     port: int = -1
 
 
-def _endpoint(broker: Any, listener: str) -> tuple[str, int]:
+def _endpoint(broker: BrokerInfo, listener: str) -> tuple[str, int]:
     for endpoint in getattr(broker, "endpoints", ()):
         if endpoint.listener == listener:
             return endpoint.host, endpoint.port
@@ -145,7 +146,7 @@ def handle_find_coordinator(
 
 
 async def _create_then_answer(ctx: RequestContext, version: int, keys: list[str],
-                              topic: _InternalTopic) -> Any:
+                              topic: _InternalTopic) -> ResponsePayload:
     try:
         await _create_internal_topic(ctx, topic)
     except Exception as exc:  # ZooKeeper trouble: the client retries FindCoordinator

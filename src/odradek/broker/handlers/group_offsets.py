@@ -20,7 +20,8 @@ Version differences handled here:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -54,10 +55,10 @@ _FIRST_LEADER_EPOCH_VERSION = 6
 _ErrorsByTuple = Callable[[tuple[str, int], ErrorCode], ErrorCode]
 
 
-def _expire_timestamp_ms(request: Any, version: int) -> int:
+def _expire_timestamp_ms(request: OffsetCommitRequest, version: int) -> int:
     if version > 4:
         return -1
-    retention_ms = millis(request.retention_time)
+    retention_ms = millis(request.retention_time)  # type: ignore[union-attr]  # v2-v4 only
     if retention_ms == _NO_RETENTION:
         return -1
     return wall_ms() + retention_ms
@@ -106,14 +107,14 @@ def handle_offset_commit(
 
 
 async def _commit_response_later(
-    ctx: RequestContext, request: Any, errors: dict[TopicPartition, ErrorCode],
+    ctx: RequestContext, request: OffsetCommitRequest, errors: dict[TopicPartition, ErrorCode],
     pending: Awaitable[dict[TopicPartition, ErrorCode]],
 ) -> EncodedResponse:
     errors.update(await pending)
     return _commit_response(ctx, request, errors)
 
 
-def _commit_response(ctx: RequestContext, request: Any,
+def _commit_response(ctx: RequestContext, request: OffsetCommitRequest,
                      errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
     get = cast(_ErrorsByTuple, errors.get)
@@ -158,10 +159,10 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Res
     )
 
 
-def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorCode,
+def _fetch_topics(module: ModuleType, offsets: Iterable[PartitionOffset], error: ErrorCode,
                   unstable: set[TopicPartition] | frozenset[TopicPartition] = frozenset()
-                  ) -> Any:
-    by_topic: dict[str, list[Any]] = {}
+                  ) -> tuple[object, ...]:
+    by_topic: dict[str, list[object]] = {}
     for offset in offsets:
         pending = TopicPartition(offset.topic, offset.partition) in unstable
         by_topic.setdefault(offset.topic, []).append(
@@ -192,7 +193,7 @@ async def handle_offset_delete(
         str(request.group_id), partitions
     )
     module = response_module(ApiKey.OFFSET_DELETE, ctx.api_version)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     if top == ErrorCode.none:
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(

@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -74,7 +75,7 @@ def handle_sasl_authenticate(
     return _authenticate(ctx, module, bytes(request.auth_bytes))
 
 
-async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> ResponsePayload:
+async def _authenticate(ctx: RequestContext, module: ModuleType, token: bytes) -> ResponsePayload:
     try:
         reply, lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:

@@ -12,7 +12,7 @@ broker-to-broker batch form of KIP-890) is not offered.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         AddPartitionsToTxnRequest,
         DescribeTransactionsRequest,
         EndTxnRequest,
+        InitProducerIdRequest,
         ListTransactionsRequest,
         TxnOffsetCommitRequest,
     )
@@ -55,7 +56,9 @@ def _wire_time(millis_since_epoch: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=millis_since_epoch)
 
 
-async def init_transactional_producer_id(ctx: RequestContext, request: Any) -> ResponsePayload:
+async def init_transactional_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> ResponsePayload:
     """InitProducerId for ``request.transactional_id`` (called by the InitProducerId
     handler, which serves the idempotent case itself)."""
     module = response_module(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
@@ -92,7 +95,7 @@ async def handle_add_partitions_to_txn(
             int(request.v3_and_below_producer_id), int(request.v3_and_below_producer_epoch),
             wanted,
         )
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     for key in wanted:
         # Kafka answers the partitions that were fine OPERATION_NOT_ATTEMPTED when others
         # were unknown, so the client knows which to fix.
@@ -212,7 +215,7 @@ async def handle_txn_offset_commit(
             str(getattr(request, "member_id", "")), getattr(request, "group_instance_id", None),
             int(getattr(request, "generation_id", -1)), entries,
         ))
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     for key, error in errors.items():
         by_topic.setdefault(key.topic, []).append(
             build(module.TxnOffsetCommitResponsePartition, partition_index=key.partition,

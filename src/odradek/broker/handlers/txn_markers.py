@@ -13,7 +13,7 @@ producers are independent: one failing does not stop the others.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
@@ -53,7 +53,7 @@ async def handle_write_txn_markers(
     results = []
     for producer_id, task in pending:
         errors = await task
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[object]] = {}
         for key, error in errors.items():
             by_topic.setdefault(key.topic, []).append(
                 build(module.WritableTxnMarkerPartitionResult, partition_index=key.partition,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from odradek.protocol.api_types import (
         AlterUserScramCredentialsRequest,
         DescribeUserScramCredentialsRequest,
+        ScramCredentialUpsertion,
     )
 
 __all__ = ["handle_alter_user_scram_credentials", "handle_describe_user_scram_credentials"]
@@ -50,7 +51,9 @@ def _mechanism(kafka_type: int) -> ScramMechanism:
                        f"Unknown SCRAM mechanism type {kafka_type}") from None
 
 
-def _check_upsertion(upsertion: Any) -> tuple[ScramMechanism, ScramCredential]:
+def _check_upsertion(
+    upsertion: ScramCredentialUpsertion,
+) -> tuple[ScramMechanism, ScramCredential]:
     mechanism = _mechanism(upsertion.mechanism)
     iterations = int(upsertion.iterations)
     if iterations < MIN_ITERATIONS:
@@ -69,15 +72,16 @@ def handle_alter_user_scram_credentials(
     return _alter(ctx, request)
 
 
-async def _alter(ctx: RequestContext, request: Any) -> ResponsePayload:
+async def _alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ctx.api_version)
+    # A deletion or an upsertion, told apart by the tag (mypy does not narrow by it).
     changes: dict[str, list[tuple[str, Any]]] = {}
     seen = Counter((str(item.name), int(item.mechanism))
-                   for item in (*request.deletions, *request.upsertions))
-    for item in request.deletions:
-        changes.setdefault(str(item.name), []).append(("delete", item))
-    for item in request.upsertions:
-        changes.setdefault(str(item.name), []).append(("upsert", item))
+                   for items in (request.deletions, request.upsertions) for item in items)
+    for deletion in request.deletions:
+        changes.setdefault(str(deletion.name), []).append(("delete", deletion))
+    for upsertion in request.upsertions:
+        changes.setdefault(str(upsertion.name), []).append(("upsert", upsertion))
     results = []
     for user, items in changes.items():
         code, message = ErrorCode.none, None
@@ -126,7 +130,9 @@ def handle_describe_user_scram_credentials(
     return _describe(ctx, request)
 
 
-async def _describe(ctx: RequestContext, request: Any) -> ResponsePayload:
+async def _describe(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version)
     cluster = ctx.services.cluster
     requested = [str(user.name) for user in request.users or ()]
@@ -135,7 +141,7 @@ async def _describe(ctx: RequestContext, request: Any) -> ResponsePayload:
     counts = Counter(requested)
     results = []
     for user in users:
-        infos: tuple[Any, ...] = ()
+        infos: tuple[object, ...] = ()
         code, message = ErrorCode.none, None
         if counts[user] > 1:
             code, message = ErrorCode.duplicate_resource, f"Cannot describe SCRAM credentials " \
