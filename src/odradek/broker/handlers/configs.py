@@ -194,8 +194,7 @@ def _describe_broker(ctx: RequestContext, module: ModuleType, name: str, keys: s
             f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
         )
     config = ctx.services.config
-    dynamic = ctx.services.dynamic_config
-    dynamic_only = dynamic.dynamic_only() if dynamic is not None else {}
+    dynamic_only = ctx.services.dynamic_config.dynamic_only()
     entries = []
     for key in names:
         if keys is not None and key not in keys:
