@@ -50,7 +50,7 @@ def test_prometheus_scrapes_every_broker(kube: Kube, images: Images, namespace: 
                                          platform: Platform, backend, tmp_path: Path) -> None:
     if backend.name != "local":
         pytest.skip("pod IPs are reachable from the test process only on the local backend")
-    from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
+    from odradek_monitoring.prometheus import LocalPrometheus, ScrapeTarget
 
     platform.install(platform_values(images, backend.storage_class,
                                      metrics={"enabled": True, "port": METRICS_PORT}))
@@ -80,9 +80,9 @@ def test_every_operator_dashboard_query_has_data_from_the_running_operator(
         tmp_path: Path) -> None:
     if backend.name != "local":
         pytest.skip("pod IPs are reachable from the test process only on the local backend")
-    from odradek.metrics.dashboards import dashboard_json
-    from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
-    from odradek.metrics.render import evaluate_panels, grafana_expr
+    from odradek_monitoring.dashboards import dashboard_json
+    from odradek_monitoring.prometheus import LocalPrometheus, ScrapeTarget
+    from odradek_monitoring.render import evaluate_panels, grafana_expr
 
     platform.install(platform_values(images, backend.storage_class))
     (operator,) = kube.core.list_namespaced_pod(

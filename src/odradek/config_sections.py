@@ -1,6 +1,6 @@
 """Typed, frozen sections of the broker configuration: each component takes exactly its own.
 
-:data:`odradek.config.BROKER_CONFIGS` stays the one source of names, types, defaults and
+:data:`odradek.config_keys.BROKER_CONFIGS` stays the one source of names, types, defaults and
 docs; a section only lists which properties it holds (:func:`setting` names the property,
 and the field's default is the table's). ``BrokerSections.from_config(config)`` cuts one
 :class:`~odradek.config.BrokerConfig` into all of them.
@@ -17,9 +17,14 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from odradek.config import BROKER_CONFIGS, BrokerConfig, Listener
+from odradek.config_keys import BROKER_CONFIGS
+from odradek.config_security import parse_protocol_map
+from odradek.config_types import Listener
+
+if TYPE_CHECKING:  # a BrokerConfig validates itself on its sections
+    from odradek.config import BrokerConfig
 
 __all__ = [
     "BrokerSections",
@@ -29,6 +34,7 @@ __all__ = [
     "LogManagerConfig",
     "MetricsConfig",
     "NetworkConfig",
+    "QuotaConfig",
     "ReplicationConfig",
     "Section",
     "SecurityConfig",
@@ -185,8 +191,8 @@ class NetworkConfig(Section):
     """Listeners, sockets and request limits."""
 
     listeners: tuple[Listener, ...] = setting("listeners")
-    advertised_listeners: tuple[Listener, ...] = tuple(
-        BrokerConfig.from_properties({}).advertised_listeners)
+    # The default listener's host is an address, so it is advertised as it is.
+    advertised_listeners: tuple[Listener, ...] = tuple(BROKER_CONFIGS["listeners"].default)
     inter_broker_listener_name: str | None = setting("inter.broker.listener.name")
     security_inter_broker_protocol: str | None = setting("security.inter.broker.protocol")
     socket_request_max_bytes: int = setting("socket.request.max.bytes")
@@ -210,12 +216,16 @@ class NetworkConfig(Section):
 class SecurityConfig(Section):
     """Listeners' security protocols, TLS material and SASL (docs/security.md)."""
 
-    protocol_map: tuple[str, ...] = setting("listener.security.protocol.map")
+    # listener.security.protocol.map as {LISTENER: PROTOCOL}
+    protocol_map: Mapping[str, str] = field(default_factory=lambda: parse_protocol_map(
+        BROKER_CONFIGS["listener.security.protocol.map"].default))
+    ssl_keystore_type: str = setting("ssl.keystore.type")
     ssl_keystore_location: str | None = setting("ssl.keystore.location")
     ssl_keystore_password: str | None = setting("ssl.keystore.password")
     ssl_key_password: str | None = setting("ssl.key.password")
     ssl_keystore_certificate_chain: str | None = setting("ssl.keystore.certificate.chain")
     ssl_keystore_key: str | None = setting("ssl.keystore.key")
+    ssl_truststore_type: str = setting("ssl.truststore.type")
     ssl_truststore_location: str | None = setting("ssl.truststore.location")
     ssl_truststore_certificates: str | None = setting("ssl.truststore.certificates")
     ssl_client_auth: str = setting("ssl.client.auth")
@@ -230,27 +240,29 @@ class SecurityConfig(Section):
     super_users: str = setting("super.users")
     allow_everyone_if_no_acl_found: bool = setting("allow.everyone.if.no.acl.found")
     # The listeners with listener.name.<listener>.* configs: their own settings, whole
-    # (odradek.listener_overrides); BrokerSections.security_of picks.
+    # (odradek.listener_overrides); of_listener picks.
     listeners: Mapping[str, SecurityConfig] = field(default_factory=dict)
 
     @classmethod
     def derived(cls, config: BrokerConfig) -> Mapping[str, Any]:
-        return {"listeners": {listener: cls.from_config(config.for_listener(listener))
-                              for listener in config.listener_configs}}
+        return {
+            "protocol_map": parse_protocol_map(config["listener.security.protocol.map"]),
+            "listeners": {listener: cls.from_config(config.for_listener(listener))
+                          for listener in config.listener_configs},
+        }
+
+    def of_listener(self, listener: str) -> SecurityConfig:
+        """The settings ``listener`` sees: its own where it has them."""
+        return self.listeners.get(listener.upper(), self)
 
     def protocol_of(self, listener: str) -> str:
         """The security protocol of ``listener`` (validated to exist by the config)."""
-        for entry in self.protocol_map:
-            name, _, protocol = entry.partition(":")
-            if name.strip().upper() == listener.upper():
-                return protocol.strip().upper()
-        return "PLAINTEXT"
+        return self.protocol_map.get(listener.upper(), "PLAINTEXT")
 
-    def tls_settings(self) -> Any:
-        """These settings as :class:`odradek.security.tls.TlsSettings` (Kafka's names)."""
-        from odradek.security.tls import TlsSettings
-
-        return TlsSettings({
+    def tls_properties(self) -> dict[str, str | None]:
+        """The TLS settings by Kafka's names (what :class:`odradek.security.tls.TlsSettings`
+        reads, from a broker section or a client's properties alike)."""
+        return {
             "ssl.keystore.location": self.ssl_keystore_location,
             "ssl.keystore.password": self.ssl_keystore_password,
             "ssl.key.password": self.ssl_key_password,
@@ -261,7 +273,15 @@ class SecurityConfig(Section):
             "ssl.client.auth": self.ssl_client_auth,
             "ssl.endpoint.identification.algorithm":
                 self.ssl_endpoint_identification_algorithm,
-        })
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaConfig(Section):
+    """How client quotas measure a rate (``odradek.quota``)."""
+
+    window_num: int = setting("quota.window.num")
+    window_size_seconds: int = setting("quota.window.size.seconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,19 +319,6 @@ class MetricsConfig(Section):
         host = listeners[0].host if listeners else "127.0.0.1"
         return {"host": host or "0.0.0.0"}
 
-    def options(self) -> Any:
-        """The :class:`odradek.metrics.MetricsOptions` of this section."""
-        from odradek.metrics.options import MetricsOptions
-
-        return MetricsOptions(
-            port=self.port, host=self.host, topic_labels=self.topic_labels_enable,
-            max_topics=self.topic_labels_max, max_lag_series=self.consumer_lag_series_max,
-            max_groups=self.consumer_groups_max,
-            lag_timestamp_reads=self.consumer_lag_timestamp_reads_max,
-            end_offsets_timeout_ms=self.lag_end_offsets_timeout_ms,
-            end_offsets_refresh_ms=self.lag_end_offsets_refresh_ms,
-            end_offsets_max_age_ms=self.lag_end_offsets_max_age_ms)
-
 
 @dataclass(frozen=True, slots=True)
 class BrokerSections:
@@ -328,10 +335,11 @@ class BrokerSections:
     topics: TopicCreationConfig = TopicCreationConfig()
     metrics: MetricsConfig = MetricsConfig()
     security: SecurityConfig = SecurityConfig()
+    quotas: QuotaConfig = QuotaConfig()
 
     def security_of(self, listener: str) -> SecurityConfig:
         """The security settings of ``listener``: its own where it has them."""
-        return self.security.listeners.get(listener.upper(), self.security)
+        return self.security.of_listener(listener)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> BrokerSections:
@@ -347,4 +355,5 @@ class BrokerSections:
             topics=TopicCreationConfig.from_config(config),
             metrics=MetricsConfig.from_config(config),
             security=SecurityConfig.from_config(config),
+            quotas=QuotaConfig.from_config(config),
         )

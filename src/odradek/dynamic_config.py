@@ -9,7 +9,7 @@ every broker computes its effective value of each key from four layers, highest 
     DYNAMIC_BROKER_CONFIG          /config/brokers/<this broker's id>
     DYNAMIC_DEFAULT_BROKER_CONFIG  /config/brokers/<default>
     STATIC_BROKER_CONFIG           server.properties and --override
-    DEFAULT_CONFIG                 the default in odradek.config.BROKER_CONFIGS
+    DEFAULT_CONFIG                 the default in odradek.config_keys.BROKER_CONFIGS
 
 Each key has an :class:`UpdateMode` (Kafka's "Update Mode" column): *read-only* keys only
 change with a restart, *per-broker* keys may be set for one broker but not as a cluster
@@ -32,14 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from odradek import kafka_catalog
-from odradek.config import (
-    BROKER_CONFIGS,
-    LONG,
-    LONG_MAX,
-    BrokerConfig,
-    ConfigDef,
-    ConfigError,
-)
+from odradek.config import BrokerConfig
+from odradek.config_keys import BROKER_CONFIGS
+from odradek.config_types import LONG, LONG_MAX, ConfigDef, ConfigError
 from odradek.kafka_catalog import synonym_group
 from odradek.protocol.errors import InvalidConfig, InvalidRequest
 

@@ -7,6 +7,7 @@ deadline and says what it waited for; every process is stopped by PID.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -78,8 +79,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 
 def answers_api_versions(host: str, port: int, timeout: float = 1.0) -> bool:
     """A Kafka broker on ``host:port`` (PLAINTEXT) answers ApiVersions within ``timeout``."""
-    import asyncio
-
+    # the client (slow to import) only here: Prometheus and tests use the rest
     from odradek.client.connection import Connection, NodeAddress
     from odradek.client.errors import KafkaClientError
 
@@ -281,6 +281,9 @@ class LocalCluster:
     Broker ``i`` listens on ``ports[i]`` when ``ports`` is given, else ``base_port + i``,
     and serves ``/metrics`` on ``metrics_ports[i]`` when given (else no metrics endpoint).
     With ``external_zookeeper`` set, no ZooKeeper is started and brokers use that one.
+    ``nodes`` > 0 emulates that many machines running one broker per core: broker ``i`` gets
+    ``broker.rack=node-<i mod nodes>``, so rack-aware placement keeps a partition's replicas
+    on distinct nodes.
     """
 
     size: int
@@ -292,6 +295,7 @@ class LocalCluster:
     external_zookeeper: str | None = None
     ports: list[int] | None = None
     metrics_ports: list[int] | None = None
+    nodes: int = 0
     zookeeper: ZooKeeperProcess | None = field(default=None, init=False)
     brokers: list[BrokerProcess] = field(default_factory=list, init=False)
 
@@ -315,7 +319,8 @@ class LocalCluster:
                 self.ports[broker_id] if self.ports else self.base_port + broker_id,
                 self.data_dir / f"broker-{broker_id}",
                 self.zookeeper_connect,
-                self.overrides,
+                {**self.overrides, **({"broker.rack": f"node-{broker_id % self.nodes}"}
+                                      if self.nodes else {})},
                 metrics_port=self.metrics_ports[broker_id] if self.metrics_ports else 0,
             )
             for broker_id in range(self.size)

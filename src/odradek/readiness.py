@@ -23,6 +23,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+from odradek.client.admin import AsyncAdminClient
 from odradek.client.metadata import ClusterMetadata
 
 __all__ = ["BrokerNotReady", "broker_id_from_environment", "check_broker_ready",
@@ -80,8 +81,6 @@ async def check_broker_ready(bootstrap: str, broker_id: int, timeout: float,
                              security: Mapping[str, Any] | None = None) -> None:
     """Raise :class:`BrokerNotReady` unless the broker at ``bootstrap`` is ready.
     ``security``: the client's settings for a TLS/SASL listener (kafka-python's names)."""
-    from odradek.client.admin import AsyncAdminClient
-
     admin = AsyncAdminClient(bootstrap, client_id="odradek-readiness",
                              request_timeout_ms=max(1, int(timeout * 1000)),
                              **dict(security or {}))

@@ -2,7 +2,7 @@
 
 A table copied by hand from code is wrong the first time someone adds a config or raises an
 API version. So the configuration reference (``docs/configuration.md``) and the API version
-table (``docs/compatibility.md``) are rendered here from :data:`odradek.config.BROKER_CONFIGS`,
+table (``docs/compatibility.md``) are rendered here from :data:`odradek.config_keys.BROKER_CONFIGS`,
 :data:`odradek.dynamic_config.UPDATE_MODES`, :class:`odradek.storage.LogConfig`,
 :mod:`odradek.kafka_catalog` and
 :data:`odradek.protocol.api_versions.ADVERTISED`; ``make docs`` rewrites them, and
@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from odradek import kafka_catalog
-from odradek.config import BROKER_CONFIGS, BrokerConfig, ConfigDef, broker_default_name
+from odradek.config import BrokerConfig
+from odradek.config_keys import BROKER_CONFIGS, broker_default_name
+from odradek.config_types import ConfigDef
 from odradek.dynamic_config import DYNAMIC_ONLY_CONFIGS, UPDATE_MODES
 from odradek.protocol.api_versions import ADVERTISED, ApiKey
-from odradek.storage import LogConfig
+from odradek.storage.log_config import LogConfig
 
 __all__ = ["GENERATED_FILES", "main", "regenerate", "splice"]
 
@@ -93,7 +95,7 @@ def dynamic_only_configs_table() -> str:
 def topic_configs_table() -> str:
     """Topic-level configs, with the default a broker with default settings applies and
     the broker property that changes that default."""
-    effective = _DEFAULTS.log_config().to_topic_config()
+    effective = LogConfig.for_topic(_DEFAULTS.topic_defaults()).to_topic_config()
     rows = []
     for name, (_field, kind, doc) in LogConfig.TOPIC_CONFIG_NAMES.items():
         source = broker_default_name(name)
@@ -131,8 +133,10 @@ def _api_name(key: ApiKey) -> str:
 
 
 def api_versions_table() -> str:
-    """The ApiVersions answer: every advertised API, its version range and its handler."""
-    from odradek.broker.dispatch import handler_table  # the broker is heavy; only here
+    """The ApiVersions answer: every advertised API, its version range, its handler and the
+    ACLs it needs under an authorizer (:data:`odradek.broker.access_rules.RULES`)."""
+    from odradek.broker.access_rules import RULES  # the broker is heavy; only here
+    from odradek.broker.dispatch import handler_table
 
     handlers = handler_table()
     rows = []
@@ -140,10 +144,11 @@ def api_versions_table() -> str:
         versions = ADVERTISED[key]
         handler = handlers[key]
         module = handler.__module__.removeprefix("odradek.")
+        needs = "; ".join(str(rule) for rule in RULES.get(key, ())) or "nothing (before login)"
         rows.append([str(int(key)), _api_name(key),
                      _version_range(versions.min_version, versions.max_version),
-                     f"`{module}.{handler.__name__}`"])
-    return _table(["Key", "API", "Versions", "Handled by"], rows)
+                     f"`{module}.{handler.__name__}`", needs])
+    return _table(["Key", "API", "Versions", "Handled by", "ACLs needed"], rows)
 
 
 GENERATED_FILES: dict[str, dict[str, Callable[[], str]]] = {

@@ -80,7 +80,7 @@ def _java_major_version(java: str) -> int | None:
 def zookeeper_jars_dir() -> Path:
     """The ``pyspark/jars`` directory holding ZooKeeper's jars."""
     try:
-        import pyspark
+        import pyspark  # optional: the ZooKeeper jars come with the spark extra
     except ImportError:
         raise ZooKeeperJarsNotFound(
             "the embedded ZooKeeper comes from the pyspark wheel: pip install 'odradek[spark]'"

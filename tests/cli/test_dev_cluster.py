@@ -13,6 +13,7 @@ from pathlib import Path
 
 from odradek.local_cluster import answers_api_versions, free_port, wait_until
 from tests.harness.dev_cluster import consecutive_free_ports, read_until
+from tests.harness.missing_extras import MONITORING_LIBRARIES, python_without
 
 
 def _alive(pid: int) -> bool:
@@ -79,3 +80,15 @@ def test_killed_broker_is_restarted_and_the_rest_stay_up(tmp_path: Path) -> None
         for pid in pids.values():
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_prometheus_without_the_monitoring_extra_fails_before_starting(tmp_path: Path) -> None:
+    command = python_without(
+        MONITORING_LIBRARIES, "import runpy; runpy.run_module('odradek', run_name='__main__')",
+        "cluster", "--brokers", "1", "--data-dir", str(tmp_path / "data"),
+        "--base-port", str(free_port()), "--zookeeper-port", str(free_port()), "--prometheus")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "--prometheus needs the monitoring extra (pip install 'odradek[monitoring]')" in (
+        " ".join(done.stderr.split())), done.stderr
+    assert not (tmp_path / "data").exists(), "the cluster started before the check"

@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from odradek.coordinator.group_members import Membership
 from odradek.coordinator.group_state import GroupState
+from odradek.coordinator.member import Member
 from odradek.coordinator.offsets_topic_format import decode_group_metadata_value
 from odradek.protocol.errors import ErrorCode
 
@@ -22,7 +24,7 @@ def test_first_join_without_member_id_requires_one_and_leaves_no_member() -> Non
     assert result.error is ErrorCode.member_id_required
     assert result.member_id == "app-uuid0"
     assert driver.group.members == {}
-    assert "app-uuid0" in driver.group.pending_members
+    assert "app-uuid0" in driver.group.membership.pending_members
 
 
 def test_pending_member_id_expires_after_session_timeout() -> None:
@@ -47,7 +49,7 @@ def test_members_join_and_sync_into_a_stable_generation(count: int) -> None:
     ids, generation = driver.form_group(count)
     assert generation == 1
     assert driver.group.state is GroupState.STABLE
-    assert driver.group.leader_id == ids[0]
+    assert driver.group.membership.leader_id == ids[0]
     assert len(driver.stores) == 1, "one metadata record per completed rebalance"
     stored = decode_group_metadata_value(driver.stores[0].record.value or b"")
     assert [m.member_id for m in stored.members] == ids
@@ -288,7 +290,7 @@ def test_admin_removes_static_member_by_instance_id() -> None:
     s = driver.join_result(ts).member_id
     assert driver.leave(("", "i-s"), ("", "i-none")) == [NONE, ErrorCode.unknown_member_id]
     assert s not in driver.group.members
-    assert "i-s" not in driver.group.static_members
+    assert "i-s" not in driver.group.membership.static_members
 
 
 # ----------------------------------------------------------------------------- invariants
@@ -328,7 +330,31 @@ def test_every_parked_request_is_answered_exactly_once_eventually(
             driver.advance(amount)
         group = driver.shard.group("g")
         if group is not None:
-            assert group.leader_id is None or group.leader_id in group.members
-            assert set(group.static_members.values()) <= set(group.members)
+            membership = group.membership  # its invariants (group_members module docstring)
+            assert (membership.leader_id is None) == (not group.members)
+            assert membership.leader_id is None or membership.leader_id in group.members
+            assert set(membership.static_members) == {
+                m.group_instance_id for m in group.members.values() if m.is_static
+            }
+            assert set(membership.static_members.values()) <= set(group.members)
+            assert membership.pending_sync <= set(group.members)
     driver.advance(10 * 60_000)  # every deadline has passed: nothing may stay parked
     assert set(issued) <= set(driver.replies), "a request was never answered"
+
+
+def test_a_renamed_static_member_keeps_its_leadership_sync_slot_and_instance() -> None:
+    membership = Membership("g")
+    static = Member("old", "i-1", "c", "h", 1000, 1000, "consumer", (("range", b""),))
+    other = Member("b", None, "c", "h", 1000, 1000, "consumer", (("range", b""),))
+    membership.add(static)
+    membership.add(other)
+    membership.pending_sync = {"old", "b"}
+    renamed = membership.rename("i-1", "old", "new")
+    assert renamed is static and static.member_id == "new"
+    assert list(membership.members) == ["b", "new"], "the renamed entry moves last"
+    assert membership.leader_id == "new"
+    assert membership.static_members == {"i-1": "new"}
+    assert membership.pending_sync == {"new", "b"}
+    membership.remove(static)
+    assert membership.leader_id == "b" and membership.static_members == {}
+    assert membership.pending_sync == {"b"}

@@ -77,7 +77,7 @@ def test_broker_entrypoint_wires_named_listeners_tls_and_the_inter_broker_user(
     sasl.jaas.config, and client properties the readiness probe can read."""
     from odradek.client.security import settings_from_properties
     from odradek.config import parse_properties
-    from odradek.security.jaas import parse_jaas
+    from odradek.config_security import parse_jaas
 
     tls, run = tmp_path / "tls", tmp_path / "run"
     tls.mkdir()

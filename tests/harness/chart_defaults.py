@@ -31,5 +31,4 @@ def default_metrics_options(**overrides: Any) -> MetricsOptions:
     """The metrics options a broker of a default install runs with (through the broker's own
     config parsing), with ``overrides`` of fields that do not change what is exported."""
     section = MetricsConfig.from_config(BrokerConfig.from_properties(default_broker_config()))
-    options: MetricsOptions = section.options()
-    return dataclasses.replace(options, **overrides)
+    return dataclasses.replace(MetricsOptions.from_section(section), **overrides)

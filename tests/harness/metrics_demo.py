@@ -21,11 +21,11 @@ from contextlib import contextmanager
 
 from odradek.metrics import BrokerMetrics
 from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
-from odradek.metrics.prometheus import ScrapeTarget
 from odradek.metrics.sources import ControllerState, PartitionState
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.quota import QuotaEntity, QuotaManager, QuotaType
+from odradek_monitoring.prometheus import ScrapeTarget
 from tests.harness.chart_defaults import default_metrics_options
 from tests.harness.metrics_fakes import (
     FakeController,

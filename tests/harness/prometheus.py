@@ -12,7 +12,7 @@ from typing import Any
 import promql_parser
 import pytest
 
-from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
+from odradek_monitoring.prometheus import LocalPrometheus, ScrapeTarget
 
 __all__ = [
     "GRAFANA_BUILTINS",

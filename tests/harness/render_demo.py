@@ -27,10 +27,10 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.local_cluster import LocalCluster, free_port
-from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
-from odradek.metrics.generate import RULES_FILE
-from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
-from odradek.metrics.render import evaluate_panels, render_dashboard
+from odradek_monitoring.dashboards import DASHBOARDS, dashboard_json
+from odradek_monitoring.generate import RULES_FILE
+from odradek_monitoring.prometheus import LocalPrometheus, ScrapeTarget
+from odradek_monitoring.render import evaluate_panels, render_dashboard
 from tests.harness.chart_defaults import default_broker_config
 from tests.harness.metrics_demo import LABELS as DEMO_LABELS
 from tests.harness.metrics_demo import demo_cluster

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from odradek.metrics.alerts import ALL_ALERTS, RUNBOOK_BASE, AlertRule
-from odradek.metrics.generate import RULES_FILE
+from odradek_monitoring.alerts import ALL_ALERTS, RUNBOOK_BASE, AlertRule
+from odradek_monitoring.generate import RULES_FILE
 from tests.harness.prometheus import promtool_binary
 
 ROOT = Path(__file__).resolve().parents[2]

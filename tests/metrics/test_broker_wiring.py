@@ -169,10 +169,11 @@ def test_consumer_lag_comes_from_the_coordinator(start_broker: BrokerStarter,
 def test_a_bad_metrics_port_is_a_config_error(value: str) -> None:
     from odradek.config import BrokerConfig, ConfigError
     from odradek.config_sections import BrokerSections
+    from odradek.metrics.options import MetricsOptions
 
     with pytest.raises((ConfigError, ValueError)):
         config = BrokerConfig.from_properties({"metrics.port": value})
-        BrokerSections.from_config(config).metrics.options()
+        MetricsOptions.from_section(BrokerSections.from_config(config).metrics)
 
 
 def test_every_metrics_option_has_a_documented_broker_config() -> None:
@@ -180,7 +181,7 @@ def test_every_metrics_option_has_a_documented_broker_config() -> None:
 
     from odradek.config import BROKER_CONFIGS, BrokerConfig
     from odradek.config_sections import MetricsConfig
-    from odradek.metrics.options import CONFIG_KEYS
+    from odradek.metrics.options import CONFIG_KEYS, MetricsOptions
 
     read = {f.metadata.get("config") for f in dataclasses.fields(MetricsConfig)}
     for key in CONFIG_KEYS:
@@ -188,7 +189,7 @@ def test_every_metrics_option_has_a_documented_broker_config() -> None:
         assert key in read, f"MetricsConfig does not read {key}"
     config = BrokerConfig.from_properties({key: "7" if key != "metrics.topic.labels.enable"
                                            else "true" for key in CONFIG_KEYS})
-    options = MetricsConfig.from_config(config).options()
+    options = MetricsOptions.from_section(MetricsConfig.from_config(config))
     for key, option in CONFIG_KEYS.items():
         assert getattr(options, option) == (True if option == "topic_labels" else 7), key
 

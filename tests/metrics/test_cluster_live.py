@@ -28,11 +28,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.local_cluster import LocalCluster, ZooKeeperProcess, free_port
-from odradek.metrics.alerts import ALL_ALERTS, rules_document
-from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
 from odradek.metrics.operator import OPERATOR_METRICS
-from odradek.metrics.prometheus import LocalPrometheus, ScrapeTarget
-from odradek.metrics.render import evaluate_panels
+from odradek_monitoring.alerts import ALL_ALERTS, rules_document
+from odradek_monitoring.dashboards import DASHBOARDS, dashboard_json
+from odradek_monitoring.prometheus import LocalPrometheus, ScrapeTarget
+from odradek_monitoring.render import evaluate_panels
 from tests.harness.metrics_workload import FLUSHED_TOPIC_CONFIG, Workload, create_compacted_topic
 from tests.harness.prometheus import metric_names, prometheus_server, to_promql
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from odradek.metrics import catalog, lag
-from odradek.metrics.alerts import ALL_ALERTS, prometheus_rule, rules_document
-from odradek.metrics.dashboards import DASHBOARDS
-from odradek.metrics.generate import DASHBOARD_DIR, RULES_FILE, generated_files, main
 from odradek.metrics.operator import OPERATOR_METRICS
+from odradek_monitoring.alerts import ALL_ALERTS, prometheus_rule, rules_document
+from odradek_monitoring.dashboards import DASHBOARDS
+from odradek_monitoring.generate import DASHBOARD_DIR, RULES_FILE, generated_files, main
 from tests.harness.prometheus import GRAFANA_BUILTINS, dashboard_queries, metric_names, to_promql
 
 from .exported import exported_names

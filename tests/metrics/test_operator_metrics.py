@@ -12,8 +12,8 @@ from odradek_operator import metrics as operator_metrics
 from odradek_operator.metrics import METRICS, observe_reconcile
 from prometheus_client.parser import text_string_to_metric_families
 
-from odradek.metrics.dashboards import dashboard_json
 from odradek.metrics.operator import KINDS, RECONCILES, RESULTS, ReconcileOutcome
+from odradek_monitoring.dashboards import dashboard_json
 from tests.harness.prometheus import (
     dashboard_queries,
     matching_samples,

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from odradek.metrics.alerts import ALL_ALERTS
-from odradek.metrics.dashboards import DASHBOARDS, dashboard_json
-from odradek.metrics.generate import RULES_FILE
-from odradek.metrics.prometheus import LocalPrometheus
-from odradek.metrics.render import PanelData, evaluate_panels, render_dashboard, series_lines
+from odradek_monitoring.alerts import ALL_ALERTS
+from odradek_monitoring.dashboards import DASHBOARDS, dashboard_json
+from odradek_monitoring.generate import RULES_FILE
+from odradek_monitoring.prometheus import LocalPrometheus
+from odradek_monitoring.render import PanelData, evaluate_panels, render_dashboard, series_lines
 from tests.harness.metrics_demo import LABELS, DemoCluster, demo_cluster
 from tests.harness.prometheus import prometheus_server
 

@@ -8,7 +8,7 @@ from typing import Any
 import matplotlib
 import pytest
 
-from odradek.metrics.render import PanelData, draw_timeseries, format_value
+from odradek_monitoring.render import PanelData, draw_timeseries, format_value
 
 matplotlib.use("Agg")
 

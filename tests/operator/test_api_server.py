@@ -35,7 +35,7 @@ def kubectl(*args: str, stdin: str | None = None, check: bool = True
 @pytest.fixture(scope="module")
 def namespace() -> Iterator[str]:
     kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    for crd in ("brokerclusters", "topics", "consumergroups"):
+    for crd in ("brokerclusters", "topics", "consumergroups", "rebalances", "users"):
         kubectl("wait", "--for=condition=Established", f"crd/{crd}.odradek.dev",
                 "--timeout=60s")
     name = f"odradek-test-{uuid.uuid4().hex[:6]}"
@@ -45,7 +45,8 @@ def namespace() -> Iterator[str]:
 
 
 def test_examples_are_accepted_and_defaults_applied(namespace):
-    for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml"):
+    for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml",
+                    "rebalance.yaml", "user.yaml"):
         kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / example))
     policy = kubectl("get", "-n", namespace, "topic", "page-views",
                      "-o", "jsonpath={.spec.deletionPolicy}").stdout
@@ -93,6 +94,19 @@ def test_cel_rules_reject_inconsistent_listener_security(namespace, spec, messag
            "spec": {"zookeeper": {"connect": "zk:2181"}, **spec}}
     result = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
     assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("spec", "accepted"), [
+    ({"mode": "add-brokers", "brokers": [3]}, True), ({"mode": "add-brokers"}, False),
+    ({"brokers": [3]}, False), ({}, True)])
+def test_a_rebalance_names_brokers_exactly_when_its_mode_needs_them(namespace, spec, accepted):
+    obj = {"apiVersion": "odradek.dev/v1alpha1", "kind": "Rebalance",
+           "metadata": {"name": "r", "namespace": namespace},
+           "spec": {"clusterRef": {"name": "odradek"}, **spec}}
+    result = kubectl("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(obj), check=False)
+    assert (result.returncode == 0) == accepted, result.stderr
+    if not accepted:
+        assert "brokers lists the brokers to add or remove" in result.stderr
 
 
 def test_status_is_a_subresource(namespace):

@@ -17,7 +17,7 @@ from tests.operator.crd_schema import CRDS, REPO, errors, schema_of
 
 
 def test_every_kind_is_served_with_status_subresource_and_printer_columns():
-    assert set(CRDS) == {"BrokerCluster", "Topic", "ConsumerGroup"}
+    assert set(CRDS) == {"BrokerCluster", "Topic", "ConsumerGroup", "Rebalance", "User"}
     for crd in CRDS.values():
         assert crd["spec"]["group"] == "odradek.dev"
         (version,) = crd["spec"]["versions"]
@@ -136,6 +136,14 @@ NEGATIVE = [
     ("ConsumerGroup", "spec.reset.id", _DELETE),
     ("ConsumerGroup", "spec.reset.offset", -1),
     ("ConsumerGroup", "spec.reset.timestamp", "yesterday"),
+    ("Rebalance", "spec.mode", "shuffle"),
+    ("Rebalance", "spec.goals", ["CpuUsageDistributionGoal"]),
+    ("Rebalance", "spec.replicationThrottle", -1),
+    ("Rebalance", "spec.brokers", ["b1"]),
+    ("User", "spec.authentication.type", "plain"),
+    ("User", "spec.authorization.acls", [{"resource": {"type": "topic", "name": "t"},
+                                          "operations": ["Fly"]}]),
+    ("User", "spec.quotas", {"producerByteRate": -1}),
 ]
 
 
@@ -164,7 +172,7 @@ CLUSTER_REF_MESSAGE = ("set clusterRef.name (a BrokerCluster in this namespace) 
                        "clusterRef.bootstrapServers (host:port,...)")
 
 
-@pytest.mark.parametrize("kind", ["Topic", "ConsumerGroup"])
+@pytest.mark.parametrize("kind", ["Topic", "ConsumerGroup", "Rebalance", "User"])
 def test_a_missing_cluster_ref_is_one_clear_error(kind):
     """Not ``required``: a schema error makes the API server skip the CEL rules and append
     "some validation rules were not checked because the object was invalid" to the

@@ -282,3 +282,56 @@ async def test_a_broker_losing_readiness_shows_in_the_cluster_status_at_once(api
     assert status["readyReplicas"] == 2
     ready = {c["type"]: c for c in status["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "BrokersNotReady")
+
+
+async def test_a_larger_storage_size_expands_the_claims_then_recreates_the_statefulset(api):
+    """Claim templates cannot change: the claims are expanded in place, the StatefulSet keeps
+    its template until they all ask for the new size, then it is deleted (pods orphaned) and
+    applied again with the new template. A StorageClass without expansion is a condition."""
+    events = capture_events()
+    coro, _ = call(reconcile_broker_cluster, cluster_body(replicas=2))
+    await coro
+    labels = stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"][
+        "volumeClaimTemplates"][0]["metadata"]["labels"]
+    for i in range(2):
+        api.objects[kmock.resource("v1/persistentvolumeclaims"), "kafka", f"data-odr-{i}"] = {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"data-odr-{i}", "namespace": "kafka", "labels": labels},
+            "spec": {"storageClassName": "standard",
+                     "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"capacity": {"storage": "10Gi"}}}
+    storage_class = kmock.resource("storage.k8s.io/v1/storageclasses"), None, "standard"
+    api.objects[storage_class] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                  "metadata": {"name": "standard"},
+                                  "allowVolumeExpansion": False}
+
+    grown = cluster_body(replicas=2, storage={"size": "20Gi"})
+    coro, patch = call(reconcile_broker_cluster, grown)
+    await coro
+    assert conditions(patch)["Degraded"]["reason"] == "VolumeExpansionUnsupported"
+    assert stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"][
+        "volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi"
+
+    api.objects[storage_class]["allowVolumeExpansion"] = True
+    with pytest.raises(kopf.TemporaryError, match="expanding 2 volume"):
+        coro, patch = call(reconcile_broker_cluster, grown)
+        await coro
+    for i in range(2):
+        claim = stored(api, "v1/persistentvolumeclaims", "kafka", f"data-odr-{i}")
+        assert claim["spec"]["resources"]["requests"]["storage"] == "20Gi"
+    assert stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"][
+        "volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "10Gi"
+
+    with pytest.raises(kopf.TemporaryError, match="re-creating the StatefulSet"):
+        coro, patch = call(reconcile_broker_cluster, grown)
+        await coro
+    assert api.objects[kmock.resource("apps/v1/statefulsets"), "kafka", "odr"].deleted
+    assert patch["status"]["storage"]["size"] == "20Gi"
+    assert ("Normal", "VolumesExpanded") in posted(events)
+
+    grown["status"] = {"storage": patch["status"]["storage"]}
+    with pytest.raises(kopf.TemporaryError, match="waiting for data-odr-0, data-odr-1"):
+        coro, patch = call(reconcile_broker_cluster, grown)
+        await coro
+    assert stored(api, "apps/v1/statefulsets", "kafka", "odr")["spec"][
+        "volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] == "20Gi"

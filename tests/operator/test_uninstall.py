@@ -29,7 +29,7 @@ OPERATOR = "rel-odradek-operator"
 OPERATOR_LABELS = {"app.kubernetes.io/instance": "rel", "app.kubernetes.io/component": "operator"}
 DEPLOYMENTS = kmock.resource("apps/v1/deployments")
 PODS = kmock.resource("v1/pods")
-ODRADEK_PLURALS = ("brokerclusters", "topics", "consumergroups")
+ODRADEK_PLURALS = ("brokerclusters", "topics", "consumergroups", "users")
 #: What the hook may do, as (scope, apiGroup, resource, verb); the chart's hook Role
 #: ("namespace") and ClusterRole ("cluster") grant exactly this (tests/charts/test_chart.py),
 #: and the hook's requests must stay within it (below).

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from odradek.cluster import acl_znodes
+from odradek.config_security import parse_super_users, validate_authorizer
 from odradek.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -22,7 +23,6 @@ from odradek.security.acl import (
     ResourceType,
     decide,
 )
-from odradek.security.authorizer_config import parse_super_users, validate_authorizer
 
 NAMES = ["orders", "orders-eu", "ord", "payments", "*"]
 PRINCIPALS = ["User:alice", "User:bob", "User:*"]

@@ -6,7 +6,7 @@ import pytest
 
 from odradek.config import BrokerConfig, ConfigError
 from odradek.config_sections import BrokerSections
-from odradek.security.jaas import parse_jaas
+from odradek.config_security import parse_jaas
 from odradek.security.tls import principal_of_certificate
 
 BASE = {"listeners": "PLAINTEXT://127.0.0.1:0"}

@@ -88,3 +88,14 @@ def test_retention_decision_on_a_stale_segment_list_deletes_nothing_unjudged(
     _fill(log, 100)
     assert log.delete_oldest_segments(3, "test", decided_on=judged) == 0
     assert log.segments[0].base_offset == 100
+
+
+def test_a_changed_file_delete_delay_applies_to_the_next_deletion(tmp_path: Path) -> None:
+    log = new_log(
+        tmp_path, small_config(segment_bytes=1024, retention_ms=1, file_delete_delay_ms=60_000)
+    )
+    _fill(log, 100)
+    log.update_config(small_config(segment_bytes=1024, retention_ms=1, file_delete_delay_ms=0))
+    assert apply_retention(log, BASE_TS + 10**9) > 0
+    assert log.remove_deleted_segments() > 0, "file.delete.delay.ms=0 unlinks at once"
+    assert not list(log.dir.glob("*.deleted"))

@@ -1,4 +1,4 @@
-"""Typed, validated views of the three resources' ``spec`` (DESIGN.md §4).
+"""Typed, validated views of the resources' ``spec`` (DESIGN.md §4).
 
 The API server already enforces the CRD schema and fills its defaults; these parsers repeat
 the defaults (an object written before a default existed has none) and check what a schema
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .decisions.rebalance import DEFAULT_GOALS, Goal, Mode
 from .errors import InvalidSpec
 from .security_spec import (
     Authentication,
@@ -31,8 +32,11 @@ __all__ = [
     "ClusterRef",
     "ConsumerGroupSpec",
     "ManagedZooKeeper",
+    "RebalanceSpec",
     "ResetSpec",
     "TopicSpec",
+    "UserAcl",
+    "UserSpec",
     "config_values",
 ]
 
@@ -301,3 +305,127 @@ class ConsumerGroupSpec:
             topics=tuple(raw.get("topics") or ()),
             reset=ResetSpec.parse(reset_raw) if isinstance(reset_raw, Mapping) else None,
         )
+
+
+@dataclass(frozen=True)
+class RebalanceSpec:
+    """A Rebalance: which brokers may give or take replicas, toward which goals, and how
+    fast replicas may be copied (bytes/s per broker; 0 = unthrottled)."""
+
+    cluster: ClusterRef
+    mode: str
+    brokers: tuple[int, ...]
+    goals: tuple[str, ...]
+    replication_throttle: int
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> RebalanceSpec:
+        mode = str(raw.get("mode") or Mode.FULL)
+        if mode not in set(Mode):
+            raise InvalidSpec(f"spec.mode must be one of {', '.join(Mode)}, got {mode!r}")
+        brokers = raw.get("brokers") or []
+        if not isinstance(brokers, list) or not all(
+                isinstance(b, int) and not isinstance(b, bool) for b in brokers):
+            raise InvalidSpec(f"spec.brokers must be a list of broker ids, got {brokers!r}")
+        if (mode == Mode.FULL) == bool(brokers):
+            raise InvalidSpec("spec.brokers lists the brokers to add or remove: required for "
+                              "modes add-brokers and remove-brokers, not allowed for full")
+        goals = tuple(str(g) for g in raw.get("goals") or DEFAULT_GOALS)
+        unknown = [g for g in goals if g not in set(Goal)]
+        if unknown:
+            raise InvalidSpec(f"spec.goals: unknown goal(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(Goal)}")
+        return cls(cluster=ClusterRef.parse(raw.get("clusterRef")), mode=mode,
+                   brokers=tuple(sorted(set(brokers))), goals=goals,
+                   replication_throttle=_int(raw, "replicationThrottle", 0, "spec", minimum=0))
+
+
+SCRAM_TYPES = {"scram-sha-512": "SCRAM-SHA-512", "scram-sha-256": "SCRAM-SHA-256"}
+ACL_RESOURCE_TYPES = ("topic", "group", "cluster", "transactionalId")
+ACL_OPERATIONS = ("All", "Read", "Write", "Create", "Delete", "Alter", "Describe",
+                  "ClusterAction", "DescribeConfigs", "AlterConfigs", "IdempotentWrite")
+USER_QUOTAS = {"producerByteRate": "producer_byte_rate",
+               "consumerByteRate": "consumer_byte_rate",
+               "requestPercentage": "request_percentage"}
+
+
+@dataclass(frozen=True)
+class UserAcl:
+    """One ACL rule in Kafka's terms (Strimzi's KafkaUser shape): each operation becomes a
+    binding for the user's principal."""
+
+    resource_type: str  # topic | group | cluster | transactionalId
+    name: str
+    pattern_type: str  # literal | prefixed
+    operations: tuple[str, ...]
+    host: str = "*"
+    allow: bool = True
+
+
+@dataclass(frozen=True)
+class UserSpec:
+    """A Kafka user: SCRAM credentials (password from a Secret, or generated into one), the
+    ACLs of its principal ``User:<name>`` and its client quotas."""
+
+    cluster: ClusterRef
+    user_name: str
+    mechanism: str | None  # None: no credentials managed (ACLs and quotas only)
+    password_ref: tuple[str, str] | None  # (Secret, key); None: generated
+    acls: tuple[UserAcl, ...]
+    quotas: Mapping[str, float]  # Kafka's keys (producer_byte_rate, ...)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], resource_name: str) -> UserSpec:
+        auth = raw.get("authentication")
+        mechanism, ref = None, None
+        if isinstance(auth, Mapping):
+            kind = str(auth.get("type") or "scram-sha-512")
+            if kind not in SCRAM_TYPES:
+                raise InvalidSpec(f"spec.authentication.type must be one of "
+                                  f"{', '.join(SCRAM_TYPES)}, got {kind!r}")
+            mechanism = SCRAM_TYPES[kind]
+            secret = ((auth.get("password") or {}).get("valueFrom") or {}).get("secretKeyRef")
+            if isinstance(secret, Mapping):
+                if not secret.get("name"):
+                    raise InvalidSpec("spec.authentication.password.valueFrom.secretKeyRef "
+                                      "needs a name")
+                ref = (str(secret["name"]), str(secret.get("key") or "password"))
+        acls = tuple(_user_acl(rule, f"spec.authorization.acls[{index}]")
+                     for index, rule in enumerate(
+                         (raw.get("authorization") or {}).get("acls") or ()))
+        quotas: dict[str, float] = {}
+        for key, value in (raw.get("quotas") or {}).items():
+            if key not in USER_QUOTAS:
+                raise InvalidSpec(f"spec.quotas.{key}: unknown quota; known: "
+                                  f"{', '.join(USER_QUOTAS)}")
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise InvalidSpec(f"spec.quotas.{key} must be a non-negative number")
+            quotas[USER_QUOTAS[key]] = float(value)
+        return cls(cluster=ClusterRef.parse(raw.get("clusterRef")),
+                   user_name=str(raw.get("userName") or resource_name), mechanism=mechanism,
+                   password_ref=ref, acls=acls, quotas=quotas)
+
+
+def _user_acl(raw: Any, what: str) -> UserAcl:
+    if not isinstance(raw, Mapping):
+        raise InvalidSpec(f"{what} must be an object")
+    resource = raw.get("resource") or {}
+    kind = str(resource.get("type") or "")
+    if kind not in ACL_RESOURCE_TYPES:
+        raise InvalidSpec(f"{what}.resource.type must be one of {', '.join(ACL_RESOURCE_TYPES)}")
+    name = "kafka-cluster" if kind == "cluster" else str(resource.get("name") or "")
+    if not name:
+        raise InvalidSpec(f"{what}.resource.name is required for type {kind} ('*': all)")
+    pattern = str(resource.get("patternType") or "literal")
+    if pattern not in ("literal", "prefixed"):
+        raise InvalidSpec(f"{what}.resource.patternType must be literal or prefixed")
+    operations = tuple(str(op) for op in raw.get("operations") or ())
+    unknown = [op for op in operations if op not in ACL_OPERATIONS]
+    if not operations or unknown:
+        raise InvalidSpec(f"{what}.operations: list one or more of {', '.join(ACL_OPERATIONS)}"
+                          + (f" (unknown: {', '.join(unknown)})" if unknown else ""))
+    permission = str(raw.get("type") or "allow")
+    if permission not in ("allow", "deny"):
+        raise InvalidSpec(f"{what}.type must be allow or deny")
+    return UserAcl(kind, name, pattern, operations, str(raw.get("host") or "*"),
+                   permission == "allow")

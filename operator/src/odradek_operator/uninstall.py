@@ -1,13 +1,13 @@
 """``python -m odradek_operator.uninstall``: the Helm chart's pre-delete hook.
 
 Why it exists: ``helm uninstall`` deletes a release's objects in one sweep, so the operator
-Deployment goes while Topics, ConsumerGroups and BrokerClusters still carry the operator's
+Deployment goes while Topics, ConsumerGroups, Users and BrokerClusters still carry the operator's
 finalizer. Nobody is left to run it, and those objects — and their namespace — hang in
 Terminating on the next ``kubectl delete``. The hook runs *before* Helm deletes anything:
 
 1. The release's own resources (the chart's BrokerCluster and ``topics``, selected by the
    release's labels) are deleted while the operator still runs, and the hook waits until it
-   has finalized them: Topics and ConsumerGroups first (their finalizers talk to the cluster,
+   has finalized them: Topics, ConsumerGroups and Users first (their finalizers talk to the cluster,
    a Topic's ``deletionPolicy`` decides whether its Kafka topic goes), the BrokerClusters
    after them. Their volumes follow the BrokerCluster's ``spec.storage.deleteClaim``.
 2. The operator is stopped (its Deployment scaled to 0, its pods gone), so it cannot put its
@@ -46,7 +46,8 @@ __all__ = ["DELETION_ORDER", "FINALIZER", "delete_release_resources", "main", "p
 LOG = logging.getLogger("odradek_operator.uninstall")
 
 #: Kinds deleted together, in this order: each group is gone before the next is deleted.
-DELETION_ORDER: tuple[tuple[str, ...], ...] = (("Topic", "ConsumerGroup"), ("BrokerCluster",))
+DELETION_ORDER: tuple[tuple[str, ...], ...] = (("Topic", "ConsumerGroup", "User"),
+                                                ("BrokerCluster",))
 #: The finalizer the operator puts on every resource it watches (runtime.configure sets it;
 #: tests/operator/test_uninstall.py checks the two agree).
 FINALIZER = "odradek.dev/finalizer"

@@ -52,7 +52,7 @@ async def _main(config: BrokerConfig) -> int:
 def run(config: BrokerConfig) -> int:
     """Run a broker until SIGTERM/SIGINT; returns the process exit code."""
     try:
-        import uvloop
+        import uvloop  # optional: no uvloop on Windows (pyproject)
     except ImportError:
         return asyncio.run(_main(config))
     return uvloop.run(_main(config))

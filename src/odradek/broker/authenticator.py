@@ -21,8 +21,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from odradek.config_sections import SecurityConfig
+from odradek.config_security import uses_sasl
 from odradek.protocol.api_versions import ApiKey
-from odradek.security.listeners import uses_sasl
 from odradek.security.plain import parse_plain, verify_plain
 from odradek.security.scram import ScramCredential, ScramError, ScramMechanism, ScramServer
 

@@ -1,7 +1,8 @@
 """The broker's ACL authorizer: Kafka's AclAuthorizer decisions for a request's principal.
 
-Turned on by ``authorizer.class.name``; without it the broker builds none and the handler
-table is not wrapped (:mod:`.access`), so an open cluster pays nothing. Decisions are
+Turned on by ``authorizer.class.name``; without it the broker builds none and every check
+a handler makes (``RequestContext.authorize``, rules in :mod:`.access_rules`) is a
+``None`` test. Decisions are
 :func:`odradek.security.acl.decide` over the live :class:`~odradek.cluster.acls.AclCache`;
 the host an ACL names is the client's IP address. Every denial is counted
 (``odradek_authorization_denials_total``) and logged at INFO — at most a few lines a
@@ -16,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from odradek.config_sections import SecurityConfig
+from odradek.config_security import parse_super_users
 from odradek.metrics.recorders import api_name
 from odradek.security.acl import (
     SUPPORTED_OPERATIONS,
@@ -26,7 +28,6 @@ from odradek.security.acl import (
     ResourceType,
     decide,
 )
-from odradek.security.authorizer_config import parse_super_users
 
 from .context import RequestContext
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
 from odradek.protocol.messages import RequestHeader
+from odradek.security.acl import AUTHORIZED_OPERATIONS_OMITTED, Operation, ResourceType
 
 from .authenticator import ANONYMOUS, ConnectionSession
 
@@ -117,3 +118,32 @@ class RequestContext(NamedTuple):
         """Who sent this request: ``User:<name>`` after SASL, ``User:<subject DN>`` for a
         client certificate, else ``User:ANONYMOUS`` (what authorizers and quotas key on)."""
         return self.session.principal
+
+    # -- authorization (Kafka's AuthHelper): handlers ask, and answer a denial themselves --
+
+    def authorize(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """May this request's principal do ``operation`` on the resource; a denial is
+        counted and logged. Always True without an authorizer (``authorizer.class.name``
+        unset)."""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.authorize(self, operation, resource_type, name)
+
+    def allowed(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        """The decision alone, neither counted nor logged: for what an answer leaves out
+        (Kafka's ``logIfDenied = false``)."""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.allowed(self, operation, resource_type, name)
+
+    def allowed_any(self, operation: Operation, resource_type: ResourceType) -> bool:
+        """Whether some resource of the type would allow ``operation`` (Kafka's
+        authorizeByResourceType), neither counted nor logged."""
+        authorizer = self.services.authorizer
+        return authorizer is None or authorizer.allowed_any(self, operation, resource_type)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The ``authorized_operations`` bit set of one resource (bit n = operation n);
+        without an authorizer Kafka's "omitted"."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return AUTHORIZED_OPERATIONS_OMITTED
+        return authorizer.operations(self, resource_type, name)

@@ -64,6 +64,7 @@ def is_awaitable(value: HandlerResult) -> TypeIs[Awaitable[Response | Marker]]:
 
 def handler_table() -> dict[int, Handler]:
     """api key → handler for every advertised API (imported here to keep modules acyclic)."""
+    # the handlers load with the table, not with dispatch's types
     from .handlers import (
         acls,
         admin,
@@ -127,6 +128,7 @@ def handler_table() -> dict[int, Handler]:
 
 def _controller_handlers() -> dict[int, Handler]:
     """Requests only the active controller answers (others: NOT_CONTROLLER)."""
+    # the handlers load with the table, not with dispatch's types
     from .handlers import controller_apis
 
     return {
@@ -139,6 +141,7 @@ def _controller_handlers() -> dict[int, Handler]:
 
 def _group_handlers() -> dict[int, Handler]:
     """The consumer-group APIs, served through ``services.group_coordinator``."""
+    # the handlers load with the table, not with dispatch's types
     from .handlers import find_coordinator, group_admin, group_offsets, groups
 
     return {

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING
 
 from odradek.client.security import ClientSecurity
 from odradek.config_sections import BrokerSections
-from odradek.security.jaas import parse_jaas
-from odradek.security.listeners import uses_sasl, uses_tls
-from odradek.security.tls import client_context
+from odradek.config_security import parse_jaas, uses_sasl, uses_tls
+from odradek.security.tls import TlsSettings, client_context
 
 if TYPE_CHECKING:
     from odradek.cluster.model import BrokerInfo
@@ -35,7 +34,7 @@ def inter_broker_security(sections: BrokerSections) -> ClientSecurity:
     listener = sections.network.inter_broker_listener
     security = sections.security_of(listener)
     protocol = security.protocol_of(listener)
-    context = client_context(security.tls_settings()) if uses_tls(protocol) else None
+    context = client_context(TlsSettings(security.tls_properties())) if uses_tls(protocol) else None
     user = password = None
     if uses_sasl(protocol) and security.sasl_jaas_config:
         user, password = parse_jaas(security.sasl_jaas_config)

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from odradek.config_sections import BrokerSections
+from odradek.config_security import uses_tls
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
-from odradek.security.listeners import uses_tls
-from odradek.security.tls import principal_of_certificate, server_context
+from odradek.security.tls import TlsSettings, principal_of_certificate, server_context
 
 from .authenticator import ConnectionSession, CredentialLookup
 from .connection import Connection
@@ -71,7 +71,8 @@ class Listeners:
         for listener in network.listeners:
             own = sections.security_of(listener.name)  # listener.name.<l>.ssl.* where set
             if uses_tls(security.protocol_of(listener.name)):
-                self._tls_contexts[listener.name] = server_context(own.tls_settings())
+                settings = TlsSettings(own.tls_properties())
+                self._tls_contexts[listener.name] = server_context(settings)
             host = listener.host or "0.0.0.0"
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM)

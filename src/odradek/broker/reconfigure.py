@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from odradek.config import BROKER_CONFIGS, BrokerConfig
 from odradek.config_sections import BrokerSections
 from odradek.dynamic_config import DEFAULT_ENTITY, DYNAMIC_ONLY_CONFIGS, BrokerConfigLayers
+from odradek.storage.log_config import LogConfig
 
 if TYPE_CHECKING:
     from odradek.cluster.model import TopicMetadata
@@ -159,7 +160,7 @@ class TopicDefaults:
     def reconfigure(self, update: ConfigUpdate) -> None:
         if not update.changed & LOG_DEFAULT_KEYS:
             return
-        self.log_manager.default_config = update.config.log_config()
+        self.log_manager.default_config = LogConfig.for_topic(update.config.topic_defaults())
         for topic in list(self.topics()):
             with contextlib.suppress(Exception):  # a topic deleted meanwhile
                 self.replica_manager.update_topic_config(topic)

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from typing import TYPE_CHECKING
 
 from odradek.config import BrokerConfig
 from odradek.config_sections import BrokerSections
+from odradek.config_security import authorizer_enabled
 from odradek.coordinator import GroupCoordinator
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
-from odradek.metrics import BrokerMetrics
+from odradek.metrics import BrokerMetrics, MetricsOptions
 from odradek.quota import QuotaManager, parse_stored
 from odradek.replication import ReplicaManager
-from odradek.security.authorizer_config import authorizer_enabled
+from odradek.storage.log_config import LogConfig
 from odradek.types import BrokerId
 
 from .authorizer import Authorizer
@@ -55,9 +57,8 @@ if TYPE_CHECKING:
     from odradek.cluster import BrokerInfo, ZkCluster
     from odradek.cluster.acls import AclCache
     from odradek.cluster.view import ClusterChange
-    from odradek.storage import LogConfig, LogManager
+    from odradek.storage import LogManager
 
-    from .dispatch import Handler
     from .txn_marker_writer import ClusterMarkerWriter
 
 __all__ = ["Broker"]
@@ -84,11 +85,11 @@ class Broker:
         self._stopped = asyncio.Event()
         self._marker_writer: ClusterMarkerWriter | None = None  # once started
         self._acl_cache: AclCache | None = None  # with an authorizer
-        self.metrics = BrokerMetrics(self.sections.metrics.options())
+        self.metrics = BrokerMetrics(MetricsOptions.from_section(self.sections.metrics))
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
-        self.quotas = QuotaManager(config["quota.window.num"],
-                                   config["quota.window.size.seconds"])
+        self.quotas = QuotaManager(self.sections.quotas.window_num,
+                                   self.sections.quotas.window_size_seconds)
 
     # Lifecycle ---------------------------------------------------------------------------
     @property
@@ -133,11 +134,14 @@ class Broker:
         metrics = self.metrics
         metrics.start()
         if self._log_manager is None:
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.storage.log_manager import LogManager
 
-            self._log_manager = LogManager(sections.log, config.log_config(),
+            self._log_manager = LogManager(sections.log,
+                                           LogConfig.for_topic(config.topic_defaults()),
                                            observer=StorageObserver(metrics))
         if self._cluster is None:
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.cluster import ZkCluster
 
             zookeeper = sections.zookeeper
@@ -147,13 +151,14 @@ class Broker:
                 session_timeout_ms=zookeeper.session_timeout_ms,
                 connection_timeout_ms=zookeeper.connection_timeout_ms,
                 controller=sections.controller,
-                validate_config=config.log_config,
+                validate_config=functools.partial(LogConfig.for_topic, config.topic_defaults()),
             )
         cluster = self._cluster
         self._observe_cluster(cluster)
         await cluster.start()
         metrics.describe(cluster_id=getattr(cluster, "cluster_id", None) or None,
-                         rack=config["broker.rack"] or None)
+                         rack=config.rack)
+        # no cycle: hoist when issue 23 reworks this module
         from .stray_logs import delete_stray_logs
 
         delete_stray_logs(self._log_manager, cluster.view.topics, self.broker_id)
@@ -178,6 +183,7 @@ class Broker:
             quotas=self.quotas,
             authorizer=await self._start_authorizer(cluster),
         )
+        # no cycle: hoist when issue 23 reworks this module
         from .txn_coordination import start_transaction_coordinator
 
         transaction_coordinator, self._marker_writer = start_transaction_coordinator(
@@ -196,7 +202,7 @@ class Broker:
         self.listeners.bind()
         await cluster.register_broker(self._broker_info())
         await self._wait_until_visible()
-        self.listeners.start(self.services, self._handlers())
+        self.listeners.start(self.services, handler_table())
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
 
@@ -205,22 +211,13 @@ class Broker:
         security = self.sections.security
         if not authorizer_enabled(security.authorizer_class_name):
             return None
+        # the authorizer's modules only with authorizer.class.name
         from odradek.cluster.acls import AclCache
 
         self._acl_cache = acl_cache = AclCache(cluster.session)
         await acl_cache.start()
         return Authorizer(security, acl_cache, self.metrics)
 
-    def _handlers(self) -> dict[int, Handler]:
-        """The handler table, behind the authorizer's rules when there is one."""
-        table = handler_table()
-        authorizer = self.services.authorizer
-        if authorizer is None:
-            return table
-        from .access import guarded_table
-        from .access_rules import RULES
-
-        return guarded_table(table, RULES, authorizer)
 
     async def _wait_until_visible(self) -> None:
         """Serve only once our own view lists this broker (and, briefly, a controller).
@@ -275,6 +272,7 @@ class Broker:
         settings, network = self.sections.controlled_shutdown, self.sections.network
         if self._services is None or not settings.enable:
             return
+        # no cycle: hoist when issue 23 reworks this module
         from .controlled_shutdown import request_controlled_shutdown
 
         await request_controlled_shutdown(
@@ -294,6 +292,7 @@ class Broker:
 
     # Network -----------------------------------------------------------------------------
     def _broker_info(self) -> BrokerInfo:
+        # no cycle: hoist when issue 23 reworks this module
         from odradek.cluster import BrokerInfo, Endpoint
 
         endpoints = []
@@ -304,7 +303,7 @@ class Broker:
                                       security.protocol_of(listener.name)))
         first = endpoints[0]
         return BrokerInfo(self.broker_id, first.host, first.port,
-                          self.config["broker.rack"], tuple(endpoints))
+                          self.config.rack, tuple(endpoints))
 
     async def _user_config(self, user: str) -> dict[str, str]:
         """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
@@ -317,6 +316,7 @@ class Broker:
         session = getattr(cluster, "session", None)
         zookeeper = self.metrics.zookeeper
         if session is not None and hasattr(session, "on_request"):
+            # no cycle: hoist when issue 23 reworks this module
             from odradek.cluster.zk import SessionEvent
 
             states = {SessionEvent.NEW_SESSION: "connected", SessionEvent.RECONNECTED:
@@ -384,15 +384,11 @@ class Broker:
     def _log_config_for(self, topic: str) -> LogConfig:
         metadata = self.cluster.view.topics.get(topic)
         overrides = dict(metadata.config) if metadata is not None else {}
-        # BrokerConfig.log_config is annotated Any (config must not import storage at
-        # type level yet); the typed local states what it returns.
-        config: LogConfig
         try:
-            config = self.config.log_config(overrides)
+            return LogConfig.for_topic(self.config.topic_defaults(), overrides)
         except Exception:
             log.exception("topic %s has invalid config overrides; using broker defaults", topic)
-            config = self.config.log_config()
-        return config
+            return LogConfig.for_topic(self.config.topic_defaults())
 
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener

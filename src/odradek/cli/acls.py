@@ -51,7 +51,7 @@ def _resources(topics: tuple[str, ...], groups: tuple[str, ...], txns: tuple[str
 
 
 def _admin(bootstrap: str, security: dict[str, Any]) -> Any:
-    from odradek.client import AdminClient
+    from odradek.client import AdminClient  # on use (odradek.cli)
 
     return AdminClient(bootstrap, **security)
 

@@ -53,7 +53,7 @@ def consume(bootstrap: str, security: dict[str, Any], topic: str, group: str | N
             max_messages: int | None, partition: int | None, offset: str | None,
             timeout_ms: int | None, properties: tuple[str, ...], output: str) -> None:
     """Print records of TOPIC, one per line, until Ctrl-C (or --max-messages)."""
-    from odradek.client import Consumer, TopicPartition, ZooKeeperConsumer
+    from odradek.client import Consumer, TopicPartition, ZooKeeperConsumer  # on use (odradek.cli)
 
     props = parse_properties(properties, PROPERTIES)
     flag = {k: props.get(k, "false").lower() == "true" for k in PROPERTIES}

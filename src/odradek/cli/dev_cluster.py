@@ -9,7 +9,9 @@ the rest keep running (:mod:`odradek.cli.supervisor`). SIGTERM/SIGINT stop the b
 Broker ``i`` serves ``/metrics`` on ``metrics-base-port + i`` (printed with the addresses).
 ``--prometheus`` also starts Debian's ``prometheus`` (when installed: ``make prometheus``)
 scraping every broker with the labels the dashboards select on and evaluating odradek's
-alert rules, so queries and alerts can be tried without Kubernetes.
+alert rules, so queries and alerts can be tried without Kubernetes. That tooling is the
+``odradek[monitoring]`` extra (:mod:`odradek_monitoring`), imported only when asked for:
+without it ``--prometheus`` stops before anything starts, naming the extra.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -25,8 +28,12 @@ from rich.text import Text
 from odradek.cli.output import table_console
 from odradek.cli.supervisor import Supervisor
 from odradek.local_cluster import LocalCluster, WaitTimeout, port_open
-from odradek.metrics.prometheus import LocalPrometheus, PrometheusError, ScrapeTarget
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
+
+if TYPE_CHECKING:
+    from odradek_monitoring.prometheus import LocalPrometheus
+
+MONITORING_EXTRA = "pip install 'odradek[monitoring]'"
 
 DEV_LABELS = {"namespace": "dev", "cluster": "dev"}
 """Target labels of the dev cluster's brokers in the local Prometheus (plus ``broker``)."""
@@ -34,9 +41,11 @@ DEV_LABELS = {"namespace": "dev", "cluster": "dev"}
 
 def run_dev_cluster(
     brokers: int, data_dir: Path, base_port: int, zookeeper_port: int, overrides: list[str],
-    *, metrics_base_port: int = 0, prometheus: bool = False,
+    *, metrics_base_port: int = 0, prometheus: bool = False, nodes: int = 0,
 ) -> int:
     console = table_console(stderr=True)
+    if prometheus and not _monitoring_extra_installed(console):
+        return 1
     metrics_ports = ([metrics_base_port + i for i in range(brokers)] if metrics_base_port
                      else [])
     busy = [p for p in [zookeeper_port, *range(base_port, base_port + brokers), *metrics_ports]
@@ -54,7 +63,8 @@ def run_dev_cluster(
         "transaction.state.log.min.isr": str(min(2, brokers)),
     }
     cluster = LocalCluster(brokers, data_dir.resolve(), base_port, zookeeper_port,
-                           {**defaults, **parsed}, metrics_ports=metrics_ports or None)
+                           {**defaults, **parsed}, metrics_ports=metrics_ports or None,
+                           nodes=nodes)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -103,11 +113,25 @@ def run_dev_cluster(
     return 0
 
 
+def _monitoring_extra_installed(console: Console) -> bool:
+    """Whether ``--prometheus``'s tooling imports; if not, one line naming the extra."""
+    try:  # on demand: the monitoring extra is optional, and only --prometheus needs it
+        import odradek_monitoring.alerts
+        import odradek_monitoring.prometheus  # noqa: F401
+    except ImportError as exc:
+        console.print(Text(f"--prometheus needs the monitoring extra ({MONITORING_EXTRA}): "
+                           f"{exc}", style="red"))
+        return False
+    return True
+
+
 def _start_prometheus(console: Console, cluster: LocalCluster,
                       data_dir: Path) -> LocalPrometheus | None:
     """Prometheus scraping every broker, with the alert rules; None (and a warning) when
     the binary is missing or the brokers serve no metrics: the cluster runs anyway."""
-    from odradek.metrics.generate import rules_yaml
+    # the monitoring extra: run_dev_cluster checked it imports before starting anything
+    from odradek_monitoring.alerts import rules_yaml
+    from odradek_monitoring.prometheus import LocalPrometheus, PrometheusError, ScrapeTarget
 
     targets = [ScrapeTarget(broker.metrics_address, {**DEV_LABELS, "broker": str(i)})
                for i, broker in enumerate(cluster.brokers) if broker.metrics_address]

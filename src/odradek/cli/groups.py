@@ -30,7 +30,7 @@ def groups(ctx: click.Context, bootstrap: str, security: dict[str, Any], output:
 
 
 def _admin(ctx: click.Context) -> Any:
-    from odradek.client import AdminClient
+    from odradek.client import AdminClient  # on use (odradek.cli)
 
     return AdminClient(ctx.obj["bootstrap"], **ctx.obj["security"])
 
@@ -116,7 +116,7 @@ def reset_offsets(ctx: click.Context, group: str, topics: tuple[str, ...], to_ea
                   to_latest: bool, to_offset: int | None, shift_by: int | None,
                   to_datetime: str | None, execute: bool) -> None:
     """Move an inactive group's committed offsets (dry run unless --execute)."""
-    from rich.progress import Progress
+    from rich.progress import Progress  # on use (odradek.cli)
 
     from odradek.client import TopicPartition
 

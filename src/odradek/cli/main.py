@@ -38,6 +38,7 @@ def cli(verbose: int) -> None:
               help="Directory for ZooKeeper's snapshots and transaction logs.")
 def zookeeper(port: int, data_dir: Path) -> None:
     """Run the real Apache ZooKeeper server (from the pyspark wheel) in the foreground."""
+    # on use (odradek.cli)
     from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound, run_foreground
 
     try:
@@ -54,7 +55,7 @@ def zookeeper(port: int, data_dir: Path) -> None:
               help="Override a property of the properties file (repeatable).")
 def broker(properties: Path | None, overrides: tuple[str, ...]) -> None:
     """Run a broker in the foreground, configured like Kafka's server.properties."""
-    from odradek.config import BrokerConfig, ConfigError
+    from odradek.config import BrokerConfig, ConfigError  # on use (odradek.cli)
 
     try:
         config = BrokerConfig.load(properties, overrides)
@@ -62,7 +63,7 @@ def broker(properties: Path | None, overrides: tuple[str, ...]) -> None:
         raise click.ClickException(str(exc)) from None
     if logging.getLogger().level > logging.INFO:
         logging.getLogger().setLevel(logging.INFO)
-    from odradek.broker.app import run
+    from odradek.broker.app import run  # on use (odradek.cli)
 
     sys.exit(run(config))
 
@@ -82,13 +83,18 @@ def broker(properties: Path | None, overrides: tuple[str, ...]) -> None:
 @click.option("--prometheus", is_flag=True,
               help="Also start a local Prometheus (Debian's package) scraping the brokers, "
                    "with odradek's alert rules.")
+@click.option("--nodes", type=click.IntRange(0, 32), default=0, show_default=True,
+              help="Emulate N machines with one broker per core: broker i gets "
+                   "broker.rack=node-(i mod N), so replicas never share a node (0: no racks).")
 def cluster(brokers: int, data_dir: Path, base_port: int, zookeeper_port: int,
-            overrides: tuple[str, ...], metrics_base_port: int, prometheus: bool) -> None:
+            overrides: tuple[str, ...], metrics_base_port: int, prometheus: bool,
+            nodes: int) -> None:
     """Run a local development cluster: ZooKeeper plus N brokers, in the foreground."""
-    from odradek.cli.dev_cluster import run_dev_cluster
+    from odradek.cli.dev_cluster import run_dev_cluster  # on use (odradek.cli)
 
     sys.exit(run_dev_cluster(brokers, data_dir, base_port, zookeeper_port, list(overrides),
-                             metrics_base_port=metrics_base_port, prometheus=prometheus))
+                             metrics_base_port=metrics_base_port, prometheus=prometheus,
+                             nodes=nodes))
 
 
 from odradek.cli.acls import acls  # noqa: E402

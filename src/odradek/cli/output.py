@@ -13,6 +13,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -31,8 +32,7 @@ def load_command_config(_ctx: click.Context, _param: click.Parameter,
                          path: str | None) -> dict[str, Any]:
     if path is None:
         return {}
-    from pathlib import Path
-
+    # the client costs about a second to import: only commands given a config file pay it
     from odradek.client.security import settings_from_properties
     from odradek.config import parse_properties as parse_java_properties
 
@@ -57,7 +57,7 @@ def client_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from odradek.client.errors import KafkaClientError
+        from odradek.client.errors import KafkaClientError  # on use (odradek.cli)
 
         try:
             return func(*args, **kwargs)
@@ -146,7 +146,7 @@ def table_console(stderr: bool = False) -> Console:
     would assume 80 columns and cut names with an ellipsis, so the width is unlimited there:
     whoever greps the output gets every name whole.
     """
-    from rich.console import Console
+    from rich.console import Console  # on use (odradek.cli)
 
     console = Console(stderr=stderr)
     if console.is_terminal:
@@ -158,7 +158,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
                 ) -> None:
     """A table under an optional title line. The title is a line of its own, not rich's table
     title, which would wrap a long topic or group name to the table's (narrow) width."""
-    from rich.table import Table
+    from rich.table import Table  # on use (odradek.cli)
     from rich.text import Text
 
     console = table_console()

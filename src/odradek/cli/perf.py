@@ -53,7 +53,7 @@ def perf_produce(obj: dict[str, Any], topic: str, num_records: int, record_size:
                  linger_ms: int) -> None:
     """Send NUM_RECORDS records of RECORD_SIZE random bytes; report rate and latency."""
     bootstrap, output = obj["bootstrap"], obj["output"]
-    from rich.progress import Progress
+    from rich.progress import Progress  # on use (odradek.cli)
 
     from odradek.client import Producer
 
@@ -116,7 +116,7 @@ def perf_consume(obj: dict[str, Any], topic: str, messages: int, group: str | No
                  timeout_ms: int) -> None:
     """Read MESSAGES records from the beginning; report rate."""
     bootstrap, output = obj["bootstrap"], obj["output"]
-    from rich.progress import Progress
+    from rich.progress import Progress  # on use (odradek.cli)
 
     from odradek.client import Consumer, TopicPartition
 

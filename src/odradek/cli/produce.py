@@ -32,7 +32,7 @@ def produce(bootstrap: str, security: dict[str, Any], topic: str, properties: tu
             compression: str,
             acks: str, linger_ms: int, batch_size: int) -> None:
     """Send each line of stdin as one record to TOPIC."""
-    from odradek.client import Producer
+    from odradek.client import Producer  # on use (odradek.cli)
 
     props = parse_properties(properties, PROPERTIES)
     parse_key = props.get("parse.key", "false").lower() == "true"

@@ -30,6 +30,7 @@ from odradek.cli.output import load_command_config
 def broker_ready(bootstrap: str | None, broker_id: int | None, timeout: float,
                  security: dict[str, Any]) -> None:
     """Exit 0 if the broker is registered and caught up (in every ISR it belongs to)."""
+    # on use (odradek.cli)
     from odradek.readiness import BrokerNotReady, broker_id_from_environment, check_broker_ready
 
     if bootstrap is None:

@@ -29,7 +29,7 @@ def topics(ctx: click.Context, bootstrap: str, security: dict[str, Any], output:
 
 
 def _admin(ctx: click.Context) -> Any:
-    from odradek.client import AdminClient
+    from odradek.client import AdminClient  # on use (odradek.cli)
 
     return AdminClient(ctx.obj["bootstrap"], **ctx.obj["security"])
 
@@ -49,7 +49,7 @@ def create(ctx: click.Context, topic: str, partitions: int | None,
            replication_factor: int | None, configs: tuple[str, ...],
            if_not_exists: bool) -> None:
     """Create a topic."""
-    from odradek.client import KafkaClientError, NewTopic
+    from odradek.client import KafkaClientError, NewTopic  # on use (odradek.cli)
 
     config = parse_configs(configs)
     admin = _admin(ctx)
@@ -92,7 +92,7 @@ def list_(ctx: click.Context, exclude_internal: bool) -> None:
 @client_errors
 def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
     """Partitions, leaders, replicas and ISR (plus config overrides) of topics."""
-    from odradek.client.admin import RESOURCE_TOPIC
+    from odradek.client.admin import RESOURCE_TOPIC  # on use (odradek.cli)
 
     admin = _admin(ctx)
     try:
@@ -139,7 +139,7 @@ def describe(ctx: click.Context, names: tuple[str, ...]) -> None:
 def alter(ctx: click.Context, topic: str, partitions: int | None, configs: tuple[str, ...],
           deletes: tuple[str, ...]) -> None:
     """Add partitions or change topic configs."""
-    from odradek.client.admin import RESOURCE_TOPIC
+    from odradek.client.admin import RESOURCE_TOPIC  # on use (odradek.cli)
 
     if partitions is None and not configs and not deletes:
         raise click.UsageError("nothing to alter: give --partitions, --config or "
@@ -169,7 +169,7 @@ def alter(ctx: click.Context, topic: str, partitions: int | None, configs: tuple
 @client_errors
 def delete(ctx: click.Context, names: tuple[str, ...], if_exists: bool) -> None:
     """Delete topics."""
-    from odradek.client import KafkaClientError
+    from odradek.client import KafkaClientError  # on use (odradek.cli)
 
     admin = _admin(ctx)
     try:

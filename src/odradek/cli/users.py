@@ -33,7 +33,7 @@ def users(ctx: click.Context, bootstrap: str, security: dict[str, Any], output: 
 
 
 def _admin(ctx: click.Context) -> Any:
-    from odradek.client import AdminClient
+    from odradek.client import AdminClient  # on use (odradek.cli)
 
     return AdminClient(ctx.obj["bootstrap"], **ctx.obj["security"])
 

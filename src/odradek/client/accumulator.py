@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -243,8 +244,6 @@ class ProducerBatch:
                     metadata = None if error is not None else future._metadata()
                     callback(error, metadata)
                 except Exception:  # a user callback must not break the sender
-                    import logging
-
                     logging.getLogger(__name__).exception("delivery callback failed")
 
 

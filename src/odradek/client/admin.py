@@ -21,6 +21,7 @@ from odradek.security.acl import AclBinding, AclFilter
 
 from .acls import create_acls, delete_acls, describe_acls
 from .assignors import decode_assignment, decode_subscription
+from .client_quotas import alter_user_quotas, describe_user_quotas
 from .cluster_client import ClusterClient
 from .errors import BrokerResponseError, KafkaClientError
 from .metadata import ClusterMetadata, TopicInfo, TopicPartition
@@ -156,6 +157,14 @@ class AsyncAdminClient:
     async def describe_user_scram_credentials(
             self, users: Iterable[str] | None = None) -> list[UserCredential]:
         return await describe_user_scram(self.client, users)
+
+    async def describe_user_quotas(self, user: str) -> dict[str, float]:
+        """The client quotas set for ``user`` itself (``producer_byte_rate``, ...)."""
+        return await describe_user_quotas(self.client, user)
+
+    async def alter_user_quotas(self, user: str, changes: Mapping[str, float | None]) -> None:
+        """Set (a value) or remove (None) each of ``user``'s client quotas."""
+        await alter_user_quotas(self.client, user, changes)
 
     # ------------------------------------------------------------------ ACLs
 

@@ -20,11 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.config_security import PROTOCOLS, SASL_MECHANISMS, parse_jaas, uses_sasl, uses_tls
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import build, millis
 from odradek.protocol.messages import decode_response, encode_request, request_type
-from odradek.security.jaas import parse_jaas
-from odradek.security.listeners import PROTOCOLS, SASL_MECHANISMS, uses_sasl, uses_tls
 from odradek.security.plain import plain_token
 from odradek.security.scram import ScramClient, ScramError, ScramMechanism
 from odradek.security.tls import TlsSettings, client_context

@@ -211,7 +211,7 @@ class GroupCoordinator:
         except KafkaError as exc:
             return SyncResult(exc.code)
         group = slot.shard.group(group_id)
-        bound_ms = group.rebalance_timeout_ms if group is not None else 0
+        bound_ms = group.membership.rebalance_timeout_ms if group is not None else 0
         token, future = self._park()
         self._handle(slot, group_id, slot.shard.sync(
             self._clock(), token, group_id, member_id, group_instance_id, generation_id,

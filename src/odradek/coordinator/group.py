@@ -6,12 +6,13 @@ returns :data:`~odradek.coordinator.results.Output` values; nothing here sleeps 
 Time-driven behaviour is a set of explicit deadlines (:meth:`Group.next_deadline`) that the
 caller turns into timers, then feeds back with :meth:`Group.poll`.
 
-This module is the state machine only. What a group *holds* (members, static instance
-ids, protocol choice, committed offsets, the member checks) is
-:mod:`odradek.coordinator.group_members`, which :class:`Group` extends; how it is saved to
-and loaded from ``__consumer_offsets`` is :mod:`odradek.coordinator.group_metadata`. The
-cut is there because the rebalance rules below change for different reasons than the
-bookkeeping and the record format do.
+A :class:`Group` owns its state, generation, chosen protocol, rebalance timers, subscribed
+topics and committed offsets (the :class:`~odradek.coordinator.shard.CoordinatorShard`
+replays committed records into them), and a :class:`~odradek.coordinator.group_members.
+Membership` (``membership``): who is in the group, with the invariants stated there. The
+group decides *when* members change; the membership keeps its table consistent. Saving and
+loading is :mod:`odradek.coordinator.group_metadata`. No lock: the asyncio adapter drives
+each group from one thread, one request or timer at a time.
 
 The rules follow Kafka's classic group coordinator (``GroupCoordinator.scala`` and its Java
 successor), because clients depend on the exact errors:
@@ -39,11 +40,11 @@ successor), because clients depend on the exact errors:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.types import TopicPartition
 
 from .errors import (
     CoordinatorNotAvailable,
@@ -52,10 +53,11 @@ from .errors import (
     RebalanceInProgress,
     UnknownMemberId,
 )
-from .group_members import GroupMembership, MemberDescription
+from .group_members import MemberDescription, Membership
 from .group_metadata import load_group_metadata, metadata_record
-from .group_state import GroupState
-from .member import Member, Protocols
+from .group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition
+from .member import JoinRequest, Member
+from .offsets import OffsetAndMetadata
 from .offsets_topic_format import GroupMetadataValue
 from .results import JoinMember, JoinResult, Output, Reply, StoreGroup, SyncResult
 
@@ -65,24 +67,58 @@ UNKNOWN_MEMBER_ID: Final = ""
 _NONE = ErrorCode.none
 
 
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    """A JoinGroup, version-independent (the handler fills v0's rebalance timeout with the
-    session timeout and sets ``require_known_member_id`` from v4)."""
-
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
-    require_known_member_id: bool = True
-
-
-class Group(GroupMembership):
+class Group:
     """The membership state machine: JoinGroup, SyncGroup, heartbeats, leaves and timers."""
+
+    def __init__(
+        self,
+        group_id: str,
+        config: GroupCoordinatorConfig,
+        now_ms: int,
+        new_uuid: Callable[[], str],
+    ) -> None:
+        self.group_id = group_id
+        self.config = config
+        self._new_uuid = new_uuid
+        self.membership = Membership(group_id)
+        self.state = GroupState.EMPTY
+        self.state_timestamp_ms = now_ms
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.subscribed_topics: frozenset[str] | None = None
+        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        # Each committed partition's ``__consumer_offsets`` record key, encoded once: an
+        # OffsetCommit writes the same keys again and again (dropped with the offset).
+        self.offset_keys: dict[TopicPartition, bytes] = {}
+        # Rebalance timers.
+        self.join_deadline_ms: int | None = None
+        self.sync_deadline_ms: int | None = None
+        self._initial_join = False
+        self._initial_delay_remaining_ms = 0
+        self._new_member_added = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Group({self.group_id!r}, {self.state.value}, generation={self.generation_id}, "
+            f"members={list(self.members)})"
+        )
+
+    @property
+    def members(self) -> Mapping[str, Member]:
+        """The members by id, in join order (read-only; changes go through ``membership``)."""
+        return self.membership.members
+
+    def _transition(self, target: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS_STATES[target]:
+            raise IllegalStateTransition(
+                f"group {self.group_id}: {self.state.value} -> {target.value}"
+            )
+        self.state = target
+        self.state_timestamp_ms = now_ms
+
+    def describe_members(self) -> list[MemberDescription]:
+        return self.membership.describe(self.protocol_name, stable=self.state is GroupState.STABLE)
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -98,7 +134,9 @@ class Group(GroupMembership):
                 return [_join_error(token, request.member_id, ErrorCode.invalid_session_timeout)]
             if self.state is GroupState.DEAD:
                 raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
-            if not self._accepts_joining_member(request.member_id):
+            if not self.membership.accepts_joining(
+                request.member_id, self.state, self.config.max_group_size
+            ):
                 if request.member_id in self.members:
                     self._remove_member(now_ms, self.members[request.member_id], out)
                 return [
@@ -116,14 +154,16 @@ class Group(GroupMembership):
     def _join_unknown_member(
         self, now_ms: int, token: int, request: JoinRequest, out: list[Output]
     ) -> None:
-        if not self._supports_protocols(request.protocol_type, request.protocols):
+        if not self.membership.supports_protocols(
+            self.protocol_type, request.protocol_type, request.protocols
+        ):
             raise InconsistentGroupProtocol("no protocol in common with the group")
         prefix = request.group_instance_id or request.client_id
         member_id = f"{prefix}-{self._new_uuid()}"
         if request.group_instance_id is not None:
             self._join_static_unknown(now_ms, token, member_id, request, out)
         elif request.require_known_member_id:
-            self.pending_members[member_id] = now_ms + request.session_timeout_ms
+            self.membership.pending_members[member_id] = now_ms + request.session_timeout_ms
             out.append(Reply(token, JoinResult(ErrorCode.member_id_required, member_id)))
         else:
             self._add_member_and_rebalance(now_ms, token, member_id, request, out)
@@ -134,16 +174,16 @@ class Group(GroupMembership):
     ) -> None:
         instance_id = request.group_instance_id
         assert instance_id is not None
-        old_member_id = self.static_members.get(instance_id)
+        old_member_id = self.membership.static_members.get(instance_id)
         if old_member_id is None:
             self._add_member_and_rebalance(now_ms, token, new_member_id, request, out)
             return
         member = self._replace_static_member(instance_id, old_member_id, new_member_id, out)
-        self._update_member(member, request)
+        member.rejoin(request)
         if self.state is GroupState.STABLE:
             # A restarted static member gets its old place back without a rebalance, unless
             # its protocols would change what the group runs.
-            if self.select_protocol() == self.protocol_name:
+            if self.membership.select_protocol() == self.protocol_name:
                 member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
                 result = self._join_result_for(member, skip_assignment=True)
                 out.append(
@@ -169,17 +209,19 @@ class Group(GroupMembership):
         self, now_ms: int, token: int, request: JoinRequest, out: list[Output]
     ) -> None:
         member_id = request.member_id
-        if member_id in self.pending_members:
+        if member_id in self.membership.pending_members:
             if request.group_instance_id is not None:
                 raise UnknownMemberId("a pending member id cannot carry an instance id")
-            del self.pending_members[member_id]
+            del self.membership.pending_members[member_id]
             self._add_member_and_rebalance(now_ms, token, member_id, request, out)
             return
-        member = self.validate_member(member_id, request.group_instance_id)
-        if not self._supports_protocols(request.protocol_type, request.protocols, member_id):
+        member = self.membership.validate_member(member_id, request.group_instance_id)
+        if not self.membership.supports_protocols(
+            self.protocol_type, request.protocol_type, request.protocols, member_id
+        ):
             raise InconsistentGroupProtocol("no protocol in common with the group")
         if self.state is GroupState.PREPARING_REBALANCE:
-            self._update_member(member, request)
+            member.rejoin(request)
             self._park_join(member, token, out)
             self._maybe_complete_join(now_ms, out)
         elif self.state is GroupState.COMPLETING_REBALANCE:
@@ -187,13 +229,13 @@ class Group(GroupMembership):
                 # The JoinGroup response was lost; send it again.
                 out.append(Reply(token, self._join_result_for(member)))
             else:
-                self._update_member(member, request)
+                member.rejoin(request)
                 self._park_join(member, token, out)
                 self._prepare_rebalance(now_ms, out)
         elif self.state is GroupState.STABLE:
-            if member_id == self.leader_id or not member.matches(request.protocols):
+            if member_id == self.membership.leader_id or not member.matches(request.protocols):
                 # The leader rejoining means it wants a new assignment (e.g. new topics).
-                self._update_member(member, request)
+                member.rejoin(request)
                 self._park_join(member, token, out)
                 self._prepare_rebalance(now_ms, out)
             else:
@@ -205,39 +247,18 @@ class Group(GroupMembership):
     def _add_member_and_rebalance(
         self, now_ms: int, token: int, member_id: str, request: JoinRequest, out: list[Output]
     ) -> None:
-        member = Member(
-            member_id=member_id,
-            group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            session_timeout_ms=request.session_timeout_ms,
-            protocol_type=request.protocol_type,
-            protocols=request.protocols,
-            join_token=token,
-            is_new=True,
-            heartbeat_deadline_ms=now_ms + self.config.new_member_join_timeout_ms,
+        member = Member.joining(
+            member_id, request, token, now_ms + self.config.new_member_join_timeout_ms
         )
         if self.state is GroupState.PREPARING_REBALANCE and self.generation_id == 0:
             self._new_member_added = True
         if not self.members:
             self.protocol_type = request.protocol_type
-        if self.leader_id is None:
-            self.leader_id = member_id
-        self.members[member_id] = member
-        if member.group_instance_id is not None:
-            self.static_members[member.group_instance_id] = member_id
+        self.membership.add(member)
         if self.state is GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(now_ms, out)
         else:
             self._prepare_rebalance(now_ms, out)
-
-    def _update_member(self, member: Member, request: JoinRequest) -> None:
-        member.protocols = request.protocols
-        member.rebalance_timeout_ms = request.rebalance_timeout_ms
-        member.session_timeout_ms = request.session_timeout_ms
-        member.client_id = request.client_id
-        member.client_host = request.client_host
 
     @staticmethod
     def _park_join(member: Member, token: int, out: list[Output]) -> None:
@@ -252,7 +273,7 @@ class Group(GroupMembership):
     def _replace_static_member(
         self, instance_id: str, old_member_id: str, new_member_id: str, out: list[Output]
     ) -> Member:
-        member = self.members.pop(old_member_id)
+        member = self.members[old_member_id]
         if member.join_token is not None:
             out.append(
                 Reply(member.join_token, JoinResult(ErrorCode.fenced_instance_id, old_member_id))
@@ -261,18 +282,10 @@ class Group(GroupMembership):
         if member.sync_token is not None:
             out.append(Reply(member.sync_token, SyncResult(ErrorCode.fenced_instance_id)))
             member.sync_token = None
-        member.member_id = new_member_id
-        self.members[new_member_id] = member
-        self.static_members[instance_id] = new_member_id
-        if old_member_id in self.pending_sync:
-            self.pending_sync.discard(old_member_id)
-            self.pending_sync.add(new_member_id)
-        if self.leader_id == old_member_id:
-            self.leader_id = new_member_id
-        return member
+        return self.membership.rename(instance_id, old_member_id, new_member_id)
 
     def _join_result_for(self, member: Member, skip_assignment: bool = False) -> JoinResult:
-        is_leader = member.member_id == self.leader_id
+        is_leader = member.member_id == self.membership.leader_id
         members: tuple[JoinMember, ...] = ()
         if is_leader:
             members = tuple(
@@ -285,7 +298,7 @@ class Group(GroupMembership):
             generation_id=self.generation_id,
             protocol_type=self.protocol_type,
             protocol_name=self.protocol_name,
-            leader=self.leader_id or "",
+            leader=self.membership.leader_id or "",
             members=members,
             skip_assignment=skip_assignment and is_leader,
         )
@@ -300,17 +313,17 @@ class Group(GroupMembership):
                     out.append(Reply(member.sync_token,
                                      SyncResult(ErrorCode.rebalance_in_progress)))
                     member.sync_token = None
-        self.pending_sync.clear()
+        self.membership.pending_sync.clear()
         self.sync_deadline_ms = None
         delay = self.config.initial_rebalance_delay_ms
         if self.state is GroupState.EMPTY and delay > 0:
             self._initial_join = True
             self._new_member_added = False
             self.join_deadline_ms = now_ms + delay
-            self._initial_delay_remaining_ms = max(self.rebalance_timeout_ms - delay, 0)
+            self._initial_delay_remaining_ms = max(self.membership.rebalance_timeout_ms - delay, 0)
         else:
             self._initial_join = False
-            self.join_deadline_ms = now_ms + self.rebalance_timeout_ms
+            self.join_deadline_ms = now_ms + self.membership.rebalance_timeout_ms
         self._transition(GroupState.PREPARING_REBALANCE, now_ms)
         self._maybe_complete_join(now_ms, out)
 
@@ -324,7 +337,7 @@ class Group(GroupMembership):
         if (
             self.state is GroupState.PREPARING_REBALANCE
             and not self._initial_join
-            and self.has_all_members_joined()
+            and self.membership.all_joined()
         ):
             self._complete_join(now_ms, out)
 
@@ -332,13 +345,7 @@ class Group(GroupMembership):
         for member in list(self.members.values()):
             if not member.awaiting_join and not member.is_static:
                 self._remove_member(now_ms, member, out, rebalance=False)
-        leader = self.members.get(self.leader_id or "")
-        if leader is None or not leader.awaiting_join:
-            joined = [m.member_id for m in self.members.values() if m.awaiting_join]
-            if joined:
-                self.leader_id = joined[0]
-            elif leader is None:
-                self.leader_id = next(iter(self.members), None)
+        self.membership.choose_leader()
         self.join_deadline_ms = None
         self._initial_join = False
         self.generation_id += 1
@@ -348,11 +355,13 @@ class Group(GroupMembership):
             self._transition(GroupState.EMPTY, now_ms)
             out.append(StoreGroup(self.group_id, self.generation_id, metadata_record(self, now_ms)))
             return
-        self.protocol_name = self.select_protocol()
-        self.subscribed_topics = self._compute_subscribed_topics()
+        self.protocol_name = self.membership.select_protocol()
+        self.subscribed_topics = self.membership.subscribed_topics(
+            self.protocol_type, self.protocol_name
+        )
         self._transition(GroupState.COMPLETING_REBALANCE, now_ms)
-        self.pending_sync = set(self.members)
-        self.sync_deadline_ms = now_ms + self.rebalance_timeout_ms
+        self.membership.pending_sync = set(self.members)
+        self.sync_deadline_ms = now_ms + self.membership.rebalance_timeout_ms
         for member in self.members.values():
             if member.join_token is not None:
                 out.append(Reply(member.join_token, self._join_result_for(member)))
@@ -377,7 +386,7 @@ class Group(GroupMembership):
         try:
             if self.state is GroupState.DEAD:
                 raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
-            member = self.validate_member(member_id, group_instance_id)
+            member = self.membership.validate_member(member_id, group_instance_id)
             if generation_id != self.generation_id:
                 raise IllegalGeneration(f"generation {generation_id} != {self.generation_id}")
             if (protocol_type is not None and protocol_type != self.protocol_type) or (
@@ -390,8 +399,8 @@ class Group(GroupMembership):
                 raise UnknownMemberId(f"group {self.group_id} is empty")
         except KafkaError as exc:
             return [Reply(token, SyncResult(exc.code))]
-        self.pending_sync.discard(member_id)
-        if not self.pending_sync:
+        self.membership.pending_sync.discard(member_id)
+        if not self.membership.pending_sync:
             self.sync_deadline_ms = None
         if self.state is GroupState.STABLE:
             member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
@@ -401,7 +410,7 @@ class Group(GroupMembership):
         if member.sync_token is not None:
             out.append(Reply(member.sync_token, SyncResult(ErrorCode.rebalance_in_progress)))
         member.sync_token = token
-        if member_id == self.leader_id:
+        if member_id == self.membership.leader_id:
             for other in self.members.values():
                 other.assignment = assignments.get(other.member_id, b"")
             self._transition(GroupState.STABLE, now_ms)
@@ -439,7 +448,7 @@ class Group(GroupMembership):
         try:
             if self.state is GroupState.DEAD:
                 raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
-            member = self.validate_member(member_id, group_instance_id)
+            member = self.membership.validate_member(member_id, group_instance_id)
             if generation_id != self.generation_id:
                 raise IllegalGeneration(f"generation {generation_id} != {self.generation_id}")
         except KafkaError as exc:
@@ -469,15 +478,15 @@ class Group(GroupMembership):
         for member_id, instance_id in leaving:
             try:
                 if member_id == UNKNOWN_MEMBER_ID:
-                    current = self.static_members.get(instance_id or "")
+                    current = self.membership.static_members.get(instance_id or "")
                     if instance_id is None or current is None:
                         raise UnknownMemberId(f"no static member {instance_id!r}")
                     self._remove_member(now_ms, self.members[current], out)
-                elif member_id in self.pending_members:
-                    del self.pending_members[member_id]
+                elif member_id in self.membership.pending_members:
+                    del self.membership.pending_members[member_id]
                     self._maybe_complete_join(now_ms, out)
                 else:
-                    member = self.validate_member(member_id, instance_id)
+                    member = self.membership.validate_member(member_id, instance_id)
                     self._remove_member(now_ms, member, out)
                 errors.append(_NONE)
             except KafkaError as exc:
@@ -495,13 +504,7 @@ class Group(GroupMembership):
         if member.sync_token is not None:
             out.append(Reply(member.sync_token, SyncResult(ErrorCode.unknown_member_id)))
             member.sync_token = None
-        del self.members[member.member_id]
-        if member.group_instance_id is not None:
-            self.static_members.pop(member.group_instance_id, None)
-        self.pending_sync.discard(member.member_id)
-        if self.leader_id == member.member_id:
-            joined = [m.member_id for m in self.members.values() if m.awaiting_join]
-            self.leader_id = joined[0] if joined else next(iter(self.members), None)
+        self.membership.remove(member)
         if not rebalance:
             return
         if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
@@ -515,8 +518,8 @@ class Group(GroupMembership):
         # Asked after every request of the group, OffsetCommits included: a group with no
         # members (a simple committer's) answers without building anything.
         deadlines = [d for d in (self.join_deadline_ms, self.sync_deadline_ms) if d is not None]
-        if self.pending_members:
-            deadlines += self.pending_members.values()
+        if self.membership.pending_members:
+            deadlines += self.membership.pending_members.values()
         for member in self.members.values():
             if member.heartbeat_deadline_ms is not None:
                 deadlines.append(member.heartbeat_deadline_ms)
@@ -525,9 +528,9 @@ class Group(GroupMembership):
     def poll(self, now_ms: int) -> list[Output]:
         """Fire every deadline at or before ``now_ms``."""
         out: list[Output] = []
-        for member_id, pending_deadline in list(self.pending_members.items()):
+        for member_id, pending_deadline in list(self.membership.pending_members.items()):
             if pending_deadline <= now_ms:
-                del self.pending_members[member_id]
+                del self.membership.pending_members[member_id]
                 self._maybe_complete_join(now_ms, out)
         for member in list(self.members.values()):
             deadline = member.heartbeat_deadline_ms
@@ -552,8 +555,8 @@ class Group(GroupMembership):
                 self.join_deadline_ms = None
         if self.sync_deadline_ms is not None and self.sync_deadline_ms <= now_ms:
             self.sync_deadline_ms = None
-            late = [self.members[m] for m in self.pending_sync if m in self.members]
-            self.pending_sync.clear()
+            late = [self.members[m] for m in self.membership.pending_sync if m in self.members]
+            self.membership.pending_sync.clear()
             if self.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
                 for member in late:
                     self._remove_member(now_ms, member, out, rebalance=False)
@@ -564,10 +567,10 @@ class Group(GroupMembership):
     # ------------------------------------------------------------------ unload / load
 
     def mark_dead(self, now_ms: int) -> list[Output]:
-        replies: list[Output] = list(self.pending_tokens())
+        replies: list[Output] = list(self.membership.pending_tokens())
         self._transition(GroupState.DEAD, now_ms)
         self.join_deadline_ms = self.sync_deadline_ms = None
-        self.pending_members.clear()
+        self.membership.pending_members.clear()
         return replies
 
     @classmethod
@@ -583,7 +586,9 @@ class Group(GroupMembership):
         :func:`~odradek.coordinator.group_metadata.load_group_metadata`."""
         group = cls(group_id, config, now_ms, new_uuid)
         load_group_metadata(group, value, now_ms)
-        group.subscribed_topics = group._compute_subscribed_topics()
+        group.subscribed_topics = group.membership.subscribed_topics(
+            group.protocol_type, group.protocol_name
+        )
         return group
 
 

@@ -1,39 +1,45 @@
-"""A classic group's bookkeeping: who is in it, which protocol it speaks, what it committed.
+"""Who is in one classic group: its members, their indexes and its leader.
 
-Split from :mod:`odradek.coordinator.group` (which holds the JoinGroup/SyncGroup/rebalance
-state machine) because these are the facts about a group that every other part reads —
-membership, static-instance ids, the chosen protocol, committed offsets, the checks a
-request naming a member must pass — independent of *how* the group moves between
-states. The state machine subclasses :class:`GroupMembership`; persistence
-(:mod:`odradek.coordinator.group_metadata`) and describe calls read it. Sans-IO like the
-rest of the coordinator.
+A :class:`~odradek.coordinator.group.Group` owns one :class:`Membership` (composition, not a
+base class). The group's state machine decides *when* a member joins, is replaced or leaves;
+this module keeps the member table consistent whatever the order of those decisions, and
+answers the questions about members every other part asks (is this a current member, which
+protocol do they all speak, what does DescribeGroups show).
+
+What it owns, and its invariants (kept by :meth:`Membership.add`, :meth:`~Membership.remove`,
+:meth:`~Membership.rename` and :meth:`~Membership.choose_leader`, the only writers of the
+member table and its indexes):
+
+* ``members``: member id -> :class:`~odradek.coordinator.member.Member`, in join order
+  (the order the leader's JoinGroup response lists them and a new leader is chosen from).
+* ``static_members``: ``group.instance.id`` -> member id, for exactly the static members.
+* ``leader_id``: a member's id, or None only when there is no member.
+* ``pending_sync``: ids of members whose SyncGroup the rebalance still awaits (a subset of
+  ``members``; the group fills and clears it, member changes keep it in step).
+* ``pending_members``: ids handed out with MEMBER_ID_REQUIRED and their expiry; not members
+  yet (the group adds and expires them).
+
+No lock: the coordinator is sans-IO and its asyncio adapter drives every group from the
+event loop thread, one request (or timer) at a time, so a mutation always completes before
+the next one reads. The ``Member`` objects are shared with the group, which parks and
+answers their tokens and moves their deadlines.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from odradek.protocol.errors import ErrorCode
-from odradek.types import TopicPartition
 
-from .errors import (
-    CoordinatorNotAvailable,
-    FencedInstanceId,
-    IllegalGeneration,
-    InconsistentGroupProtocol,
-    RebalanceInProgress,
-    UnknownMemberId,
-)
-from .group_state import VALID_PREVIOUS_STATES, GroupState, IllegalStateTransition
+from .errors import FencedInstanceId, InconsistentGroupProtocol, UnknownMemberId
+from .group_state import GroupState
 from .member import Member, Protocols
-from .offsets import OffsetAndMetadata
 from .results import JoinResult, Reply, SyncResult
 
-__all__ = ["GroupMembership", "MemberDescription"]
+__all__ = ["MemberDescription", "Membership"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,68 +54,82 @@ class MemberDescription:
     assignment: bytes
 
 
-class GroupMembership:
-    """A classic group's members, protocol, generation and committed offsets."""
+class Membership:
+    """The members of one group, their static-instance index and the leader (the module
+    docstring states the invariants and who writes what)."""
 
-    def __init__(
-        self,
-        group_id: str,
-        config: GroupCoordinatorConfig,
-        now_ms: int,
-        new_uuid: Callable[[], str],
-    ) -> None:
-        self.group_id = group_id
-        self.config = config
-        self._new_uuid = new_uuid
-        self.state = GroupState.EMPTY
-        self.state_timestamp_ms = now_ms
-        self.generation_id = 0
-        self.protocol_type: str | None = None
-        self.protocol_name: str | None = None
-        self.leader_id: str | None = None
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id  # for messages
         self.members: dict[str, Member] = {}
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.pending_members: dict[str, int] = {}  # MEMBER_ID_REQUIRED ids -> expiry
         self.pending_sync: set[str] = set()
-        self.subscribed_topics: frozenset[str] | None = None
-        self.offsets: dict[TopicPartition, OffsetAndMetadata] = {}
-        # Each committed partition's ``__consumer_offsets`` record key, encoded once: an
-        # OffsetCommit writes the same keys again and again (dropped with the offset).
-        self.offset_keys: dict[TopicPartition, bytes] = {}
-        # Rebalance timers.
-        self.join_deadline_ms: int | None = None
-        self.sync_deadline_ms: int | None = None
-        self._initial_join = False
-        self._initial_delay_remaining_ms = 0
-        self._new_member_added = False
+        self.leader_id: str | None = None
 
-    # ------------------------------------------------------------------ basic queries
+    # ------------------------------------------------------------------ changes
 
-    def __repr__(self) -> str:
-        return (
-            f"Group({self.group_id!r}, {self.state.value}, generation={self.generation_id}, "
-            f"members={list(self.members)})"
-        )
+    def add(self, member: Member) -> None:
+        """A new member, last in join order; the first member of a group leads it."""
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
 
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
+    def remove(self, member: Member) -> None:
+        """Drop ``member`` from the table and every index; a removed leader is replaced."""
+        del self.members[member.member_id]
+        if member.group_instance_id is not None:
+            self.static_members.pop(member.group_instance_id, None)
+        self.pending_sync.discard(member.member_id)
+        if self.leader_id == member.member_id:
+            self.choose_leader()
+
+    def rename(self, instance_id: str, old_member_id: str, new_member_id: str) -> Member:
+        """A static instance rejoined without its id: its entry moves to a new member id
+        (last in join order), keeping its place as leader or awaited syncer."""
+        member = self.members.pop(old_member_id)
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        self.static_members[instance_id] = new_member_id
+        if old_member_id in self.pending_sync:
+            self.pending_sync.discard(old_member_id)
+            self.pending_sync.add(new_member_id)
+        if self.leader_id == old_member_id:
+            self.leader_id = new_member_id
+        return member
+
+    def choose_leader(self) -> None:
+        """Kafka's rule: the leader stays while it has rejoined; otherwise the first member
+        that rejoined leads, else the first member (None when there is none). A leader that
+        did not rejoin is kept when nobody did."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is not None and leader.awaiting_join:
+            return
+        joined = next((m.member_id for m in self.members.values() if m.awaiting_join), None)
+        if joined is not None:
+            self.leader_id = joined
+        elif leader is None:
+            self.leader_id = next(iter(self.members), None)
+
+    # ------------------------------------------------------------------ queries
 
     @property
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
-    def has_all_members_joined(self) -> bool:
+    def all_joined(self) -> bool:
         return not self.pending_members and all(m.awaiting_join for m in self.members.values())
 
-    def _transition(self, target: GroupState, now_ms: int) -> None:
-        if self.state not in VALID_PREVIOUS_STATES[target]:
-            raise IllegalStateTransition(
-                f"group {self.group_id}: {self.state.value} -> {target.value}"
-            )
-        self.state = target
-        self.state_timestamp_ms = now_ms
-
-    # ------------------------------------------------------------------ validation
+    def accepts_joining(self, member_id: str, state: GroupState, max_group_size: int) -> bool:
+        """group.max.size: rejects members beyond the limit, counting as Kafka does."""
+        if state in (GroupState.EMPTY, GroupState.DEAD):
+            return True
+        member = self.members.get(member_id)
+        if state is GroupState.PREPARING_REBALANCE:
+            awaiting = sum(1 for m in self.members.values() if m.awaiting_join)
+            return (member is not None and member.awaiting_join) or awaiting < max_group_size
+        return member is not None or len(self.members) < max_group_size
 
     def validate_member(self, member_id: str, group_instance_id: str | None) -> Member:
         """Kafka's rule for requests naming a member: the instance id, when given, must map
@@ -125,48 +145,23 @@ class GroupMembership:
             raise UnknownMemberId(f"unknown member {member_id!r} in group {self.group_id}")
         return member
 
-    def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> Member | None:
-        """Who may commit: anyone to an Empty group with generation -1 (simple consumers
-        keeping offsets in Kafka); otherwise a member of the current generation, and not
-        while the group waits for its leader's assignment."""
-        if self.state is GroupState.DEAD:
-            raise CoordinatorNotAvailable(f"group {self.group_id} is dead")
-        if generation_id < 0 and self.state is GroupState.EMPTY:
-            return None
-        member = None
-        if generation_id >= 0 or member_id or group_instance_id is not None:
-            member = self.validate_member(member_id, group_instance_id)
-            if generation_id != self.generation_id:
-                raise IllegalGeneration(
-                    f"generation {generation_id} is not the group's {self.generation_id}"
-                )
-        elif self.state is not GroupState.EMPTY:
-            raise UnknownMemberId("commits without a member id need an empty group")
-        if self.state is GroupState.COMPLETING_REBALANCE:
-            raise RebalanceInProgress(f"group {self.group_id} is rebalancing")
-        return member
-
-    def _supports_protocols(
-        self, protocol_type: str, protocols: Protocols, exclude: str | None = None
+    def supports_protocols(
+        self,
+        group_protocol_type: str | None,
+        protocol_type: str,
+        protocols: Protocols,
+        exclude: str | None = None,
     ) -> bool:
+        """Whether a member joining with ``protocols`` shares one with every other member
+        (and the group's protocol type); the first member only needs to name one."""
         others = [m for m in self.members.values() if m.member_id != exclude]
         names = [name for name, _ in protocols]
         if not others:
             return bool(protocol_type) and bool(names)
-        if protocol_type != self.protocol_type:
+        if protocol_type != group_protocol_type:
             return False
-        common = self._common_protocols(others)
+        common = _common_protocols(others)
         return any(name in common for name in names)
-
-    @staticmethod
-    def _common_protocols(members: Sequence[Member]) -> set[str]:
-        common: set[str] | None = None
-        for member in members:
-            names = set(member.protocol_names())
-            common = names if common is None else common & names
-        return common or set()
 
     def select_protocol(self) -> str:
         """The protocol every member supports that most members rank first among those.
@@ -175,7 +170,7 @@ class GroupMembership:
         choice is deterministic.
         """
         members = list(self.members.values())
-        candidates = self._common_protocols(members)
+        candidates = _common_protocols(members)
         if not candidates:
             raise InconsistentGroupProtocol(f"group {self.group_id} has no common protocol")
         votes = Counter(member.vote(candidates) for member in members)
@@ -187,39 +182,29 @@ class GroupMembership:
                 return name
         return sorted(winners)[0]
 
-    def _accepts_joining_member(self, member_id: str) -> bool:
-        """group.max.size: rejects members beyond the limit, counting as Kafka does."""
-        limit = self.config.max_group_size
-        if self.state in (GroupState.EMPTY, GroupState.DEAD):
-            return True
-        member = self.members.get(member_id)
-        if self.state is GroupState.PREPARING_REBALANCE:
-            awaiting = sum(1 for m in self.members.values() if m.awaiting_join)
-            return (member is not None and member.awaiting_join) or awaiting < limit
-        return member is not None or len(self.members) < limit
-
-    def _compute_subscribed_topics(self) -> frozenset[str] | None:
-        if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+    def subscribed_topics(
+        self, protocol_type: str | None, protocol_name: str | None
+    ) -> frozenset[str] | None:
+        """Every topic the members subscribe to, for a group of the consumer protocol type
+        (None for another type, or when one subscription cannot be read)."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         topics: set[str] = set()
         for member in self.members.values():
-            parsed = subscribed_topics(member.metadata_for(self.protocol_name))
+            parsed = subscribed_topics(member.metadata_for(protocol_name))
             if parsed is None:
                 return None
             topics |= parsed
         return frozenset(topics)
 
-    # ------------------------------------------------------------------ describe
-
-    def describe_members(self) -> list[MemberDescription]:
-        stable = self.state is GroupState.STABLE
+    def describe(self, protocol_name: str | None, *, stable: bool) -> list[MemberDescription]:
         return [
             MemberDescription(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                metadata=m.metadata_for(self.protocol_name) if stable else b"",
+                metadata=m.metadata_for(protocol_name) if stable else b"",
                 assignment=m.assignment if stable else b"",
             )
             for m in self.members.values()
@@ -237,3 +222,11 @@ class GroupMembership:
                 replies.append(Reply(member.sync_token, SyncResult(ErrorCode.not_coordinator)))
                 member.sync_token = None
         return replies
+
+
+def _common_protocols(members: Sequence[Member]) -> set[str]:
+    common: set[str] | None = None
+    for member in members:
+        names = set(member.protocol_names())
+        common = names if common is None else common & names
+    return common or set()

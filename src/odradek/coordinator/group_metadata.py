@@ -1,17 +1,19 @@
 """A group's membership as a ``__consumer_offsets`` group-metadata record, and back.
 
-Split from the state machine in :mod:`odradek.coordinator.group` because saving and
+Apart from the state machine in :mod:`odradek.coordinator.group` because saving and
 loading is one idea with its own rule set — which fields survive a coordinator move, what a
-loaded member's liveness is — and it only needs the group's bookkeeping
-(:class:`~odradek.coordinator.group_members.GroupMembership`), not how the group moves.
+loaded member's liveness is — and it only needs what a group records (:class:`RecordedGroup`),
+not how the group moves.
 The byte format itself is :mod:`odradek.coordinator.offsets_topic_format`.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from odradek.protocol.records import Record
 
-from .group_members import GroupMembership
+from .group_members import Membership
 from .group_state import GroupState
 from .member import Member, Protocols
 from .offsets_topic_format import (
@@ -22,16 +24,31 @@ from .offsets_topic_format import (
     encode_group_metadata_value,
 )
 
-__all__ = ["load_group_metadata", "metadata_record", "metadata_value"]
+__all__ = ["RecordedGroup", "load_group_metadata", "metadata_record", "metadata_value"]
 
 
-def metadata_value(group: GroupMembership) -> GroupMetadataValue:
+class RecordedGroup(Protocol):
+    """The facts of a group that its metadata record holds (a
+    :class:`~odradek.coordinator.group.Group`; a protocol so this module needs no import of
+    the state machine)."""
+
+    group_id: str
+    protocol_type: str | None
+    protocol_name: str | None
+    generation_id: int
+    state: GroupState
+    state_timestamp_ms: int
+    membership: Membership
+
+
+def metadata_value(group: RecordedGroup) -> GroupMetadataValue:
     """The group's membership as the value of its metadata record."""
+    membership = group.membership
     return GroupMetadataValue(
         protocol_type=group.protocol_type or "",
         generation=group.generation_id,
         protocol=group.protocol_name,
-        leader=group.leader_id if group.members else None,
+        leader=membership.leader_id if membership.members else None,
         current_state_timestamp=group.state_timestamp_ms,
         members=tuple(
             MemberMetadata(
@@ -44,12 +61,12 @@ def metadata_value(group: GroupMembership) -> GroupMetadataValue:
                 subscription=m.metadata_for(group.protocol_name),
                 assignment=m.assignment,
             )
-            for m in group.members.values()
+            for m in membership.members.values()
         ),
     )
 
 
-def metadata_record(group: GroupMembership, now_ms: int) -> Record:
+def metadata_record(group: RecordedGroup, now_ms: int) -> Record:
     """The record a completed rebalance (or an emptied group) appends to ``__consumer_offsets``."""
     return Record(
         timestamp=now_ms,
@@ -58,7 +75,7 @@ def metadata_record(group: GroupMembership, now_ms: int) -> Record:
     )
 
 
-def load_group_metadata(group: GroupMembership, value: GroupMetadataValue, now_ms: int) -> None:
+def load_group_metadata(group: RecordedGroup, value: GroupMetadataValue, now_ms: int) -> None:
     """Fill a fresh group from its last metadata record (loading a partition).
 
     A group with members comes back Stable and every member gets a fresh session
@@ -67,10 +84,10 @@ def load_group_metadata(group: GroupMembership, value: GroupMetadataValue, now_m
     group.protocol_type = value.protocol_type or None
     group.generation_id = value.generation
     group.protocol_name = value.protocol
-    group.leader_id = value.leader
+    membership = group.membership
     for meta in value.members:
         protocols: Protocols = ((value.protocol or "", meta.subscription),)
-        member = Member(
+        membership.add(Member(
             member_id=meta.member_id,
             group_instance_id=meta.group_instance_id,
             client_id=meta.client_id,
@@ -84,11 +101,9 @@ def load_group_metadata(group: GroupMembership, value: GroupMetadataValue, now_m
             protocols=protocols,
             assignment=meta.assignment,
             heartbeat_deadline_ms=now_ms + meta.session_timeout,
-        )
-        group.members[member.member_id] = member
-        if member.group_instance_id is not None:
-            group.static_members[member.group_instance_id] = member.member_id
-    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+        ))
+    membership.leader_id = value.leader  # as recorded, not the first member add() chose
+    group.state = GroupState.STABLE if membership.members else GroupState.EMPTY
     group.state_timestamp_ms = (
         value.current_state_timestamp if value.current_state_timestamp >= 0 else now_ms
     )

@@ -9,10 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Member", "Protocols"]
+__all__ = ["JoinRequest", "Member", "Protocols"]
 
 Protocols = tuple[tuple[str, bytes], ...]
 """(protocol name, member metadata) in the member's order of preference."""
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup, version-independent (the handler fills v0's rebalance timeout with the
+    session timeout and sets ``require_known_member_id`` from v4)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    require_known_member_id: bool = True
 
 
 @dataclass(eq=False)
@@ -32,6 +48,33 @@ class Member:
     # member join timeout instead of its session timeout.
     is_new: bool = False
     heartbeat_deadline_ms: int | None = None
+
+    @classmethod
+    def joining(
+        cls, member_id: str, request: JoinRequest, token: int, heartbeat_deadline_ms: int
+    ) -> Member:
+        """A new member, its JoinGroup parked under ``token``."""
+        return cls(
+            member_id=member_id,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=request.protocols,
+            join_token=token,
+            is_new=True,
+            heartbeat_deadline_ms=heartbeat_deadline_ms,
+        )
+
+    def rejoin(self, request: JoinRequest) -> None:
+        """A known member joins again: its protocols, timeouts and client may have changed."""
+        self.protocols = request.protocols
+        self.rebalance_timeout_ms = request.rebalance_timeout_ms
+        self.session_timeout_ms = request.session_timeout_ms
+        self.client_id = request.client_id
+        self.client_host = request.client_host
 
     @property
     def is_static(self) -> bool:

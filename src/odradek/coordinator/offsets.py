@@ -1,4 +1,5 @@
-"""Committed offsets: the value type, the records that persist them, and their expiry.
+"""Committed offsets: the value type, the records that persist them, who may commit, and
+their expiry.
 
 Kafka keeps a group's offsets next to its membership; so do we (``Group.offsets``). This
 module holds the rules that are about offsets alone.
@@ -22,13 +23,25 @@ from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .errors import (
+    CoordinatorNotAvailable,
+    IllegalGeneration,
+    RebalanceInProgress,
+    UnknownMemberId,
+)
 from .group_state import GroupState
+from .member import Member
 from .offsets_topic_format import OffsetCommitValue, offset_commit_key_bytes
 
 if TYPE_CHECKING:
     from .group import Group
 
-__all__ = ["OffsetAndMetadata", "expired_offsets", "offset_tombstone"]
+__all__ = [
+    "OffsetAndMetadata",
+    "expired_offsets",
+    "offset_tombstone",
+    "validate_offset_commit",
+]
 
 
 class OffsetAndMetadata(NamedTuple):
@@ -98,3 +111,27 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicP
         if now_ms - base >= retention_ms:
             expired.append(TopicPartition(topic, partition))
     return expired
+
+
+def validate_offset_commit(
+    group: Group, member_id: str, group_instance_id: str | None, generation_id: int
+) -> Member | None:
+    """Who may commit: anyone to an Empty group with generation -1 (simple consumers
+    keeping offsets in Kafka); otherwise a member of the current generation, and not
+    while the group waits for its leader's assignment."""
+    if group.state is GroupState.DEAD:
+        raise CoordinatorNotAvailable(f"group {group.group_id} is dead")
+    if generation_id < 0 and group.state is GroupState.EMPTY:
+        return None
+    member = None
+    if generation_id >= 0 or member_id or group_instance_id is not None:
+        member = group.membership.validate_member(member_id, group_instance_id)
+        if generation_id != group.generation_id:
+            raise IllegalGeneration(
+                f"generation {generation_id} is not the group's {group.generation_id}"
+            )
+    elif group.state is not GroupState.EMPTY:
+        raise UnknownMemberId("commits without a member id need an empty group")
+    if group.state is GroupState.COMPLETING_REBALANCE:
+        raise RebalanceInProgress(f"group {group.group_id} is rebalancing")
+    return member

@@ -25,7 +25,12 @@ from odradek.types import TopicPartition
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
 from .group_state import GroupState
-from .offsets import OffsetAndMetadata, expired_offsets, offset_tombstone
+from .offsets import (
+    OffsetAndMetadata,
+    expired_offsets,
+    offset_tombstone,
+    validate_offset_commit,
+)
 from .offsets_topic_format import (
     GroupMetadataKey,
     OffsetCommitKey,
@@ -172,7 +177,7 @@ class CoordinatorShard:
         if (
             group.state is GroupState.EMPTY
             and not group.members
-            and not group.pending_members
+            and not group.membership.pending_members
             and not group.offsets
             and group.generation_id == 0
             and group.protocol_type is None
@@ -216,7 +221,7 @@ class CoordinatorShard:
                     # A generation for a group we do not know: a zombie from another era.
                     return self._reject(entries, ErrorCode.illegal_generation)
                 group = self._create_group(group_id, now_ms)
-            member = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+            member = validate_offset_commit(group, member_id, group_instance_id, generation_id)
         except KafkaError as exc:
             return self._reject(entries, exc.code)
         if member is not None:
@@ -332,7 +337,11 @@ class CoordinatorShard:
         """An empty group with no committed offsets left is gone, as in Kafka's
         ``cleanupGroupMetadata`` after OffsetDelete or offset expiry: it turns Dead, its
         tombstone is written, and ListGroups stops showing it."""
-        if group.state is GroupState.EMPTY and not group.offsets and not group.pending_members:
+        if (
+            group.state is GroupState.EMPTY
+            and not group.offsets
+            and not group.membership.pending_members
+        ):
             return self._remove_group(group, now_ms)
         return []
 

@@ -2,8 +2,8 @@
 
 The public surface is :class:`BrokerMetrics` (one per broker) and the protocols a broker
 implements for scrape-time state (:mod:`odradek.metrics.sources`, :mod:`odradek.metrics.lag`).
-Dashboards (:mod:`odradek.metrics.dashboards`) and alert rules (:mod:`odradek.metrics.alerts`)
-are generated from the same names; ``docs/observability.md`` explains the whole.
+Dashboards and alert rules are generated from the same names by the build-time tooling of
+the separate package :mod:`odradek_monitoring`; ``docs/observability.md`` explains the whole.
 """
 
 from .options import MetricsOptions

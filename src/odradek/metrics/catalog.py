@@ -11,8 +11,9 @@ partition-level replication series are exported only by the partition's leader, 
 them over brokers counts each partition once.
 
 Which labels identify the *target* (``namespace``, ``cluster``, ``broker``) is not decided
-here: they are attached by the scrape configuration (see :mod:`odradek.metrics.targets`), as
-Prometheus recommends, so the same broker exports the same series in every deployment.
+here: they are attached by the scrape configuration (see
+:mod:`odradek_monitoring.prometheus`), as Prometheus recommends, so the same broker exports
+the same series in every deployment.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ lag is capped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the configuration sits below metrics and knows nothing of it
+    from odradek.config_sections import MetricsConfig
 
 __all__ = ["CONFIG_KEYS", "MetricsOptions"]
 
@@ -39,6 +43,18 @@ class MetricsOptions:
     """``metrics.consumer.lag.end.offsets.max.age.ms``: older answers are not used."""
     loop_lag_interval_seconds: float = 0.25
     """How often the event-loop lag probe wakes up."""
+
+    @classmethod
+    def from_section(cls, section: MetricsConfig) -> MetricsOptions:
+        """The options of a broker's ``metrics`` config section."""
+        return cls(
+            port=section.port, host=section.host, topic_labels=section.topic_labels_enable,
+            max_topics=section.topic_labels_max, max_lag_series=section.consumer_lag_series_max,
+            max_groups=section.consumer_groups_max,
+            lag_timestamp_reads=section.consumer_lag_timestamp_reads_max,
+            end_offsets_timeout_ms=section.lag_end_offsets_timeout_ms,
+            end_offsets_refresh_ms=section.lag_end_offsets_refresh_ms,
+            end_offsets_max_age_ms=section.lag_end_offsets_max_age_ms)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from importlib.metadata import PackageNotFoundError, version
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import Metric
@@ -54,8 +55,6 @@ log = logging.getLogger(__name__)
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("odradek")
     except PackageNotFoundError:

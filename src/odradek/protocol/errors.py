@@ -237,8 +237,34 @@ class IllegalSaslState(KafkaError):
     code = ErrorCode.illegal_sasl_state
 
 
-class ClusterAuthorizationFailed(KafkaError):
+class AuthorizationFailed(KafkaError):
+    """An ACL denied the request's principal: carries Kafka's text unless given another
+    (what Kafka sends where the answer has an error_message)."""
+
+    default_message: ClassVar[str] = ""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+
+
+class ClusterAuthorizationFailed(AuthorizationFailed):
     code = ErrorCode.cluster_authorization_failed
+    default_message = "Cluster authorization failed."
+
+
+class TopicAuthorizationFailed(AuthorizationFailed):
+    code = ErrorCode.topic_authorization_failed
+    default_message = "Topic authorization failed."
+
+
+class GroupAuthorizationFailed(AuthorizationFailed):
+    code = ErrorCode.group_authorization_failed
+    default_message = "Group authorization failed."
+
+
+class TransactionalIdAuthorizationFailed(AuthorizationFailed):
+    code = ErrorCode.transactional_id_authorization_failed
+    default_message = "Transactional Id authorization failed."
 
 
 class InvalidGroupId(KafkaError):

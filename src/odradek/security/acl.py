@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Self
 
 __all__ = [
+    "AUTHORIZED_OPERATIONS_OMITTED",
     "CLUSTER_NAME",
     "WILDCARD",
     "AccessControlEntry",
@@ -101,6 +102,9 @@ class Permission(_Named):
 STORED_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                          ResourceType.TRANSACTIONAL_ID, ResourceType.DELEGATION_TOKEN)
 CONCRETE_OPERATIONS = tuple(op for op in Operation if op > Operation.ANY)
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+"""An ``authorized_operations`` field the request did not ask for (Kafka's Int.MinValue)."""
 
 # Which operations each resource type has (Kafka's supported operations: what
 # ``authorized_operations`` bit sets report).

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import SparkSession
+
 from .options import OptionError
 from .source import OdradekDataSource
 
@@ -28,11 +30,11 @@ def __getattr__(name: str) -> Any:
     # Spark imports this package in every planning process; the client comes in only when
     # a step needs it (see ``source``), so these two load on first use.
     if name == "DataLossError":
-        from .reading import DataLossError
+        from .reading import DataLossError  # on first use: see the comment above
 
         return DataLossError
     if name == "SinkError":
-        from .sink_rows import SinkError
+        from .sink_rows import SinkError  # on first use: see the comment above
 
         return SinkError
     raise AttributeError(name)
@@ -42,8 +44,6 @@ def register(spark: Any = None) -> bool:
     """Register ``format("odradek")`` with ``spark`` (default: the active session).
     Returns False when there is no session yet (nothing to register with)."""
     if spark is None:
-        from pyspark.sql import SparkSession
-
         spark = SparkSession.getActiveSession()
         if spark is None:
             return False

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+from pyspark import TaskContext
 
 from odradek.metrics.lag import sink_marker_group
 
@@ -53,8 +54,7 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 def task_identity(prefix: str) -> tuple[str, int]:
     """The running task's transactional id and micro-batch id."""
-    from pyspark import TaskContext
-
+    # the client only in steps that talk to the cluster (spark/source.py)
     from .sink_rows import SinkError
 
     context = TaskContext.get()
@@ -75,6 +75,7 @@ def produce_in_task(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> 
 def committed_batches(admin: Any, group: str, timeout: float = 30.0) -> int:
     """How many micro-batches the task with marker group ``group`` has committed (the
     marker offset; 0 for none). Pending transactional offsets are waited for."""
+    # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import BrokerResponseError, ErrorCode
 
     deadline = time.monotonic() + timeout
@@ -94,6 +95,7 @@ def produce_exactly_once(options: SinkOptions, batches: Iterator[pa.RecordBatch]
     """Write ``batches`` as micro-batch ``batch_id`` of the task ``transactional_id``:
     all of it in one transaction with its marker, or nothing if an earlier attempt already
     committed it. Returns the rows written (0 when skipped)."""
+    # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import AdminClient, KafkaClientError, Producer, TopicPartition
     from .sink_rows import SinkError, send_rows
 
@@ -136,6 +138,7 @@ def _abort_quietly(producer: Any) -> None:
     """Abort at once rather than leave the transaction open (it would hold back every
     read_committed reader until ``transaction.timeout.ms``); the next attempt's
     ``init_transactions`` aborts it anyway if this fails."""
+    # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import KafkaClientError, TxnState
 
     state = producer.async_producer.transactions.machine.state

@@ -355,6 +355,7 @@ def _security(options: Mapping[str, str]) -> dict[str, Any]:
     (kafka-python's names: plain values, so the options pickle to every executor), checked
     now: a bad protocol, a missing password or an unreadable CA file fails the query's
     analysis, not its first task."""
+    # the client only in steps that talk to the cluster (spark/source.py)
     from odradek.client.security import ClientSecurity, settings_from_properties
 
     properties = {key[len("kafka."):]: str(value) for key, value in options.items()

@@ -13,6 +13,10 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pyspark.sql import SparkSession
+
+from . import register
+
 __all__ = ["local_session"]
 
 #: Quiet, small, deterministic defaults for a one-machine session.
@@ -30,9 +34,6 @@ def local_session(app_name: str = "odradek", *, master: str = "local[2]",
                   log_level: str = "WARN") -> Any:
     """Get or create a SparkSession with ``format("odradek")`` registered."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from . import register
 
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**DEFAULT_CONF, **(conf or {})}.items():

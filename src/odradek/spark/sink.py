@@ -90,6 +90,7 @@ def check_input(schema: StructType, options: SinkOptions) -> None:
 
 
 def _producer(options: SinkOptions) -> Any:
+    # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import Producer
 
     settings = dict(options.producer)
@@ -105,6 +106,7 @@ def _producer(options: SinkOptions) -> Any:
 
 def produce(options: SinkOptions, batches: Iterator[pa.RecordBatch]) -> int:
     """Send every row of ``batches``; returns how many, once all are acknowledged."""
+    # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import KafkaClientError
 
     producer = _producer(options)
@@ -143,6 +145,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteCommit:
         if self.opts.transactional_id_prefix is not None:
+            # exactly-once only with transactionalIdPrefix
             from .exactly_once import produce_in_task
 
             return WriteCommit(produce_in_task(self.opts, iterator))

@@ -62,17 +62,20 @@ class OdradekDataSource(DataSource):
         return BatchReader(parse_source(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .stream_source import StreamReader
 
         self._check_schema(schema)
         return StreamReader(parse_source(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .sink import BatchWriter
 
         return BatchWriter(parse_sink(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .sink import StreamWriter
 
         return StreamWriter(parse_sink(self.options), schema, overwrite)
@@ -85,6 +88,7 @@ class BatchReader(DataSourceReader):
         self.opts = options
 
     def partitions(self) -> Sequence[InputPartition]:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .planning import OffsetRange, OffsetResolver, split_ranges
         from .reading import DataLossError, data_loss_message
 
@@ -115,6 +119,7 @@ class BatchReader(DataSourceReader):
                             max_records=opts.max_records_per_partition)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .planning import OffsetRange
         from .reading import read_range
 

@@ -138,6 +138,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                             max_records=self.opts.max_records_per_partition)
 
     def _data_loss(self, detail: str) -> None:
+        # the client only in steps that talk to the cluster (spark/source.py)
         from .reading import DataLossError, data_loss_message
 
         if self.opts.fail_on_data_loss:

@@ -8,9 +8,9 @@ Start with :mod:`odradek.storage.log` (threading model) and :mod:`odradek.storag
 (file formats).
 """
 
-from odradek.storage.config import LogConfig
 from odradek.storage.file_region import FileRegion, SegmentFile
 from odradek.storage.log import AppendInfo, PartitionLog
+from odradek.storage.log_config import LogConfig
 from odradek.storage.log_manager import LogManager
 from odradek.storage.log_reader import ReadResult
 from odradek.storage.recovery import open_log

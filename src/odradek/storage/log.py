@@ -20,13 +20,15 @@ Threading and asyncio (what may run concurrently, what blocks)
   scheduler. The one synchronous fsync on the append path is the tiny
   ``leader-epoch-checkpoint`` rewrite on the first append of a new leader epoch (Kafka does
   the same: followers depend on that history).
-* **Reads** (offsets, :meth:`~PartitionLog.read`, ListOffsets) take no lock; they are
-  :class:`~odradek.storage.log_reader.LogReader`, which this class extends (see there).
+* **Reads** (offsets, :meth:`~PartitionLog.read`, ListOffsets) take no lock; they are the
+  :class:`~odradek.storage.log_reader.LogReader` this log owns (see there for what it owns
+  and why reading without the lock is safe).
 * **Flush** (:meth:`~PartitionLog.flush`) fsyncs outside the lock and may run on any thread
   (the LogManager's flusher runs it in the background).
 * **Retention, cleaner, file removal** run on LogManager threads and take the log lock only
   for the moment they swap the segment list (deleting from the front of the log and deferred
-  file removal are :class:`~odradek.storage.log_deletion.SegmentDeletion`).
+  file removal are the :class:`~odradek.storage.log_deletion.SegmentDeletion` this log owns
+  and shares its lock with).
 
 Crash safety: data is durable once flushed (``recovery_point``); everything after the
 recovery point is re-validated on the next start (:mod:`odradek.storage.recovery`).
@@ -52,15 +54,13 @@ from odradek.protocol.errors import (
     InvalidRecord,
     KafkaStorageError,
     OffsetOutOfRange,
-    RecordListTooLarge,
 )
-from odradek.protocol.legacy_records import convert_legacy_message_set
 from odradek.protocol.records import BatchHeader
-from odradek.storage.config import LogConfig
 from odradek.storage.leader_epoch import FILE_NAME as LEADER_EPOCH_FILE
 from odradek.storage.leader_epoch import LeaderEpochFileCache
+from odradek.storage.log_config import LogConfig
 from odradek.storage.log_deletion import SegmentDeletion
-from odradek.storage.log_reader import LogState
+from odradek.storage.log_reader import LogReader, LogState
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment
@@ -68,9 +68,9 @@ from odradek.storage.transactions import (
     apply_batch,
     decode_markers,
     lenient_markers,
-    marker_of_segment_batch,
+    replay_headers,
 )
-from odradek.storage.validation import apply_compression_type, validate_leader_batch
+from odradek.storage.validation import validate_producer_records
 
 __all__ = ["AppendInfo", "PartitionLog", "parse_log_dir_name"]
 
@@ -109,9 +109,21 @@ class FlushObserver(Protocol):
     def fsynced(self, seconds: float) -> None: ...
 
 
-class PartitionLog(SegmentDeletion):
+class PartitionLog:
     """Append-only log of one partition. Construct through :func:`odradek.storage.recovery.
-    open_log` or ``LogManager``; the constructor takes already-loaded segments."""
+    open_log` or ``LogManager``; the constructor takes already-loaded segments.
+
+    It owns a :class:`~odradek.storage.log_reader.LogReader` (``reader``: the published
+    snapshot, offsets, lock-free reads) and a :class:`~odradek.storage.log_deletion.
+    SegmentDeletion` (deletes from the front, under the log lock it shares); each module
+    states its own rules. Their public methods are bound here once per log (``read`` ...
+    ``remove_deleted_segments``): a delegating method would add a Python call per Fetch.
+
+    Owned here, under ``_lock``: appends, rolls, truncation and cleaner swaps, which write
+    the reader's snapshot and offsets, the leader epoch cache and the producer state;
+    ``recovery_point`` is raised by :meth:`flush` (under ``_flush_lock``) and lowered by
+    truncation; ``config`` is replaced whole by :meth:`update_config`.
+    """
 
     def __init__(
         self,
@@ -134,26 +146,71 @@ class PartitionLog(SegmentDeletion):
         self._scheduler = scheduler
         assert segments, "a log always has at least one segment"
         active = segments[-1]
-        self._state = LogState(
-            tuple(segments),
-            tuple(segment.base_offset for segment in segments),
-            active.next_offset,
-            active.size,
-        )
-        self._log_start_offset = max(log_start_offset, segments[0].base_offset)
-        self._log_start_offset = min(self._log_start_offset, active.next_offset)
+        start = min(max(log_start_offset, segments[0].base_offset), active.next_offset)
         self.recovery_point = min(recovery_point, active.next_offset)
-        self._high_watermark = min(max(high_watermark, self._log_start_offset), active.next_offset)
-        self._hw_position: tuple[int, int, int] | None = None  # (hw, segment base, position)
         self.leader_epoch_cache = LeaderEpochFileCache(directory / LEADER_EPOCH_FILE)
         self.leader_epoch_cache.truncate_from_end(active.next_offset)
         self.producer_state = producer_state or ProducerStateManager(directory)
+        self.reader = reader = LogReader(
+            directory.name,
+            LogState.of(tuple(segments)),
+            log_start_offset=start,
+            high_watermark=min(max(high_watermark, start), active.next_offset),
+            leader_epoch_cache=self.leader_epoch_cache,
+            producer_state=self.producer_state,
+        )
+        self._deletion = SegmentDeletion(
+            reader,
+            self._lock,
+            leader_epoch_cache=self.leader_epoch_cache,
+            producer_state=self.producer_state,
+            file_delete_delay_ms=config.file_delete_delay_ms,
+        )
+        self.read = reader.read
+        self.aborted_transactions = reader.aborted_transactions
+        self.offset_for_timestamp = reader.offset_for_timestamp
+        self.end_offset_for_leader_epoch = reader.end_offset_for_leader_epoch
+        self.update_high_watermark = reader.update_high_watermark
+        self.maybe_increment_high_watermark = reader.maybe_increment_high_watermark
+        self.size_bytes = reader.size_bytes
+        self.delete_records_before = self._deletion.delete_records_before
+        self.delete_segments_below_log_start = self._deletion.delete_segments_below_log_start
+        self.delete_oldest_segments = self._deletion.delete_oldest_segments
+        self.remove_deleted_segments = self._deletion.remove_deleted_segments
         self._unflushed_messages = 0
         self.last_flush_ms = wall_ms()
-        self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
         self.closed = False
+
+    # ------------------------------------------------------------------ offsets (lock-free)
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self.reader.state.segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.reader.state.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.reader.state.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.reader.log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.reader.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: read_committed consumers read below it (the HW, or the first offset of
+        the earliest undecided transaction when that is lower)."""
+        reader = self.reader
+        return reader.stable_end(min(reader.high_watermark, reader.state.log_end_offset))
 
     def _draw_roll_jitter(self) -> int:
         """Kafka's ``segment.jitter.ms``: a random amount taken off ``segment.ms`` per segment,
@@ -186,19 +243,9 @@ class PartitionLog(SegmentDeletion):
         ``duplicate=True``. Magic 0/1 message sets are converted to one v2 batch first.
         """
         now = now_ms if now_ms is not None else wall_ms()
-        data: bytes | bytearray | memoryview = memoryview(records).cast("B")
-        if rec.is_legacy_message_set(data):
-            data = convert_legacy_message_set(data)
-        batches = rec.validate_batches(data)
-        if not batches:
-            raise InvalidRecord("produce request holds no record batch")
-        if len(data) > self.config.segment_bytes:
-            raise RecordListTooLarge(
-                f"{len(data)} bytes of batches do not fit segment.bytes={self.config.segment_bytes}"
-            )
-        for _pos, header in batches:
-            validate_leader_batch(header, self.config, now, allow_control=from_coordinator)
-        data, batches = apply_compression_type(data, batches, self.config)
+        data, batches = validate_producer_records(
+            records, self.config, now, from_coordinator=from_coordinator
+        )
         markers = decode_markers(data, batches) if from_coordinator else {}
         with self._lock:
             for marker in markers.values():
@@ -211,7 +258,7 @@ class PartitionLog(SegmentDeletion):
                         duplicate.first_offset,
                         duplicate.last_offset,
                         -1,
-                        self._log_start_offset,
+                        self.reader.log_start_offset,
                         batches[0][1].record_count,
                         batches[0][1].max_timestamp,
                         duplicate=True,
@@ -223,7 +270,7 @@ class PartitionLog(SegmentDeletion):
                         raise InvalidRecord(
                             "duplicate idempotent batch inside a multi-batch append"
                         )
-            first_offset = self._state.log_end_offset
+            first_offset = self.reader.state.log_end_offset
             next_offset = first_offset
             log_append_time = now if self.config.log_append_time else -1
             # No copy of the records: each batch is written as a patched copy of its 61-byte
@@ -251,7 +298,7 @@ class PartitionLog(SegmentDeletion):
                 first_offset,
                 next_offset - 1,
                 log_append_time,
-                self._log_start_offset,
+                self.reader.log_start_offset,
                 info[0],
                 info[1],
                 offset_of_max_timestamp=info[2],
@@ -267,9 +314,9 @@ class PartitionLog(SegmentDeletion):
         data = bytes(records)
         batches = rec.validate_batches(data)
         if not batches:
-            return AppendInfo(-1, -1, -1, self._log_start_offset, 0, -1)
+            return AppendInfo(-1, -1, -1, self.reader.log_start_offset, 0, -1)
         with self._lock:
-            expected = self._state.log_end_offset
+            expected = self.reader.state.log_end_offset
             for _pos, header in batches:
                 if header.base_offset < expected:
                     raise OffsetOutOfRange(
@@ -283,7 +330,7 @@ class PartitionLog(SegmentDeletion):
                 first_offset,
                 batches[-1][1].last_offset,
                 -1,
-                self._log_start_offset,
+                self.reader.log_start_offset,
                 count,
                 max_ts,
                 offset_of_max_timestamp=offset_of_max,
@@ -318,8 +365,8 @@ class PartitionLog(SegmentDeletion):
             if header.producer_id >= 0:
                 apply_batch(producer_state, segment, header, markers.get(header.base_offset))
         producer_state.map_end_offset = last.next_offset
-        producer_state.on_high_watermark(self._high_watermark)
-        self._publish()
+        producer_state.on_high_watermark(self.reader.high_watermark)
+        self.reader.publish()
         self._unflushed_messages += count
         if self._unflushed_messages >= self.config.flush_messages:
             self.flush()
@@ -328,7 +375,7 @@ class PartitionLog(SegmentDeletion):
     # ------------------------------------------------------------------ rolling
 
     def _maybe_roll(self, size: int, first: BatchHeader, last: BatchHeader) -> LogSegment:
-        segment = self._state.segments[-1]
+        segment = self.reader.state.segments[-1]
         config = self.config
         if segment.size == 0:
             return segment
@@ -351,10 +398,10 @@ class PartitionLog(SegmentDeletion):
         with self._lock:
             if self.active_segment.size == 0:
                 return self.active_segment
-            return self._roll_locked(self._state.log_end_offset)
+            return self._roll_locked(self.reader.state.log_end_offset)
 
     def _roll_locked(self, base_offset: int) -> LogSegment:
-        old = self._state.segments[-1]
+        old = self.reader.state.segments[-1]
         base_offset = max(base_offset, old.next_offset)
         new = LogSegment(
             self.dir,
@@ -365,7 +412,7 @@ class PartitionLog(SegmentDeletion):
         new.make_active()
         self._roll_jitter_ms = self._draw_roll_jitter()
         old.on_become_inactive()
-        self._publish((*self._state.segments, new))
+        self.reader.publish((*self.reader.state.segments, new))
         self.producer_state.map_end_offset = base_offset
         try:
             self.producer_state.take_snapshot(sync=False)  # no fsync under the append lock
@@ -393,7 +440,7 @@ class PartitionLog(SegmentDeletion):
         """fsync everything appended so far and advance the recovery point. No log lock held
         during the fsyncs, so appends continue meanwhile."""
         with self._flush_lock:
-            state = self._state
+            state = self.reader.state
             target = state.log_end_offset
             if target <= self.recovery_point and self._unflushed_messages == 0:
                 return
@@ -408,7 +455,8 @@ class PartitionLog(SegmentDeletion):
             if observer is not None:
                 observer.flushed(time.perf_counter() - began)
             # a truncation may have happened during the fsyncs
-            self.recovery_point = max(self.recovery_point, min(target, self._state.log_end_offset))
+            end = self.reader.state.log_end_offset
+            self.recovery_point = max(self.recovery_point, min(target, end))
             self._unflushed_messages = 0
             self.last_flush_ms = wall_ms()
 
@@ -417,7 +465,7 @@ class PartitionLog(SegmentDeletion):
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding offsets >= ``offset`` (follower truncation)."""
         with self._lock:
-            state = self._state
+            state = self.reader.state
             if offset >= state.log_end_offset:
                 return
             if offset <= state.base_offsets[0]:
@@ -429,9 +477,9 @@ class PartitionLog(SegmentDeletion):
             active.truncate_to(offset)
             if removed:
                 active.make_active()
-            self._publish(tuple(keep))
-            self._schedule_delete(removed)
-            new_end = self._state.log_end_offset
+            self.reader.publish(tuple(keep))
+            self._deletion.schedule_delete(removed)
+            new_end = self.reader.state.log_end_offset
             self._after_truncation(new_end)
 
     def take_truncation_point(self) -> int | None:
@@ -445,9 +493,8 @@ class PartitionLog(SegmentDeletion):
             new_end if self._truncated_to is None else min(self._truncated_to, new_end)
         )
         self.recovery_point = min(self.recovery_point, new_end)
-        self._high_watermark = min(self._high_watermark, new_end)
-        self._log_start_offset = min(self._log_start_offset, new_end)
-        self._hw_position = None
+        self.reader.high_watermark = min(self.reader.high_watermark, new_end)
+        self.reader.log_start_offset = min(self.reader.log_start_offset, new_end)
         self.leader_epoch_cache.truncate_from_end(new_end)
         self._rebuild_producer_state()
 
@@ -458,7 +505,7 @@ class PartitionLog(SegmentDeletion):
 
     def _truncate_fully_locked(self, offset: int) -> None:
         # Old files move aside first: the new segment may take the same name.
-        self._schedule_delete(list(self._state.segments))
+        self._deletion.schedule_delete(list(self.reader.state.segments))
         new = LogSegment(
             self.dir,
             offset,
@@ -466,12 +513,11 @@ class PartitionLog(SegmentDeletion):
             max_index_size=self.config.segment_index_bytes,
         )
         new.make_active()
-        self._publish((new,))
-        self._log_start_offset = offset
-        self._high_watermark = offset
+        self.reader.publish((new,))
+        self.reader.log_start_offset = offset
+        self.reader.high_watermark = offset
         self.recovery_point = offset
         self._truncated_to = offset
-        self._hw_position = None
         self.leader_epoch_cache.clear()
         self.producer_state.clear()
         self.producer_state.delete_all_snapshots()
@@ -485,7 +531,7 @@ class PartitionLog(SegmentDeletion):
         with self._lock:
             if self.closed:
                 return False
-            current = list(self._state.segments)
+            current = list(self.reader.state.segments)
             try:
                 start = current.index(old_segments[0])
             except ValueError:
@@ -496,12 +542,11 @@ class PartitionLog(SegmentDeletion):
                 return False
             for segment in new_segments:
                 segment.change_suffix(".swap")
-            self._schedule_delete(old_segments)
+            self._deletion.schedule_delete(old_segments)
             for segment in new_segments:
                 segment.change_suffix("")
             current[start : start + len(old_segments)] = new_segments
-            self._publish(tuple(current))
-            self._hw_position = None
+            self.reader.publish(tuple(current))
             return True
 
     # ------------------------------------------------------------------ producer state
@@ -513,35 +558,21 @@ class PartitionLog(SegmentDeletion):
             return self.producer_state.remove_expired_producers(now_ms, expiration_ms)
 
     def _rebuild_producer_state(self) -> None:
-        end = self._state.log_end_offset
+        end = self.reader.state.log_end_offset
         self.producer_state.delete_snapshots_after(end)
-        start = self.producer_state.load_latest_snapshot(self._log_start_offset, end)
+        start = self.producer_state.load_latest_snapshot(self.reader.log_start_offset, end)
         self.scan_producer_state_from(start)
 
     def scan_producer_state_from(self, start_offset: int) -> None:
         """Replay batch headers from ``start_offset`` to the log end (no record decoding)."""
-        state = self._state
-        index = max(bisect.bisect_right(state.base_offsets, start_offset) - 1, 0)
-        for segment in state.segments[index:]:
-            max_position = state.active_size if segment is state.segments[-1] else segment.size
-            found = segment.translate_offset(start_offset, max_position)
-            if found is None:
-                continue
-            for position, header in segment.iter_headers(found[0], max_position):
-                if header.next_offset > start_offset:
-                    marker = (
-                        marker_of_segment_batch(segment, position, header)
-                        if header.is_control
-                        else None
-                    )
-                    apply_batch(self.producer_state, segment, header, marker)
-        self.producer_state.map_end_offset = state.log_end_offset
+        replay_headers(self.producer_state, self.reader.state, start_offset)
 
     # ------------------------------------------------------------------ lifecycle
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
-        for segment in self._state.segments:
+        self._deletion.file_delete_delay_ms = config.file_delete_delay_ms
+        for segment in self.reader.state.segments:
             segment.index_interval_bytes = config.index_interval_bytes
 
     def close(self) -> None:
@@ -551,18 +582,18 @@ class PartitionLog(SegmentDeletion):
                 return
             self.flush()
             try:
-                self.producer_state.map_end_offset = self._state.log_end_offset
+                self.producer_state.map_end_offset = self.reader.state.log_end_offset
                 self.producer_state.take_snapshot()
             except OSError as exc:
                 log.warning("%s: no producer snapshot on close: %s", self.dir.name, exc)
-            for segment in self._state.segments:
+            for segment in self.reader.state.segments:
                 segment.close()
             self.remove_deleted_segments(force=True)
             self.closed = True
 
     def __repr__(self) -> str:
         return (
-            f"PartitionLog({self.dir.name}, start={self._log_start_offset}, "
-            f"end={self.log_end_offset}, hw={self._high_watermark}, "
-            f"segments={len(self._state.segments)})"
+            f"PartitionLog({self.dir.name}, start={self.reader.log_start_offset}, "
+            f"end={self.log_end_offset}, hw={self.reader.high_watermark}, "
+            f"segments={len(self.reader.state.segments)})"
         )

@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from odradek.clock import wall_ms
 from odradek.storage.checkpoint import (
@@ -50,17 +50,14 @@ from odradek.storage.checkpoint import (
     write_meta_properties,
 )
 from odradek.storage.cleaner import clean_log, needs_cleaning
-from odradek.storage.config import LogConfig
 from odradek.storage.log import PartitionLog, parse_log_dir_name
+from odradek.storage.log_config import LogConfig
 from odradek.storage.recovery import open_log
 from odradek.storage.retention import apply_retention
 from odradek.storage.scheduler import Scheduler
 from odradek.types import TopicPartition
 
-__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager", "LogManagerObserver"]
-
-if TYPE_CHECKING:  # storage sits below the config module (which builds LogConfig)
-    from odradek.config_sections import LogManagerConfig
+__all__ = ["CLEAN_SHUTDOWN_FILE", "LogManager", "LogManagerObserver", "LogManagerSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -83,14 +80,45 @@ class LogManagerObserver(Protocol):
     def cleaner_failed(self) -> None: ...
 
 
+class LogManagerSettings(Protocol):
+    """What the log manager reads of the broker's configuration: where logs live and the
+    cadence of the background work. The broker passes its ``log`` section
+    (``config_sections.LogManagerConfig``); storage sits below the configuration layer, so it
+    states what it needs instead of naming that class."""
+
+    @property
+    def log_dirs(self) -> tuple[Path, ...]: ...
+    @property
+    def retention_check_interval_ms(self) -> int: ...
+    @property
+    def recovery_point_checkpoint_interval_ms(self) -> int: ...
+    @property
+    def high_watermark_checkpoint_interval_ms(self) -> int: ...
+    @property
+    def log_start_checkpoint_interval_ms(self) -> int: ...
+    @property
+    def flush_check_interval_ms(self) -> int: ...
+    @property
+    def file_delete_check_interval_ms(self) -> int: ...
+    @property
+    def cleaner_enable(self) -> bool: ...
+    @property
+    def cleaner_backoff_ms(self) -> int: ...
+    @property
+    def cleaner_dedupe_buffer_size(self) -> int: ...
+    @property
+    def producer_id_expiration_ms(self) -> int: ...
+    @property
+    def producer_id_expiration_check_interval_ms(self) -> int: ...
+
+
 class LogManager:
-    """The broker's logs, with the background work of :class:`LogManagerConfig` (the
-    ``log`` section of the broker config; ``settings`` is replaced whole by
-    :meth:`reconfigure`)."""
+    """The broker's logs, with the background work of its :class:`LogManagerSettings`
+    (``settings`` is replaced whole by :meth:`reconfigure`)."""
 
     def __init__(
         self,
-        settings: LogManagerConfig,
+        settings: LogManagerSettings,
         default_config: LogConfig,
         *,
         background: bool = True,
@@ -155,7 +183,7 @@ class LogManager:
                 )
                 self._cleaner_thread.start()
 
-    def reconfigure(self, settings: LogManagerConfig) -> None:
+    def reconfigure(self, settings: LogManagerSettings) -> None:
         """A new ``log`` section (dynamic broker configs). The next cleaner pass uses its
         dedupe buffer size; the log dirs and the background cadences stay as started."""
         self.settings = settings

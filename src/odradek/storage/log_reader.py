@@ -1,12 +1,27 @@
 """What readers of a partition log see: the published :class:`LogState`, offsets, reads.
 
-Split from :mod:`odradek.storage.log` along the seam its threading rules already draw:
-everything here runs without the log lock. Appends and structural changes (roll,
-truncation, retention, cleaner swaps) live in :class:`~odradek.storage.log.PartitionLog`
-and publish a new immutable :class:`LogState` (segment tuple, log end offset, readable
-bytes of the active segment) with one reference assignment; the :class:`LogReader` base it
-extends only ever reads that snapshot, so a reader never sees a half-written batch and
-never waits for a writer.
+A :class:`~odradek.storage.log.PartitionLog` owns one :class:`LogReader` (composition, not a
+base class). The reader is the half of the log that takes no lock, so everything it owns and
+who may change it is stated here:
+
+* ``state`` (:class:`LogState`: segment tuple, their base offsets, log end offset, readable
+  bytes of the active segment) is immutable and replaced as a whole by :meth:`LogReader.
+  publish` with one reference assignment. Only writers call ``publish``, holding the log lock
+  (the :class:`~odradek.storage.log.PartitionLog` for appends, rolls, truncation and cleaner
+  swaps, the :class:`~odradek.storage.log_deletion.SegmentDeletion` for deletes from the
+  front). A reader takes ``state`` once into a local and works on that snapshot, so it never
+  sees a half-written batch and never waits for a writer.
+* ``log_start_offset`` is written only by those same writers under the log lock.
+* ``high_watermark`` is moved by replication through :meth:`~LogReader.update_high_watermark`
+  and :meth:`~LogReader.maybe_increment_high_watermark` without the lock (the broker calls
+  them from its event loop thread; one int assignment is atomic), and reset by truncation
+  under the lock. Readers clamp it to the log end of their snapshot, so a high watermark
+  that briefly exceeds a truncated log is never served.
+* ``_hw_position`` is a cache of the byte position of the read bound, owned by the reader;
+  ``publish`` drops it whenever the segment list changes, and an entry is used only while
+  its segment *object* is still in the snapshot: a reader that computed it on the old list
+  can store it just after a cleaner swap cleared the cache, and the cleaned segment that
+  replaced its segment keeps the same base offset but not the same bytes.
 
 A read returns a :class:`FileRegion` holding its file descriptor: a segment deleted or
 cleaned afterwards stays readable through it (see :mod:`odradek.storage.file_region`). The
@@ -21,7 +36,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from pathlib import Path
 from typing import NamedTuple
 
 from odradek.protocol.errors import OffsetOutOfRange
@@ -64,92 +78,79 @@ class LogState(NamedTuple):
     log_end_offset: int
     active_size: int  # readable bytes of the last segment
 
+    @classmethod
+    def of(cls, segments: tuple[LogSegment, ...]) -> LogState:
+        """The snapshot of a new segment list (the last one is active)."""
+        active = segments[-1]
+        bases = tuple(segment.base_offset for segment in segments)
+        return cls(segments, bases, active.next_offset, active.size)
+
 
 class LogReader:
     """The lock-free half of a partition log: offsets, the high watermark and reads over the
-    last published :class:`LogState`. :class:`~odradek.storage.log.PartitionLog` sets every
-    attribute below in its constructor."""
+    last published :class:`LogState` (who owns and writes each field: the module docstring)."""
 
-    dir: Path
-    leader_epoch_cache: LeaderEpochFileCache
-    producer_state: ProducerStateManager
-    _state: LogState
-    _log_start_offset: int
-    _high_watermark: int
-    _hw_position: tuple[int, int, int] | None  # (hw, segment base, position)
+    def __init__(
+        self,
+        name: str,
+        state: LogState,
+        *,
+        log_start_offset: int,
+        high_watermark: int,
+        leader_epoch_cache: LeaderEpochFileCache,
+        producer_state: ProducerStateManager,
+    ) -> None:
+        self.name = name  # the log's directory name, for messages
+        self.state = state
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+        self._hw_position: tuple[int, LogSegment, int] | None = None  # (hw, segment, position)
+        self._leader_epoch_cache = leader_epoch_cache
+        self._producer_state = producer_state
 
-    @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        return self._state.segments
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._state.log_end_offset
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start_offset
-
-    @property
-    def earliest_offset(self) -> int:
-        """Property: the log start offset (ListOffsets EARLIEST)."""
-        return self._log_start_offset
-
-    @property
-    def latest_offset(self) -> int:
-        """Property: the log end offset (ListOffsets LATEST before isolation capping)."""
-        return self._state.log_end_offset
-
-    @property
-    def high_watermark(self) -> int:
-        return self._high_watermark
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The LSO: read_committed consumers read below it (the HW, or the first offset of
-        the earliest undecided transaction when that is lower)."""
-        return self._stable_end(min(self._high_watermark, self._state.log_end_offset))
-
-    def _stable_end(self, high_watermark: int) -> int:
-        # An open transaction whose start retention removed no longer holds readers back
-        # below the log start (Kafka clamps the same way).
-        stable = last_stable_offset(high_watermark, self.producer_state.unstable)
-        return max(stable, min(self._log_start_offset, high_watermark))
+    def stable_end(self, high_watermark: int) -> int:
+        """The last stable offset under ``high_watermark``: the first offset of the earliest
+        undecided transaction when that is lower. An open transaction whose start retention
+        removed no longer holds readers back below the log start (Kafka clamps the same
+        way)."""
+        stable = last_stable_offset(high_watermark, self._producer_state.unstable)
+        return max(stable, min(self.log_start_offset, high_watermark))
 
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, log end]; returns the value set."""
-        offset = min(max(offset, self._log_start_offset), self._state.log_end_offset)
-        self._high_watermark = offset
+        offset = min(max(offset, self.log_start_offset), self.state.log_end_offset)
+        self.high_watermark = offset
         return offset
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Raise the high watermark to ``offset`` (never lower it); True if it moved."""
-        offset = min(offset, self._state.log_end_offset)
-        if offset > self._high_watermark:
-            self._high_watermark = offset
+        offset = min(offset, self.state.log_end_offset)
+        if offset > self.high_watermark:
+            self.high_watermark = offset
             return True
         return False
 
     def size_bytes(self) -> int:
-        state = self._state
+        state = self.state
         return sum(segment.size for segment in state.segments[:-1]) + state.active_size
 
-    @property
-    def active_segment(self) -> LogSegment:
-        return self._state.segments[-1]
-
-    def _publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
-        """Replace the readers' snapshot (writers call this under the log lock; it lives here,
-        beside the readers, so the snapshot's shape is defined in one place)."""
-        state = self._state
+    def publish(self, segments: tuple[LogSegment, ...] | None = None) -> None:
+        """Replace the readers' snapshot: after an append (``segments`` None: the same
+        segments, a longer active one) or with a new segment list. Writers only, under the
+        log lock; it lives here, beside the readers, so the snapshot's shape is defined in
+        one place."""
+        state = self.state
         if segments is None or segments is state.segments:
             # An append: same segments, so the same base offsets (not rebuilt per append,
             # a tuple over every segment of the log).
-            segments, base_offsets = state.segments, state.base_offsets
+            active = state.segments[-1]
+            self.state = LogState(
+                state.segments, state.base_offsets, active.next_offset, active.size
+            )
         else:
-            base_offsets = tuple(segment.base_offset for segment in segments)
-        active = segments[-1]
-        self._state = LogState(segments, base_offsets, active.next_offset, active.size)
+            # A truncation or a cleaner swap can move the bytes under a cached position.
+            self._hw_position = None
+            self.state = LogState.of(segments)
 
     # ------------------------------------------------------------------ reads
 
@@ -171,16 +172,16 @@ class LogReader:
         consumer's position for a moment, and an error would make the consumer reset.
         ``read_committed`` bounds the read by the last stable offset instead.
         """
-        state = self._state
-        log_start = self._log_start_offset
-        hw = min(self._high_watermark, state.log_end_offset)
+        state = self.state
+        log_start = self.log_start_offset
+        hw = min(self.high_watermark, state.log_end_offset)
         end = hw if isolation_high_watermark else state.log_end_offset
         if read_committed:
-            end = min(end, self._stable_end(hw))
+            end = min(end, self.stable_end(hw))
         if offset < log_start or offset > state.log_end_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} is outside [{log_start}, {state.log_end_offset}] of "
-                f"{self.dir.name}"
+                f"{self.name}"
             )
 
         def result(region: FileRegion | None, first: int, following: int = -1) -> ReadResult:
@@ -206,7 +207,7 @@ class LogReader:
                 found = segment.read(offset, max_bytes, max_position, min_one_batch, end_offset)
             except (ValueError, OSError):
                 # The segment was deleted or truncated under us; retry on the new state.
-                if self._state is state:
+                if self.state is state:
                     raise
                 return self.read(
                     offset,
@@ -228,7 +229,7 @@ class LogReader:
         ABORT marker, which is at or after the fetch offset, so the search starts at the
         segment holding the fetch offset and stops once an entry shows nothing later can
         overlap (:func:`~odradek.storage.aborted_txn.collect_aborted`), as Kafka's does."""
-        state = self._state
+        state = self.state
         index = max(bisect.bisect_right(state.base_offsets, fetch_offset) - 1, 0)
         found: list[AbortedTxn] = []
         for segment in state.segments[index:]:
@@ -246,15 +247,16 @@ class LogReader:
             return state.base_offsets[-1], state.active_size
         cached = self._hw_position
         if cached is not None and cached[0] == end:
-            slot = bisect.bisect_left(state.base_offsets, cached[1])
-            if slot < len(state.base_offsets) and state.base_offsets[slot] == cached[1]:
-                return cached[1], cached[2]
+            base = cached[1].base_offset
+            slot = bisect.bisect_left(state.base_offsets, base)
+            if slot < len(state.base_offsets) and state.segments[slot] is cached[1]:
+                return base, cached[2]
         index = bisect.bisect_right(state.base_offsets, end) - 1
         segment = state.segments[max(index, 0)]
         max_position = state.active_size if segment is state.segments[-1] else segment.size
         found = segment.translate_offset(end, max_position)
         position = found[0] if found is not None else max_position
-        self._hw_position = (end, segment.base_offset, position)
+        self._hw_position = (end, segment, position)
         return segment.base_offset, position
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
@@ -264,9 +266,9 @@ class LogReader:
         (log end, -1); -3 max timestamp -> the first record with the largest timestamp.
         Uses each segment's time index, then decodes the one batch that holds the answer.
         """
-        state = self._state
+        state = self.state
         if timestamp_ms == EARLIEST_TIMESTAMP:
-            return self._log_start_offset, -1
+            return self.log_start_offset, -1
         if timestamp_ms == LATEST_TIMESTAMP:
             return state.log_end_offset, -1
         if timestamp_ms == MAX_TIMESTAMP:
@@ -282,7 +284,7 @@ class LogReader:
             max_position = state.active_size if best is state.segments[-1] else best.size
             return best.find_offset_by_timestamp(best.max_timestamp, best.base_offset,
                                                  max_position)
-        start = self._log_start_offset
+        start = self.log_start_offset
         for segment in state.segments:
             if segment.next_offset <= start and segment is not state.segments[-1]:
                 continue
@@ -295,4 +297,4 @@ class LogReader:
         return None
 
     def end_offset_for_leader_epoch(self, epoch: int) -> tuple[int, int]:
-        return self.leader_epoch_cache.end_offset_for(epoch, self._state.log_end_offset)
+        return self._leader_epoch_cache.end_offset_for(epoch, self.state.log_end_offset)

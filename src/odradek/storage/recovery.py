@@ -34,8 +34,8 @@ import re
 from pathlib import Path
 
 from odradek.protocol.errors import CorruptRecord
-from odradek.storage.config import LogConfig
 from odradek.storage.log import PartitionLog
+from odradek.storage.log_config import LogConfig
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.scheduler import Scheduler
 from odradek.storage.segment import LogSegment, check_index_or_rebuild

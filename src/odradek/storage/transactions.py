@@ -15,6 +15,7 @@ and they must agree exactly, or an index would differ between replicas or across
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Sequence
 
@@ -22,10 +23,17 @@ from odradek.protocol.control_records import TxnMarker, read_marker
 from odradek.protocol.errors import CorruptRecord
 from odradek.protocol.records import BatchHeader
 from odradek.storage.aborted_txn import AbortedTxn
+from odradek.storage.log_reader import LogState
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.segment import LogSegment
 
-__all__ = ["apply_batch", "decode_markers", "lenient_markers", "marker_of_segment_batch"]
+__all__ = [
+    "apply_batch",
+    "decode_markers",
+    "lenient_markers",
+    "marker_of_segment_batch",
+    "replay_headers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -90,3 +98,26 @@ def apply_batch(
                 producer_state.stable_offset_after(completed),
             )
         )
+
+
+def replay_headers(
+    producer_state: ProducerStateManager, state: LogState, start_offset: int
+) -> None:
+    """Replay batch headers from ``start_offset`` to the end of ``state`` into producer state
+    (no record decoding: only control batches are read). The caller holds the log lock, or
+    is recovery, before anyone else sees the log."""
+    index = max(bisect.bisect_right(state.base_offsets, start_offset) - 1, 0)
+    for segment in state.segments[index:]:
+        max_position = state.active_size if segment is state.segments[-1] else segment.size
+        found = segment.translate_offset(start_offset, max_position)
+        if found is None:
+            continue
+        for position, header in segment.iter_headers(found[0], max_position):
+            if header.next_offset > start_offset:
+                marker = (
+                    marker_of_segment_batch(segment, position, header)
+                    if header.is_control
+                    else None
+                )
+                apply_batch(producer_state, segment, header, marker)
+    producer_state.map_end_offset = state.log_end_offset

@@ -14,11 +14,43 @@ from __future__ import annotations
 
 from odradek.protocol import records as rec
 from odradek.protocol.compression import CODEC_BY_NAME
-from odradek.protocol.errors import InvalidRecord, InvalidTimestamp, MessageTooLarge
+from odradek.protocol.errors import (
+    InvalidRecord,
+    InvalidTimestamp,
+    MessageTooLarge,
+    RecordListTooLarge,
+)
+from odradek.protocol.legacy_records import convert_legacy_message_set
 from odradek.protocol.records import BatchHeader
-from odradek.storage.config import LogConfig
+from odradek.storage.log_config import LogConfig
 
-__all__ = ["apply_compression_type", "validate_leader_batch"]
+__all__ = ["apply_compression_type", "validate_leader_batch", "validate_producer_records"]
+
+
+def validate_producer_records(
+    records: bytes | bytearray | memoryview,
+    config: LogConfig,
+    now: int,
+    *,
+    from_coordinator: bool,
+) -> tuple[bytes | bytearray | memoryview, list[tuple[int, BatchHeader]]]:
+    """What a leader checks before it takes the log lock: the batches of one produce request
+    (magic 0/1 message sets converted to one v2 batch first), their framing and CRCs, that
+    they fit a segment, each batch's header, then ``compression.type``. Returns the bytes
+    to write and their batches."""
+    data: bytes | bytearray | memoryview = memoryview(records).cast("B")
+    if rec.is_legacy_message_set(data):
+        data = convert_legacy_message_set(data)
+    batches = rec.validate_batches(data)
+    if not batches:
+        raise InvalidRecord("produce request holds no record batch")
+    if len(data) > config.segment_bytes:
+        raise RecordListTooLarge(
+            f"{len(data)} bytes of batches do not fit segment.bytes={config.segment_bytes}"
+        )
+    for _pos, header in batches:
+        validate_leader_batch(header, config, now, allow_control=from_coordinator)
+    return apply_compression_type(data, batches, config)
 
 
 def validate_leader_batch(

@@ -7,14 +7,17 @@ Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
    builders) and server-side-applies it;
 2. observes pods and Kafka (Kafka unreachable is not fatal here: children still converge,
    Kafka-dependent steps wait);
-3. brings the SCRAM users in line with spec.authentication.users, then takes at most one
+3. grows the volumes when spec.storage.size grew (claims patched, then the StatefulSet
+   re-created around its running pods: :mod:`.broker_volumes`);
+4. brings the SCRAM users in line with spec.authentication.users, then takes at most one
    step of: drain before scale-down, live config change, restart of one
    outdated pod (ISR-aware, controller last), rebalance after scale-up;
-4. reports progress in status and comes back soon while work remains.
+5. reports progress in status and comes back soon while work remains.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -47,6 +50,7 @@ from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
 from ..metrics import METRICS
 from ..runtime import kube
 from ..spec import BrokerClusterSpec
+from .broker_volumes import grow_volumes
 from .common import ReconcileResult, reconcile_guarded
 from .scram_users import reconcile_users
 from .secrets import load_cluster_secrets
@@ -132,13 +136,28 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     kafka, unreachable = await _observe_kafka(access, spec) if existing else (None, None)
     replicas = decide_replicas(spec.replicas, current_replicas, kafka)
 
+    volumes = await grow_volumes(api, namespace, names, spec, existing, status.get("storage"))
+    sized = dataclasses.replace(spec, storage_size=volumes.template_size)
     pod_monitor = await api.serves("monitoring.coreos.com/v1")
-    for child in desired_children(names, owner, spec, replicas=replicas.statefulset_replicas,
+    for child in desired_children(names, owner, sized, replicas=replicas.statefulset_replicas,
                                   dynamic_supported=dynamic_supported, pod_monitor=pod_monitor,
                                   secret_inputs=secrets.restart_inputs):
+        if volumes.recreate and child["kind"] == "StatefulSet" \
+                and child["metadata"]["name"] == names.statefulset:
+            continue  # deleted (pods orphaned, still running): applied anew next time
         await api.apply(child)
+    result.status["storage"] = {"size": volumes.template_size,
+                                "expanding": list(volumes.expanding)}
+    if volumes.recreate:
+        message = f"volumes grown to {spec.storage_size}: re-creating the StatefulSet"
+        result.event("VolumesExpanded", message)
+        result.conditions += [Condition(RECONCILING, True, "ExpandingVolumes", message)]
+        result.requeue_after, result.requeue_reason = STEP_DELAY_S, message
+        return result
 
     problems: list[tuple[str, str]] = []
+    if volumes.refusal is not None:
+        problems.append(volumes.refusal)
     if unreachable is not None:
         problems.append(unreachable)
     if kafka is not None and (spec.authentication.users or status.get("scramUsers")):
@@ -155,6 +174,14 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     restart = decide_restart(pods, sts_status.get("updateRevision"), kafka)
 
     busy: list[str] = []
+    if volumes.expand:
+        busy.append(f"expanding {len(volumes.expand)} volume(s) to {spec.storage_size}")
+        result.event("ExpandingVolumes", f"asked {', '.join(volumes.expand)} for "
+                                         f"{spec.storage_size}")
+    elif volumes.expanding:
+        busy.append(f"waiting for {', '.join(volumes.expanding)} to reach "
+                    f"{spec.storage_size} (a pending file-system resize finishes when the "
+                    "volume is next mounted)")
     if replicas.moves and kafka is not None:
         await _with_admin(access, lambda admin: reassign(admin, replicas.moves))
         result.event("Draining", replicas.message)

@@ -47,6 +47,8 @@ class ReconcileResult:
         self.status: dict[str, Any] = dict(status or {})
         self.conditions: list[Condition] = list(conditions or [])
         self.events: list[tuple[str, str, str]] = []  # (type Normal|Warning, reason, message)
+        #: Annotations to set (None: remove), e.g. a command annotation once acted on.
+        self.annotations: dict[str, str | None] = {}
         #: Set when work is still under way: come back after this many seconds.
         self.requeue_after: float | None = None
         self.requeue_reason = ""
@@ -116,6 +118,8 @@ async def reconcile_guarded(kind: str, kwargs: Mapping[str, Any],
             patch.status[key] = value
         patch.status["conditions"] = merge_conditions(current, result.conditions, generation)
         patch.status["observedGeneration"] = generation
+        for key, annotation in result.annotations.items():
+            patch.metadata.annotations[key] = annotation
         for event_type, reason, message in result.events:
             (kopf.warn if event_type == "Warning" else kopf.info)(body, reason=reason,
                                                                     message=message)

@@ -48,6 +48,7 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "ServiceAccount": ResourcePath("v1", "serviceaccounts"),
     "Pod": ResourcePath("v1", "pods"),
     "PersistentVolumeClaim": ResourcePath("v1", "persistentvolumeclaims"),
+    "StorageClass": ResourcePath("storage.k8s.io/v1", "storageclasses", False),
     "StatefulSet": ResourcePath("apps/v1", "statefulsets"),
     "PodDisruptionBudget": ResourcePath("policy/v1", "poddisruptionbudgets"),
     "PodMonitor": ResourcePath("monitoring.coreos.com/v1", "podmonitors"),
@@ -57,6 +58,7 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "BrokerCluster": ResourcePath("odradek.dev/v1alpha1", "brokerclusters"),
     "Topic": ResourcePath("odradek.dev/v1alpha1", "topics"),
     "ConsumerGroup": ResourcePath("odradek.dev/v1alpha1", "consumergroups"),
+    "User": ResourcePath("odradek.dev/v1alpha1", "users"),
 }
 
 
@@ -174,10 +176,13 @@ class KubeApi:
             "PATCH", url, body=patch, content_type="application/merge-patch+json")
         return result
 
-    async def delete(self, kind: str, namespace: str | None, name: str) -> bool:
-        """Delete; False when it was already gone."""
+    async def delete(self, kind: str, namespace: str | None, name: str, *,
+                     orphan: bool = False) -> bool:
+        """Delete; False when it was already gone. ``orphan``: leave its dependents (a
+        StatefulSet's pods) running."""
+        body = {"propagationPolicy": "Orphan"} if orphan else None
         try:
-            await self.request("DELETE", KIND_PATHS[kind].url(namespace, name))
+            await self.request("DELETE", KIND_PATHS[kind].url(namespace, name), body=body)
         except KubeApiError as exc:
             if exc.status == 404:
                 return False

@@ -4,8 +4,8 @@ Writes go to ZooKeeper in Kafka's layout (:mod:`odradek.cluster.acls`), one cond
 update per resource pattern, and are applied to this broker's cache before the answer, so
 a DescribeAcls right after sees them; other brokers follow the change notifications.
 Describe answers from the cache. Without an authorizer the three answer SECURITY_DISABLED,
-as Kafka does. Who may call them is :mod:`..access_rules`' business (ALTER / DESCRIBE on
-the cluster).
+as Kafka does. With one, CreateAcls and DeleteAcls need ALTER on the cluster and
+DescribeAcls DESCRIBE, else every result is CLUSTER_AUTHORIZATION_FAILED (Kafka's rule).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.cluster.acls import alter_acls
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import response_error
+from odradek.protocol.errors import ClusterAuthorizationFailed, response_error
 from odradek.security.acl import (
     CLUSTER_NAME,
     AccessControlEntry,
@@ -94,6 +94,14 @@ def _disabled(ctx: RequestContext) -> bool:
     return _authorizer(ctx) is None
 
 
+def _refusal(ctx: RequestContext, operation: Operation) -> tuple[ErrorCode, str] | None:
+    """CLUSTER_AUTHORIZATION_FAILED and its text, for a client not allowed ``operation``."""
+    if ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        return None
+    refusal = ClusterAuthorizationFailed()
+    return refusal.code, str(refusal)
+
+
 async def _alter(ctx: RequestContext, pattern: ResourcePattern,
                  update: Callable[..., frozenset[AccessControlEntry]]) -> None:
     """``update`` is an ACL :data:`~odradek.cluster.acls.Update`; the callers' lambdas bind
@@ -119,10 +127,14 @@ async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) ->
     module = response(ctx)
     codes: list[tuple[ErrorCode, str | None]] = [(ErrorCode.none, None)] * len(request.creations)
     wanted: dict[ResourcePattern, list[tuple[int, AccessControlEntry]]] = defaultdict(list)
+    refused = None if _disabled(ctx) else _refusal(ctx, Operation.ALTER)
     creations: Sequence[AclCreation] = request.creations
     for index, creation in enumerate(creations):
         if _disabled(ctx):
             codes[index] = (ErrorCode.security_disabled, _NO_AUTHORIZER)
+            continue
+        if refused is not None:
+            codes[index] = refused
             continue
         try:
             binding = _binding(creation)
@@ -167,6 +179,10 @@ def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> R
                               error_code=ErrorCode.security_disabled,
                               error_message="No Authorizer is configured on the broker",
                               resources=[])
+    refused = _refusal(ctx, Operation.DESCRIBE)
+    if refused is not None:
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=refused[0], error_message=refused[1], resources=[])
     try:
         acl_filter = _filter(request, "resource_name_filter", "pattern_type_filter")
     except ValueError as exc:
@@ -190,11 +206,16 @@ def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> R
 async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> ResponsePayload:
     module = response(ctx)
     results = []
+    refused = None if _disabled(ctx) else _refusal(ctx, Operation.ALTER)
     for item in request.filters:
         if _disabled(ctx):
             results.append(build(module.DeleteAclsFilterResult,
                                  error_code=ErrorCode.security_disabled,
                                  error_message=_NO_AUTHORIZER, matching_acls=[]))
+            continue
+        if refused is not None:
+            results.append(build(module.DeleteAclsFilterResult, error_code=refused[0],
+                                 error_message=refused[1], matching_acls=[]))
             continue
         try:
             acl_filter = _filter(item, "resource_name_filter", "pattern_type_filter")
@@ -215,7 +236,7 @@ async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) ->
                              error_message=None, matching_acls=[
                                  _matching_acl(module, b, *failed.get(
                                      b.pattern, (ErrorCode.none, None))) for b in matched]))
-    if not _disabled(ctx):
+    if not _disabled(ctx) and refused is None:
         await _refreshed(ctx)
     return build_response(module.DeleteAclsResponse,
                           throttle_time=NO_THROTTLE, filter_results=results)

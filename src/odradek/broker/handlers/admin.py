@@ -4,6 +4,10 @@ Any broker takes these requests and writes them into ZooKeeper (the cluster laye
 the controller turns them into partition state. Like Kafka, the answer waits (up to the
 request's timeout) until this broker's cluster view shows the result — leaders elected,
 or the topic gone — so a client that creates a topic and produces right away finds it.
+
+Authorization (Kafka's): CreateTopics needs CREATE on the cluster or on the topic,
+DeleteTopics DELETE and CreatePartitions ALTER on the topic; a topic without it is answered
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
+    TopicAuthorizationFailed,
     TopicDeletionDisabled,
     UnknownTopicOrPartition,
     response_error,
 )
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.storage.log_config import LogConfig
 from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
@@ -66,6 +73,7 @@ async def handle_create_topics(
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
     validate_only = bool(getattr(request, "validate_only", False))
+    may_create_any = ctx.allowed(Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
     results = []
     for topic in request.topics:
         num_partitions = int(topic.num_partitions)
@@ -73,6 +81,9 @@ async def handle_create_topics(
         assignment = {int(a.partition_index): list(a.broker_ids) for a in topic.assignments}
         topic_id = None
         try:
+            if not may_create_any and not ctx.authorize(Operation.CREATE, ResourceType.TOPIC,
+                                                        topic.name):
+                raise TopicAuthorizationFailed
             validate_topic_name(topic.name)
             if assignment:
                 if num_partitions != -1 or replication_factor != -1:
@@ -86,7 +97,8 @@ async def handle_create_topics(
             if replication_factor == -1:
                 replication_factor = services.sections.topics.default_replication_factor
             overrides = {c.name: c.value for c in topic.configs if c.value is not None}
-            services.config.log_config(overrides)  # raises InvalidConfig naming the key
+            # raises InvalidConfig naming the key
+            LogConfig.for_topic(services.config.topic_defaults(), overrides)
             created = await services.cluster.create_topic(
                 topic.name, num_partitions, replication_factor, overrides,
                 assignment or None, validate_only,
@@ -128,6 +140,8 @@ async def handle_delete_topics(
                 if not matches:
                     raise UnknownTopicOrPartition(f"no topic with id {topic_id}")
                 name = matches[0].name
+            if not ctx.authorize(Operation.DELETE, ResourceType.TOPIC, name):
+                raise TopicAuthorizationFailed
             if not services.sections.topics.delete_topic_enable:
                 raise TopicDeletionDisabled("delete.topic.enable is false")
             await services.cluster.delete_topic(name)
@@ -154,6 +168,8 @@ async def handle_create_partitions(
     results = []
     for topic in request.topics:
         try:
+            if not ctx.authorize(Operation.ALTER, ResourceType.TOPIC, topic.name):
+                raise TopicAuthorizationFailed
             assignment = (
                 [list(a.broker_ids) for a in topic.assignments]
                 if topic.assignments is not None else None

@@ -19,7 +19,12 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import InvalidRequest, RequestTimedOut, response_error
+from odradek.protocol.errors import (
+    ClusterAuthorizationFailed,
+    InvalidRequest,
+    RequestTimedOut,
+    response_error,
+)
 from odradek.quota.entities import (
     CLIENT_ID,
     DEFAULT,
@@ -29,6 +34,7 @@ from odradek.quota.entities import (
     sanitize,
     validate_value,
 )
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 from ..context import RequestContext
 
@@ -100,6 +106,8 @@ def handle_describe_client_quotas(
 ) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
     try:
+        if not ctx.authorize(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            raise ClusterAuthorizationFailed
         wanted = _filter(request.components)
     except Exception as exc:
         code, message = response_error(exc, "describing client quotas")
@@ -161,9 +169,12 @@ async def handle_alter_client_quotas(
 ) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_CLIENT_QUOTAS, ctx.api_version)
     validate_only = bool(request.validate_only)
+    allowed = ctx.authorize(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
     results = []
     for entry in request.entries:
         try:
+            if not allowed:
+                raise ClusterAuthorizationFailed
             await _alter(ctx, entry, validate_only)
             code, message = ErrorCode.none, None
         except Exception as exc:

@@ -10,6 +10,13 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
+from odradek.protocol.errors import ClusterAuthorizationFailed
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -20,13 +27,19 @@ if TYPE_CHECKING:
 
 __all__ = ["handle_describe_cluster", "handle_describe_log_dirs"]
 
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> ResponsePayload:
+    """Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, Kafka's rule)."""
     module = response_module(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
+    if not ctx.authorize(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        refusal = ClusterAuthorizationFailed()
+        return build_response(module.DescribeClusterResponse, throttle_time=NO_THROTTLE,
+                              error_code=refusal.code, error_message=str(refusal),
+                              endpoint_type=1, cluster_id="", controller_id=-1, brokers=(),
+                              cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
     view = ctx.services.cluster.view
     brokers = []
     for broker_id in sorted(view.brokers):
@@ -41,14 +54,20 @@ def handle_describe_cluster(
         module.DescribeClusterResponse, throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
         error_message=None, endpoint_type=1, cluster_id=getattr(view, "cluster_id", None) or "",
         controller_id=controller_id, brokers=tuple(brokers),
-        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=ctx.authorized_operations(
+            ResourceType.CLUSTER, CLUSTER_NAME)
+        if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 
 def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> ResponsePayload:
+    """Needs DESCRIBE on the cluster (else CLUSTER_AUTHORIZATION_FAILED, with no results)."""
     module = response_module(ApiKey.DESCRIBE_LOG_DIRS, ctx.api_version)
+    if not ctx.authorize(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return build_response(module.DescribeLogDirsResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.cluster_authorization_failed, results=())
     wanted = None
     if request.topics is not None:
         wanted = [TopicPartition(t.topic, int(p)) for t in request.topics for p in t.partitions]

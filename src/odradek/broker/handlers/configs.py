@@ -12,6 +12,10 @@ and stored in ZooKeeper; every broker then applies them (:mod:`odradek.broker.re
 DescribeConfigs reports each value's source and, when asked, its synonyms, for every key
 Kafka 3.9 describes (:mod:`odradek.kafka_catalog`): keys odradek does not implement are
 described read-only at Kafka's default, so tools and users see the same key set as on Kafka.
+
+Authorization (Kafka's): a topic needs DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic (else
+TOPIC_AUTHORIZATION_FAILED), any other resource the same on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from odradek import kafka_catalog
-from odradek.config import BROKER_CONFIGS, broker_default_name
+from odradek.config_keys import BROKER_CONFIGS, broker_default_name
 from odradek.dynamic_config import (
     DEFAULT_ENTITY,
     UPDATE_MODES,
@@ -40,12 +44,15 @@ from odradek.kafka_catalog import TOPIC_CONFIGS as KAFKA_TOPIC_KEYS
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import (
+    ClusterAuthorizationFailed,
     InvalidConfig,
     InvalidRequest,
+    TopicAuthorizationFailed,
     UnknownTopicOrPartition,
     response_error,
 )
-from odradek.storage.config import InvalidConfigValue
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.storage.log_config import InvalidConfigValue, LogConfig
 
 from ..context import RequestContext
 
@@ -125,6 +132,19 @@ def _entry(module: ModuleType, name: str, value: str | None, synonyms: Synonyms,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 
 
+def _authorize(
+    ctx: RequestContext,
+    operation: Operation,
+    resource: DescribeConfigsResource | AlterConfigsResource | IncrementalAlterConfigsResource,
+) -> None:
+    """Raises the refusal of a resource the client may not ``operation``."""
+    if resource.resource_type == TOPIC:
+        if not ctx.authorize(operation, ResourceType.TOPIC, resource.resource_name):
+            raise TopicAuthorizationFailed
+    elif not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        raise ClusterAuthorizationFailed
+
+
 def _resource(
     resource: DescribeConfigsResource | AlterConfigsResource | IncrementalAlterConfigsResource,
 ) -> str:
@@ -149,7 +169,7 @@ def _describe_topic(ctx: RequestContext, module: ModuleType, name: str, keys: se
     """Every topic key Kafka 3.9 describes (those odradek does not implement read-only,
     at Kafka's default), plus odradek's own; synonyms as Kafka lists them."""
     overrides = _topic_overrides(ctx, name)
-    log_config = ctx.services.config.log_config(dict(overrides))
+    log_config = LogConfig.for_topic(ctx.services.config.topic_defaults(), dict(overrides))
     layers = _layers(ctx)
     fields = type(log_config).TOPIC_CONFIG_NAMES
     supported = log_config.to_topic_config()
@@ -214,7 +234,7 @@ def _describe_broker(ctx: RequestContext, module: ModuleType, name: str, keys: s
         if not per_broker:
             value: str | None = layers.default[key]
         elif key in BROKER_CONFIGS:
-            value = None if config[key] is None else config.raw(key)
+            value = config.value_text(key)
         else:
             value = str(dynamic_only.get(key, found.default))
         entries.append(_entry(module, key, value, layers.synonyms(key, per_broker=per_broker),
@@ -251,6 +271,7 @@ def handle_describe_configs(
             if resource.configuration_keys is not None else None
         )
         try:
+            _authorize(ctx, Operation.DESCRIBE_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 describe = _describe_topic
             elif resource.resource_type == BROKER:
@@ -279,7 +300,7 @@ async def _alter_topic(
     ctx: RequestContext, name: str, new_overrides: dict[str, str], validate_only: bool
 ) -> None:
     try:
-        ctx.services.config.log_config(new_overrides)  # InvalidConfig names the bad key
+        LogConfig.for_topic(ctx.services.config.topic_defaults(), new_overrides)  # names the key
     except InvalidConfigValue as exc:  # Kafka's words, which name the resource
         raise InvalidConfig(f"Invalid config value for resource ConfigResource(type=TOPIC, "
                             f"name='{name}'): {exc}") from None
@@ -325,6 +346,7 @@ async def handle_alter_configs(
         # AlterConfigs replaces the resource's whole set of dynamic configs.
         wanted = {c.name: c.value for c in resource.configs if c.value is not None}
         try:
+            _authorize(ctx, Operation.ALTER_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 _topic_overrides(ctx, resource.resource_name)
                 await _alter_topic(ctx, resource.resource_name, wanted, validate_only)
@@ -395,9 +417,11 @@ async def handle_incremental_alter_configs(
     responses = []
     for resource in request.resources:
         try:
+            _authorize(ctx, Operation.ALTER_CONFIGS, resource)
             if resource.resource_type == TOPIC:
                 current = _topic_overrides(ctx, resource.resource_name)
-                defaults = ctx.services.config.log_config().to_topic_config()
+                broker_defaults = ctx.services.config.topic_defaults()
+                defaults = LogConfig.for_topic(broker_defaults).to_topic_config()
                 updated = _apply_incremental(current, resource.configs, defaults)
                 await _alter_topic(ctx, resource.resource_name, updated, validate_only)
             elif resource.resource_type == BROKER:

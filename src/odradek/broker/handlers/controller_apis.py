@@ -5,6 +5,10 @@ Clients find the controller through Metadata; a broker that is not (or no longer
 controller answers NOT_CONTROLLER and the client re-reads metadata and retries there —
 what Java's admin client and Kafka brokers do. The work itself is
 :class:`odradek.cluster.controller.Controller`'s; these handlers only translate.
+
+Authorization (Kafka's): ElectLeaders and AlterPartitionReassignments need ALTER on the
+cluster, ListPartitionReassignments DESCRIBE, ControlledShutdown CLUSTER_ACTION; without it
+the answer is CLUSTER_AUTHORIZATION_FAILED, checked before whether this is the controller.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from odradek.cluster.controller import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
-from odradek.protocol.errors import response_error
+from odradek.protocol.errors import ClusterAuthorizationFailed, response_error
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 from ..context import RequestContext
 
@@ -47,7 +52,10 @@ _T = TypeVar("_T")
 _UNCLEAN = 1  # ElectionType: 0 preferred, 1 unclean
 
 
-def _controller(ctx: RequestContext) -> Controller:
+def _controller(ctx: RequestContext, operation: Operation) -> Controller:
+    """The active controller, for a client allowed ``operation`` on the cluster."""
+    if not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        raise ClusterAuthorizationFailed
     controller = ctx.services.cluster.controller
     if not controller.is_active:
         raise NotController(f"broker {ctx.services.broker_id} is not the controller")
@@ -78,7 +86,7 @@ async def handle_elect_leaders(
         ]
     outcome: dict[TopicPartition, tuple[ErrorCode, str | None]]
     try:
-        results = await _controller(ctx).elect_leaders(wanted, unclean=unclean)
+        results = await _controller(ctx, Operation.ALTER).elect_leaders(wanted, unclean=unclean)
         top_code = ErrorCode.none
         outcome = {
             tp: (ErrorCode.none, None) if error is None else _failure(error)
@@ -144,7 +152,7 @@ async def handle_alter_partition_reassignments(
                 None if replicas is None else tuple(int(r) for r in replicas)
             )
     try:
-        results = await _controller(ctx).alter_partition_reassignments(targets)
+        results = await _controller(ctx, Operation.ALTER).alter_partition_reassignments(targets)
     except Exception as exc:
         code, message = _failure(exc)
         return build_response(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
@@ -173,7 +181,7 @@ async def handle_list_partition_reassignments(
         wanted = [TopicPartition(str(t.name), int(p)) for t in request.topics
                   for p in t.partition_indexes]
     try:
-        ongoing = await _controller(ctx).list_partition_reassignments(wanted)
+        ongoing = await _controller(ctx, Operation.DESCRIBE).list_partition_reassignments(wanted)
     except Exception as exc:
         code, message = _failure(exc)
         return build_response(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
@@ -196,7 +204,7 @@ async def handle_controlled_shutdown(
 ) -> ResponsePayload:
     module = response_module(ApiKey.CONTROLLED_SHUTDOWN, ctx.api_version)
     try:
-        remaining = await _controller(ctx).controlled_shutdown(
+        remaining = await _controller(ctx, Operation.CLUSTER_ACTION).controlled_shutdown(
             int(request.broker_id), int(request.broker_epoch)
         )
         code = ErrorCode.none

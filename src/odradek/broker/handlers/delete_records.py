@@ -1,4 +1,5 @@
-"""DeleteRecords (v0-v2): move a partition's log start offset forward."""
+"""DeleteRecords (v0-v2): move a partition's log start offset forward (a topic the
+client may not DELETE is answered TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import response_error
+from odradek.protocol.errors import TopicAuthorizationFailed, response_error
+from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -26,10 +28,13 @@ def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) ->
     topics = []
     for topic in request.topics:
         partitions = []
+        allowed = ctx.authorize(Operation.DELETE, ResourceType.TOPIC, topic.name)
         for part in topic.partitions:
             key = TopicPartition(topic.name, int(part.partition_index))
             low_watermark: int
             try:
+                if not allowed:
+                    raise TopicAuthorizationFailed
                 low_watermark = replica_manager.delete_records(key, int(part.offset))
                 code = ErrorCode.none
             except Exception as exc:

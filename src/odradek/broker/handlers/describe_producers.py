@@ -11,7 +11,8 @@ no lock: entries are replaced whole by the append path on the same event loop).
 Any replica answers, leader or follower: the producer state is rebuilt from the log on each
 replica, and ``find-hanging --broker-id N`` asks one broker about every partition it holds.
 Per partition: a broker with no replica of it answers NOT_LEADER_OR_FOLLOWER, an unknown
-partition UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+partition UNKNOWN_TOPIC_OR_PARTITION, a topic the client may not READ
+TOPIC_AUTHORIZATION_FAILED, as Kafka does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import response_error
+from odradek.protocol.errors import TopicAuthorizationFailed, response_error
+from odradek.security.acl import Operation, ResourceType
 from odradek.storage.producer_state import ProducerStateManager
 
 from ..context import RequestContext
@@ -54,10 +56,13 @@ def handle_describe_producers(
     topics = []
     for topic in request.topics:
         partitions = []
+        allowed = ctx.authorize(Operation.READ, ResourceType.TOPIC, topic.name)
         for index in topic.partition_indexes:
             producers: tuple[object, ...] = ()
             message: str | None = None
             try:
+                if not allowed:
+                    raise TopicAuthorizationFailed
                 found = replica_manager.hosted_partition(str(topic.name), int(index))
                 producers = _active_producers(module, found.log.producer_state)
                 code = ErrorCode.none

@@ -16,9 +16,11 @@ with nothing new, and cuts the answer to what the client does not know yet. A se
 (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is answered at once, with no
 partitions.
 
-A consumer's READ permission is checked here, per topic of everything the fetch reads
-(``authorized``, from the access rules), so a session's partitions are checked on every
-fetch, not only when the client first names them.
+Authorization (Kafka's): a follower needs CLUSTER_ACTION on the cluster, else every
+partition it names is answered TOPIC_AUTHORIZATION_FAILED. A consumer needs READ on each
+topic, checked per topic of everything the fetch reads (the replication layer's
+``authorized``), so a session's partitions are checked on every fetch, not only when the
+client first names them.
 
 A consumer's fetch counts against its ``consumer_byte_rate`` quota (Kafka's way): it reads
 at most the quota's bytes of one measurement window, the response size is recorded once it
@@ -31,13 +33,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from kio.schema.errors import ErrorCode
 
 from odradek.clock import monotonic_ms
 from odradek.protocol.builder import millis
 from odradek.protocol.fetch_response import (
     EncodedResponse,
+    FetchPartitionResult,
     FetchTopicResult,
     encode_fetch_response,
 )
@@ -45,6 +49,7 @@ from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 from odradek.replication.fetch_session import FetchContext, SessionError
 from odradek.replication.reads import Authorized
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 from ..context import RequestContext
 from ..outcomes import Deferred
@@ -56,18 +61,23 @@ if TYPE_CHECKING:
 __all__ = ["handle_fetch"]
 
 _FETCH = QuotaType.FETCH
+_TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
 
 
-def handle_fetch(ctx: RequestContext, request: FetchRequest,
-                 denied: Sequence[FetchTopicResult] = (),
-                 authorized: Authorized | None = None) -> EncodedResponse | Deferred[FetchRead]:
-    """``denied``: results of partitions the authorizer refused (:mod:`..access_rules`),
-    answered with the rest; with nothing else to read the answer goes out at once.
-    ``authorized``: may the client read a topic (None: no check)."""
+def handle_fetch(
+    ctx: RequestContext, request: FetchRequest
+) -> EncodedResponse | Deferred[FetchRead]:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
-    if denied and not request.topics:
-        return encode_fetch_response(version, correlation_id, denied)
     replica_id = int(request.replica_id)
+    authorized: Authorized | None = None
+    if ctx.services.authorizer is not None:
+        if replica_id < 0:
+            authorized = _readable(ctx)
+        elif not ctx.authorize(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            denied = [FetchTopicResult(topic.topic, tuple(
+                FetchPartitionResult(int(part.partition), _TOPIC_DENIED)
+                for part in topic.partitions)) for topic in request.topics]
+            return encode_fetch_response(version, correlation_id, denied)
     max_bytes = max(int(request.max_bytes), 0)
     quotas = ctx.services.quotas
     if quotas is None or replica_id >= 0 or not quotas.enabled(_FETCH):
@@ -100,7 +110,7 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest,
             ],
             from_follower=replica_id >= 0, now_ms=monotonic_ms())
         if isinstance(context, SessionError):
-            return encode_fetch_response(version, correlation_id, denied,
+            return encode_fetch_response(version, correlation_id, (),
                                          error_code=context.code)
     else:
         context = FetchContext(wanted)
@@ -117,8 +127,21 @@ def handle_fetch(ctx: RequestContext, request: FetchRequest,
         authorized=authorized)
     if isinstance(outcome, asyncio.Future):
         return Deferred(outcome,
-                        functools.partial(_respond, ctx, quotas, context, denied=denied))
-    return _respond(ctx, quotas, context, outcome, denied)
+                        functools.partial(_respond, ctx, quotas, context))
+    return _respond(ctx, quotas, context, outcome)
+
+
+def _readable(ctx: RequestContext) -> Authorized:
+    """May the consumer READ a topic (decided once per topic of the request)."""
+    readable: dict[str, bool] = {}
+
+    def authorized(topic: str) -> bool:
+        allowed = readable.get(topic)
+        if allowed is None:
+            allowed = readable[topic] = ctx.authorize(Operation.READ, ResourceType.TOPIC, topic)
+        return allowed
+
+    return authorized
 
 
 def _client_id(ctx: RequestContext) -> str:
@@ -126,7 +149,7 @@ def _client_id(ctx: RequestContext) -> str:
 
 
 def _respond(ctx: RequestContext, quotas: QuotaManager | None, context: FetchContext,
-             read: FetchRead, denied: Sequence[FetchTopicResult] = ()) -> EncodedResponse:
+             read: FetchRead) -> EncodedResponse:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
     if quotas is not None:
         user, client_id = quota_user(ctx.principal), _client_id(ctx)
@@ -135,9 +158,9 @@ def _respond(ctx: RequestContext, quotas: QuotaManager | None, context: FetchCon
             quotas.unrecord(_FETCH, user, client_id, read.total_bytes)
             if ctx.throttle is not None:
                 ctx.throttle.mute(throttle_ms)
-            return encode_fetch_response(version, correlation_id, denied,
+            return encode_fetch_response(version, correlation_id, (),
                                          throttle_time_ms=throttle_ms,
                                          session_id=context.throttled())
     topics, session_id = context.respond(read.topics)
-    return encode_fetch_response(version, correlation_id, [*topics, *denied],
+    return encode_fetch_response(version, correlation_id, topics,
                                  session_id=session_id)

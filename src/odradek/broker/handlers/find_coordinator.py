@@ -13,6 +13,9 @@ stay that way forever. A single-broker setup sets the factor to 1 (``odradek clu
 Transactional ids (key type 1) work the same way over ``__transaction_state``
 (``partition_for_transactional_id``, ``transaction.state.log.*`` settings, created on the
 first lookup with ``min.insync.replicas`` = ``transaction.state.log.min.isr``).
+
+A key the client may not DESCRIBE (the group, or the transactional id) is answered
+GROUP_ or TRANSACTIONAL_ID_AUTHORIZATION_FAILED with Kafka's text, as Kafka does.
 """
 
 from __future__ import annotations
@@ -32,7 +35,15 @@ from odradek.coordinator.partitioning import (
 )
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
+from odradek.protocol.errors import (
+    AuthorizationFailed,
+    GroupAuthorizationFailed,
+    KafkaError,
+    TopicAlreadyExists,
+    TransactionalIdAuthorizationFailed,
+    error_code_of,
+)
+from odradek.security.acl import Operation, ResourceType
 
 from ..context import RequestContext
 
@@ -138,21 +149,39 @@ def handle_find_coordinator(
     version = ctx.api_version
     key_type = int(getattr(request, "key_type", _GROUP_KEY))
     # mypy does not narrow the kio union by ``version`` (v4 batched the keys)
-    keys = list(request.coordinator_keys) if version >= 4 else [request.key]  # type: ignore[union-attr]
+    requested = (list(request.coordinator_keys)  # type: ignore[union-attr]
+                 if version >= 4 else [request.key])  # type: ignore[union-attr]
+    resource_type, refusal = ((ResourceType.TRANSACTIONAL_ID, TransactionalIdAuthorizationFailed)
+                              if key_type == _TRANSACTION_KEY
+                              else (ResourceType.GROUP, GroupAuthorizationFailed))
+    keys: list[str] = []
+    denied: list[_Found] = []
+    for key in requested:
+        if ctx.authorize(Operation.DESCRIBE, resource_type, key):
+            keys.append(key)
+        else:
+            denied.append(_refused(key, refusal()))
+    if not keys:
+        return _response(version, denied)
     found = _find_all(ctx, key_type, keys)
     if found is not None:
-        return _response(version, found)
-    return _create_then_answer(ctx, version, keys, _internal_topic(ctx, key_type))
+        return _response(version, found + denied)
+    return _create_then_answer(ctx, version, keys, _internal_topic(ctx, key_type), denied)
+
+
+def _refused(key: str, error: AuthorizationFailed) -> _Found:
+    return _Found(key, error.code, str(error))
 
 
 async def _create_then_answer(ctx: RequestContext, version: int, keys: list[str],
-                              topic: _InternalTopic) -> ResponsePayload:
+                              topic: _InternalTopic, denied: list[_Found]) -> ResponsePayload:
     try:
         await _create_internal_topic(ctx, topic)
     except Exception as exc:  # ZooKeeper trouble: the client retries FindCoordinator
         log.warning("creating %s failed: %s", topic.name, exc)
-        return _response(version, [_Found(k, error_code_of(exc)) for k in keys])
-    return _response(version, [_Found(k, ErrorCode.coordinator_not_available) for k in keys])
+        return _response(version, [_Found(k, error_code_of(exc)) for k in keys] + denied)
+    return _response(version, [_Found(k, ErrorCode.coordinator_not_available)
+                               for k in keys] + denied)
 
 
 def _response(version: int, found: list[_Found]) -> ResponsePayload:

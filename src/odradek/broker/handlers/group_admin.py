@@ -4,16 +4,27 @@ Each broker answers for the groups it coordinates (ListGroups lists only those, 
 admin tools ask every broker). DescribeGroups members carry their raw subscription metadata
 and assignment bytes, which ``kafka-consumer-groups --describe`` decodes to show who owns
 which partition. ListGroups v4 filters by state names (case-insensitive, as Kafka).
+
+Authorization (Kafka's): a group the client may not DESCRIBE (DescribeGroups) or DELETE
+(DeleteGroups) is answered GROUP_AUTHORIZATION_FAILED; ListGroups lists every group to a
+client that may DESCRIBE the cluster, else only the groups it may DESCRIBE.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 
 from ..context import RequestContext
 
@@ -26,15 +37,24 @@ if TYPE_CHECKING:
 
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
     coordinator = ctx.services.group_coordinator
+    with_operations = bool(getattr(request, "include_authorized_operations", False))
     described = []
     for group_id in request.groups:
+        if not ctx.authorize(Operation.DESCRIBE, ResourceType.GROUP, str(group_id)):
+            described.append(build(
+                module.DescribedGroup, error_code=ErrorCode.group_authorization_failed,
+                group_id=group_id, group_state="", protocol_type="", protocol_data="",
+                members=(), authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            continue
         group = coordinator.describe_group(str(group_id))
+        operations = AUTHORIZED_OPERATIONS_OMITTED
+        if with_operations and group.error == ErrorCode.none:
+            operations = ctx.authorized_operations(ResourceType.GROUP, group.group_id)
         described.append(
             build(
                 module.DescribedGroup,
@@ -55,7 +75,7 @@ def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) 
                     )
                     for m in group.members
                 ),
-                authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+                authorized_operations=operations,
             )
         )
     return build_response(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
@@ -66,6 +86,9 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> Respo
     module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
     error, listings = ctx.services.group_coordinator.list_groups(states)
+    if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        listings = [g for g in listings
+                    if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return build_response(
         module.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
@@ -83,7 +106,11 @@ async def handle_delete_groups(
 ) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_GROUPS, ctx.api_version)
     names = [str(name) for name in request.groups_names]
-    results = await ctx.services.group_coordinator.delete_groups(names)
+    allowed = [name for name in names
+               if ctx.authorize(Operation.DELETE, ResourceType.GROUP, name)]
+    results = await ctx.services.group_coordinator.delete_groups(allowed) if allowed else {}
+    for name in names:
+        results.setdefault(name, ErrorCode.group_authorization_failed)
     return build_response(
         module.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,

@@ -15,6 +15,12 @@ Version differences handled here:
   list asks for every committed offset of the group. With ``require_stable`` (v7), a
   partition whose transactional commit (TxnOffsetCommit) is still pending answers
   UNSTABLE_OFFSET_COMMIT (offset -1), which clients retry until the transaction ends.
+
+Authorization (Kafka's): OffsetCommit and OffsetFetch need READ on the group (else every
+partition, or from OffsetFetch v2 the whole answer, is GROUP_AUTHORIZATION_FAILED) and READ
+on each topic (else its partitions are TOPIC_AUTHORIZATION_FAILED); an OffsetFetch of all
+the group's topics lists only those the client may READ. OffsetDelete needs DELETE on the
+group and READ on each topic.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from odradek.protocol.offset_commit_response import (
     encode_offset_commit_response,
     throttle_offset,
 )
+from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -53,6 +60,9 @@ _FIRST_LEADER_EPOCH_VERSION = 6
 # A plain (topic, partition) tuple finds a TopicPartition key (same hash and value) and is
 # cheaper to build than one, per partition of every OffsetCommit.
 _ErrorsByTuple = Callable[[tuple[str, int], ErrorCode], ErrorCode]
+_GROUP_DENIED = ErrorCode.group_authorization_failed
+_TOPIC_DENIED = ErrorCode.topic_authorization_failed
+_GROUP, _TOPIC, _READ = ResourceType.GROUP, ResourceType.TOPIC, Operation.READ
 
 
 def _expire_timestamp_ms(request: OffsetCommitRequest, version: int) -> int:
@@ -77,12 +87,19 @@ def handle_offset_commit(
     entries = []
     unknown = ErrorCode.unknown_topic_or_partition
     new = tuple.__new__  # one entry per partition: not through the named tuple's __new__
+    refused = None if ctx.authorize(_READ, _GROUP, str(request.group_id)) else _GROUP_DENIED
     for topic in request.topics:
         name = topic.name
         metadata = topics.get(name)
         known = metadata.partitions if metadata is not None else {}
+        denied = refused
+        if denied is None and not ctx.authorize(_READ, _TOPIC, name):
+            denied = _TOPIC_DENIED
         for partition in topic.partitions:
             index = int(partition.partition_index)
+            if denied is not None:
+                errors[TopicPartition(name, index)] = denied
+                continue
             if index not in known:
                 errors[TopicPartition(name, index)] = unknown
                 continue
@@ -141,22 +158,49 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Res
             for topic in request.topics or ()
             for index in topic.partition_indexes
         ]
-    coordinator = ctx.services.group_coordinator
-    error, offsets = coordinator.fetch_offsets(str(request.group_id), wanted)
-    unstable = (coordinator.unstable_offsets(str(request.group_id))
-                if getattr(request, "require_stable", False) else set())
     module = response_module(ApiKey.OFFSET_FETCH, version)
+    group_id = str(request.group_id)
+    if not ctx.authorize(_READ, _GROUP, group_id):
+        return _offset_fetch_error(module, version, _GROUP_DENIED, wanted)
+    denied: list[PartitionOffset] = []
+    if wanted is not None:
+        readable: dict[str, bool] = {}
+        for key in wanted:
+            if key.topic not in readable:
+                readable[key.topic] = ctx.authorize(_READ, _TOPIC, key.topic)
+            if not readable[key.topic]:
+                denied.append(PartitionOffset(*key))
+        wanted = [key for key in wanted if readable[key.topic]]
+    coordinator = ctx.services.group_coordinator
+    offsets: Iterable[PartitionOffset] = ()
+    if denied and not wanted:  # nothing the client may read: the coordinator is not asked
+        error = ErrorCode.none
+    else:
+        error, offsets = coordinator.fetch_offsets(group_id, wanted)
     if error != ErrorCode.none:
-        if version >= 2:
-            return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
-                                  error_code=error, topics=())
-        offsets = [PartitionOffset(topic, index) for topic, index in wanted or ()]
+        return _offset_fetch_error(module, version, error, wanted)
+    if wanted is None:  # every topic of the group: only those the client may read
+        offsets = [o for o in offsets if ctx.allowed(_READ, _TOPIC, o.topic)]
+    unstable = (coordinator.unstable_offsets(group_id)
+                if getattr(request, "require_stable", False) else set())
     return build_response(
         module.OffsetFetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
-        topics=_fetch_topics(module, offsets, error, unstable),
+        topics=_fetch_topics(module, offsets, error, unstable)
+        + _fetch_topics(module, denied, _TOPIC_DENIED),
     )
+
+
+def _offset_fetch_error(module: ModuleType, version: int, error: ErrorCode,
+                        wanted: list[TopicPartition] | None) -> ResponsePayload:
+    """A group-level failure: top-level from v2, on each requested partition in v1."""
+    if version >= 2:
+        return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                              error_code=error, topics=())
+    offsets = [PartitionOffset(topic, index) for topic, index in wanted or ()]
+    return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, topics=_fetch_topics(module, offsets, error))
 
 
 def _fetch_topics(module: ModuleType, offsets: Iterable[PartitionOffset], error: ErrorCode,
@@ -189,9 +233,17 @@ async def handle_offset_delete(
         for topic in request.topics
         for p in topic.partitions
     ]
-    top, errors = await ctx.services.group_coordinator.delete_offsets(
-        str(request.group_id), partitions
-    )
+    group_id = str(request.group_id)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    if not ctx.authorize(Operation.DELETE, _GROUP, group_id):
+        top = _GROUP_DENIED
+    else:
+        readable = {topic: ctx.authorize(_READ, _TOPIC, topic)
+                    for topic in dict.fromkeys(key.topic for key in partitions)}
+        top, errors = await ctx.services.group_coordinator.delete_offsets(
+            group_id, [key for key in partitions if readable[key.topic]])
+        errors = {**errors, **{key: _TOPIC_DENIED for key in partitions
+                               if not readable[key.topic]}}
     module = response_module(ApiKey.OFFSET_DELETE, ctx.api_version)
     by_topic: dict[str, list[object]] = {}
     if top == ErrorCode.none:

@@ -12,6 +12,7 @@ version is handled here, once:
 * LeaveGroup v0-v2 name a single member and carry its error at the top level; v3+ batch
   members (KIP-345) with per-member errors.
 
+Each needs READ on the group, else it is answered GROUP_AUTHORIZATION_FAILED (Kafka's rule).
 JoinGroup and SyncGroup park until the rest of the group arrives; the coordinator bounds
 every such wait, and the connection keeps later responses in order behind them.
 """
@@ -24,8 +25,10 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from odradek.coordinator import JoinRequest
+from odradek.coordinator.results import JoinResult, SyncResult
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
+from odradek.security.acl import Operation, ResourceType
 
 from ..context import RequestContext
 
@@ -52,6 +55,16 @@ def client_host(peer: str) -> str:
     return "/" + (host or peer)
 
 
+def _may_read(
+    ctx: RequestContext,
+    request: JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest,
+) -> bool:
+    return ctx.authorize(Operation.READ, ResourceType.GROUP, str(request.group_id))
+
+
+_DENIED = ErrorCode.group_authorization_failed
+
+
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> ResponsePayload:
     version = ctx.api_version
     session_timeout_ms = millis(request.session_timeout)
@@ -71,7 +84,10 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> R
         protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
         require_known_member_id=version >= 4,
     )
-    result = await ctx.services.group_coordinator.join_group(str(request.group_id), join)
+    if _may_read(ctx, request):
+        result = await ctx.services.group_coordinator.join_group(str(request.group_id), join)
+    else:
+        result = JoinResult(_DENIED)
     module = response_module(ApiKey.JOIN_GROUP, version)
     protocol_name = result.protocol_name
     if version < 7 and protocol_name is None:
@@ -95,15 +111,18 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> R
 
 async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> ResponsePayload:
     version = ctx.api_version
-    result = await ctx.services.group_coordinator.sync_group(
-        str(request.group_id),
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-        int(request.generation_id),
-        {a.member_id: bytes(a.assignment) for a in request.assignments},
-        getattr(request, "protocol_type", None) if version >= 5 else None,
-        getattr(request, "protocol_name", None) if version >= 5 else None,
-    )
+    if not _may_read(ctx, request):
+        result = SyncResult(_DENIED)
+    else:
+        result = await ctx.services.group_coordinator.sync_group(
+            str(request.group_id),
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            int(request.generation_id),
+            {a.member_id: bytes(a.assignment) for a in request.assignments},
+            getattr(request, "protocol_type", None) if version >= 5 else None,
+            getattr(request, "protocol_name", None) if version >= 5 else None,
+        )
     module = response_module(ApiKey.SYNC_GROUP, version)
     return build_response(
         module.SyncGroupResponse,
@@ -121,7 +140,7 @@ def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> Response
         request.member_id,
         getattr(request, "group_instance_id", None),
         int(request.generation_id),
-    )
+    ) if _may_read(ctx, request) else _DENIED
     module = response_module(ApiKey.HEARTBEAT, ctx.api_version)
     return build_response(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
 
@@ -133,7 +152,10 @@ def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> Respo
         members: list[tuple[str, str | None]] = [(request.member_id, None)]  # type: ignore[union-attr]
     else:
         members = [(m.member_id, m.group_instance_id) for m in request.members]  # type: ignore[union-attr]
-    top, errors = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
+    if _may_read(ctx, request):
+        top, errors = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
+    else:
+        top, errors = _DENIED, []
     if version < 3:
         single = top if top != ErrorCode.none else errors[0]
         return build_response(module.LeaveGroupResponse,

@@ -1,7 +1,8 @@
 """ListOffsets (v1-v7): earliest (-2), latest (-1), max timestamp (-3), or by timestamp.
 
 With isolation_level 1 (read_committed, v2+) latest is the last stable offset and a
-timestamp lookup only finds offsets below it, as in Kafka.
+timestamp lookup only finds offsets below it, as in Kafka. A topic the client may not
+DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
-from odradek.protocol.errors import response_error
+from odradek.protocol.errors import TopicAuthorizationFailed, response_error
+from odradek.security.acl import Operation, ResourceType
 from odradek.storage.log_reader import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from odradek.types import TopicPartition
 
@@ -35,11 +37,14 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Res
     topics = []
     for topic in request.topics:
         partitions = []
+        allowed = ctx.authorize(Operation.DESCRIBE, ResourceType.TOPIC, topic.name)
         for part in topic.partitions:
             key = TopicPartition(topic.name, int(part.partition_index))
             offset: int
             epoch: int
             try:
+                if not allowed:
+                    raise TopicAuthorizationFailed
                 offset, timestamp, epoch = replica_manager.offset_for_timestamp(
                     key,
                     int(part.timestamp),

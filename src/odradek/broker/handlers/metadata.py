@@ -5,13 +5,19 @@ directly. A missing topic is auto-created when the request allows it (always bef
 and ``auto.create.topics.enable`` is on; like Kafka, the answer for it is then
 LEADER_NOT_AVAILABLE and the client asks again. ``controller_id`` is always a live broker
 id when one is known (kafka-python's admin client waits for that).
+
+Authorization (Kafka's): all topics requested, only those the client may DESCRIBE are
+listed; a named topic it may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED, exists or
+not; a missing one is auto-created only with CREATE on the cluster or the topic (without it:
+UNKNOWN_TOPIC_OR_PARTITION). ``topic_authorized_operations`` and
+``cluster_authorized_operations`` are filled when the request asks for them.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Container, Iterable
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
@@ -20,6 +26,12 @@ from kio.static.protocol import ResponsePayload
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
+from odradek.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    Operation,
+    ResourceType,
+)
 from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
@@ -32,7 +44,6 @@ __all__ = ["handle_metadata"]
 
 log = logging.getLogger(__name__)
 
-_NO_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 def _endpoint_for(broker: BrokerInfo, listener: str) -> tuple[str, int]:
@@ -78,24 +89,46 @@ def handle_metadata(
     version = ctx.api_version
     names = _requested_names(request, version)
     view = ctx.services.cluster.view
-    missing = [name for name in names or () if name not in view.topics]
+    refused = _refused(ctx, names or (), view.topics)
+    missing = [name for name in names or () if name not in view.topics and name not in refused]
     allow_create = bool(getattr(request, "allow_auto_topic_creation", True))
     if missing and allow_create and ctx.services.sections.topics.auto_create_topics_enable:
-        return _respond_after_create(ctx, names, missing)
-    return _response(ctx, names, {})
+        return _respond_after_create(ctx, request, names, missing, refused)
+    return _response(ctx, request, names, refused, refused)
+
+
+def _refused(ctx: RequestContext, names: Iterable[str],
+             existing: Container[str]) -> dict[str, ErrorCode]:
+    """The named topics the client may not see (or not auto-create), with their codes."""
+    refused: dict[str, ErrorCode] = {}
+    may_create_any: bool | None = None
+    for name in names:
+        if not ctx.authorize(Operation.DESCRIBE, ResourceType.TOPIC, name):
+            refused[name] = ErrorCode.topic_authorization_failed
+        elif name not in existing:
+            if may_create_any is None:
+                may_create_any = ctx.allowed(Operation.CREATE, ResourceType.CLUSTER,
+                                             CLUSTER_NAME)
+            if not may_create_any and not ctx.allowed(Operation.CREATE, ResourceType.TOPIC,
+                                                      name):
+                refused[name] = ErrorCode.unknown_topic_or_partition
+    return refused
 
 
 async def _respond_after_create(
-    ctx: RequestContext, names: list[str] | None, missing: list[str]
+    ctx: RequestContext, request: MetadataRequest, names: list[str] | None, missing: list[str],
+    refused: dict[str, ErrorCode],
 ) -> ResponsePayload:
     errors = await _auto_create(ctx, missing)
-    return _response(ctx, names, errors)
+    return _response(ctx, request, names, {**errors, **refused}, refused)
 
 
-def _response(
-    ctx: RequestContext, names: list[str] | None, errors: dict[str, ErrorCode]
-) -> ResponsePayload:
+def _response(ctx: RequestContext, request: MetadataRequest, names: list[str] | None,
+              errors: dict[str, ErrorCode], refused: Container[str]) -> ResponsePayload:
+    """``errors``: of topics not created or refused; ``refused``: topics shown only with
+    their error."""
     version = ctx.api_version
+    with_operations = bool(getattr(request, "include_topic_authorized_operations", False))
     module = response_module(ApiKey.METADATA, version)
     view = ctx.services.cluster.view
     live = set(view.brokers)
@@ -108,18 +141,22 @@ def _response(
                   rack=info.rack)
         )
     topics = []
-    for name in sorted(view.topics) if names is None else names:
-        topic = view.topics.get(name)
+    if names is None:
+        names = [name for name in sorted(view.topics)
+                 if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)]
+    for name in names:
+        topic = None if name in refused else view.topics.get(name)
         if topic is None:
             code = errors.get(name, ErrorCode.unknown_topic_or_partition)
             try:
-                validate_topic_name(name)
+                if name not in refused:
+                    validate_topic_name(name)
             except KafkaError as exc:
                 code = error_code_of(exc)
             topics.append(
                 build(module.MetadataResponseTopic, error_code=code, name=name,
                       topic_id=uuid.UUID(int=0), is_internal=False, partitions=(),
-                      topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                      topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
             )
             continue
         partitions = []
@@ -142,7 +179,8 @@ def _response(
             build(module.MetadataResponseTopic, error_code=ErrorCode.none, name=name,
                   topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
                   partitions=tuple(partitions),
-                  topic_authorized_operations=_NO_AUTHORIZED_OPERATIONS)
+                  topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)
+                  if with_operations else AUTHORIZED_OPERATIONS_OMITTED)
         )
     controller_id = view.controller_id
     if controller_id is None or controller_id not in live:
@@ -154,5 +192,8 @@ def _response(
         cluster_id=getattr(view, "cluster_id", None),
         controller_id=controller_id,
         topics=tuple(topics),
-        cluster_authorized_operations=_NO_AUTHORIZED_OPERATIONS,
+        cluster_authorized_operations=ctx.authorized_operations(
+            ResourceType.CLUSTER, CLUSTER_NAME)
+        if getattr(request, "include_cluster_authorized_operations", False)
+        else AUTHORIZED_OPERATIONS_OMITTED,
     )

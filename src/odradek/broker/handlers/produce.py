@@ -6,6 +6,10 @@ handler decodes, calls, and encodes (the response is laid out directly, byte-ide
 kio's: :mod:`odradek.protocol.produce_response`). acks=0 sends nothing back — a failure closes the
 connection instead, as Kafka does, so the client notices. Produce never creates topics.
 Record data is handed on as the bytes kio parsed — no per-record Python work.
+
+Authorization (Kafka's): a transactional producer needs WRITE on its transactional id, else
+every partition is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED; each topic needs WRITE,
+else its partitions are answered TOPIC_AUTHORIZATION_FAILED beside the others' results.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from odradek.protocol.produce_response import (
     throttle_offset,
 )
 from odradek.replication import AppendResults
+from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -39,27 +44,49 @@ def handle_produce(
     ctx: RequestContext, request: ProduceRequest
 ) -> EncodedResponse | Marker | Deferred[AppendResults]:
     acks = int(request.acks)
-    entries = {
-        TopicPartition(topic_data.name, int(partition_data.index)): partition_data.records
-        for topic_data in request.topic_data
-        for partition_data in topic_data.partition_data
-    }
+    entries = {}
+    denied: dict[TopicPartition, ErrorCode] = {}
+    transactional_id = request.transactional_id
+    if transactional_id is not None and not ctx.authorize(
+            Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        whole: ErrorCode | None = ErrorCode.transactional_id_authorization_failed
+    else:
+        whole = None
+    for topic_data in request.topic_data:
+        code = whole
+        if code is None and not ctx.authorize(Operation.WRITE, ResourceType.TOPIC,
+                                              topic_data.name):
+            code = ErrorCode.topic_authorization_failed
+        for partition_data in topic_data.partition_data:
+            key = TopicPartition(topic_data.name, int(partition_data.index))
+            if code is None:
+                entries[key] = partition_data.records
+            else:
+                denied[key] = code
+    if not entries and acks != 0:
+        return _response(ctx, {}, denied)
     outcome = ctx.services.replica_manager.append_records(
         entries, acks=acks, timeout_ms=millis(request.timeout)
     )
     if acks == 0:
         assert not isinstance(outcome, asyncio.Future)  # acks=0 never waits
-        failed = any(result.error != ErrorCode.none for result in outcome.values())
+        failed = bool(denied) or any(result.error != ErrorCode.none
+                                     for result in outcome.values())
         return CLOSE_CONNECTION if failed else NO_RESPONSE
     if isinstance(outcome, asyncio.Future):
-        return Deferred(outcome, functools.partial(_response, ctx))
-    return _response(ctx, outcome)
+        return Deferred(outcome, functools.partial(_response, ctx, denied=denied))
+    return _response(ctx, outcome, denied)
 
 
-def _response(ctx: RequestContext, results: AppendResults) -> EncodedResponse:
-    """The answer, laid out directly (:mod:`odradek.protocol.produce_response`)."""
+def _response(ctx: RequestContext, results: AppendResults,
+              denied: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
+    """The answer, laid out directly (:mod:`odradek.protocol.produce_response`);
+    ``denied``: the partitions authorization refused, with their codes."""
     by_topic: dict[str, list[PartitionProduceResult]] = {}
     codes: list[int] = []
+    for (topic, index), code in denied.items():
+        codes.append(code)
+        by_topic.setdefault(topic, []).append(PartitionProduceResult(index, code))
     for (topic, index), result in results.items():
         error = result.error
         if error:

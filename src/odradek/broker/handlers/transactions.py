@@ -7,6 +7,13 @@ decisions in :mod:`odradek.coordinator.txn_state`); these handlers decode, call 
 encode. A broker that does not coordinate the id answers NOT_COORDINATOR, and clients look
 the coordinator up again (FindCoordinator with key type 1). AddPartitionsToTxn v4+ (the
 broker-to-broker batch form of KIP-890) is not offered.
+
+Authorization (Kafka's): WRITE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); AddOffsetsToTxn and TxnOffsetCommit also READ on
+the group (GROUP_AUTHORIZATION_FAILED); AddPartitionsToTxn WRITE on each topic and
+TxnOffsetCommit READ (a denied topic is TOPIC_AUTHORIZATION_FAILED; AddPartitionsToTxn then
+adds nothing and answers the others OPERATION_NOT_ATTEMPTED). DescribeTransactions needs
+DESCRIBE on each id; ListTransactions lists only the ids the client may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from odradek.coordinator.shard import OffsetCommitEntry
 from odradek.coordinator.txn_shard import kafka_state_name
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
+from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -56,6 +64,20 @@ def _wire_time(millis_since_epoch: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=millis_since_epoch)
 
 
+_TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+
+
+def _refused(ctx: RequestContext, transactional_id: str, group_id: str | None = None
+             ) -> ErrorCode | None:
+    """The error of a request whose transactional id (then group) the client may not use."""
+    if not ctx.authorize(Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _TXN_DENIED
+    if group_id is not None and not ctx.authorize(Operation.READ, ResourceType.GROUP,
+                                                  group_id):
+        return ErrorCode.group_authorization_failed
+    return None
+
+
 async def init_transactional_producer_id(
     ctx: RequestContext, request: InitProducerIdRequest
 ) -> ResponsePayload:
@@ -85,10 +107,20 @@ async def handle_add_partitions_to_txn(
     wanted = [TopicPartition(str(topic.name), int(partition))
               for topic in request.v3_and_below_topics for partition in topic.partitions]
     view = ctx.services.cluster.view
+    refused = _refused(ctx, str(request.v3_and_below_transactional_id))
+    writable = {} if refused is not None else {
+        topic: ctx.authorize(Operation.WRITE, ResourceType.TOPIC, topic)
+        for topic in dict.fromkeys(key.topic for key in wanted)}
+    denied = [key for key in wanted if not writable.get(key.topic, True)]
     unknown = [key for key in wanted if key.topic not in view.topics
                or key.partition not in view.topics[key.topic].partitions]
-    if unknown:
-        error = ErrorCode.unknown_topic_or_partition
+    failed: list[TopicPartition] = []  # when only some failed: the others were not attempted
+    if refused is not None:
+        error = refused
+    elif denied:
+        error, failed = ErrorCode.topic_authorization_failed, denied
+    elif unknown:
+        error, failed = ErrorCode.unknown_topic_or_partition, unknown
     else:
         error = await ctx.services.transaction_coordinator.add_partitions(
             str(request.v3_and_below_transactional_id),
@@ -98,9 +130,9 @@ async def handle_add_partitions_to_txn(
     by_topic: dict[str, list[object]] = {}
     for key in wanted:
         # Kafka answers the partitions that were fine OPERATION_NOT_ATTEMPTED when others
-        # were unknown, so the client knows which to fix.
+        # were unknown or denied, so the client knows which to fix.
         code = error
-        if unknown and key not in unknown:
+        if failed and key not in failed:
             code = ErrorCode.operation_not_attempted
         by_topic.setdefault(key.topic, []).append(
             build(module.AddPartitionsToTxnPartitionResult, partition_index=key.partition,
@@ -117,9 +149,13 @@ async def handle_add_partitions_to_txn(
 
 async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> ResponsePayload:
     module = response_module(ApiKey.END_TXN, ctx.api_version)
-    error = await ctx.services.transaction_coordinator.end_txn(
-        str(request.transactional_id), int(request.producer_id), int(request.producer_epoch),
-        bool(request.committed))
+    refused = _refused(ctx, str(request.transactional_id))
+    if refused is not None:
+        error = refused
+    else:
+        error = await ctx.services.transaction_coordinator.end_txn(
+            str(request.transactional_id), int(request.producer_id),
+            int(request.producer_epoch), bool(request.committed))
     return build_response(module.EndTxnResponse, throttle_time=NO_THROTTLE, error_code=error)
 
 
@@ -130,7 +166,11 @@ def handle_describe_transactions(
     coordinator = ctx.services.transaction_coordinator
     states = []
     for transactional_id in request.transactional_ids:
-        error, meta = coordinator.describe(str(transactional_id))
+        if not ctx.authorize(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                             str(transactional_id)):
+            error, meta = _TXN_DENIED, None
+        else:
+            error, meta = coordinator.describe(str(transactional_id))
         by_topic: dict[str, list[int]] = {}
         for key in sorted(meta.partitions) if meta is not None else ():
             by_topic.setdefault(key.topic, []).append(key.partition)
@@ -160,6 +200,8 @@ def handle_list_transactions(
         [int(pid) for pid in request.producer_id_filters]))
     if state_filters and not any(s in known for s in state_filters):
         listed = []
+    listed = [meta for meta in listed if ctx.allowed(
+        Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id)]
     return build_response(
         module.ListTransactionsResponse, throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
@@ -178,12 +220,16 @@ async def handle_add_offsets_to_txn(
     """The group's ``__consumer_offsets`` partition joins the transaction, so EndTxn's
     markers reach it and its pending TxnOffsetCommit offsets are installed or dropped."""
     module = response_module(ApiKey.ADD_OFFSETS_TO_TXN, ctx.api_version)
-    partitions = ctx.services.sections.group_coordinator.offsets_topic_num_partitions
-    offsets = TopicPartition(CONSUMER_OFFSETS_TOPIC,
-                             partition_for_group(str(request.group_id), partitions))
-    error = await ctx.services.transaction_coordinator.add_partitions(
-        str(request.transactional_id), int(request.producer_id), int(request.producer_epoch),
-        [offsets])
+    refused = _refused(ctx, str(request.transactional_id), str(request.group_id))
+    if refused is not None:
+        error = refused
+    else:
+        partitions = ctx.services.sections.group_coordinator.offsets_topic_num_partitions
+        offsets = TopicPartition(CONSUMER_OFFSETS_TOPIC,
+                                 partition_for_group(str(request.group_id), partitions))
+        error = await ctx.services.transaction_coordinator.add_partitions(
+            str(request.transactional_id), int(request.producer_id),
+            int(request.producer_epoch), [offsets])
     return build_response(module.AddOffsetsToTxnResponse,
                           throttle_time=NO_THROTTLE, error_code=error)
 
@@ -196,11 +242,19 @@ async def handle_txn_offset_commit(
     topics = ctx.services.cluster.view.topics
     errors: dict[TopicPartition, ErrorCode] = {}
     entries = []
+    refused = _refused(ctx, str(request.transactional_id), str(request.group_id))
     for topic in request.topics:
         metadata = topics.get(topic.name)
         known = metadata.partitions if metadata is not None else {}
+        denied = refused
+        if denied is None and not ctx.authorize(Operation.READ, ResourceType.TOPIC,
+                                                topic.name):
+            denied = ErrorCode.topic_authorization_failed
         for partition in topic.partitions:
             index = int(partition.partition_index)
+            if denied is not None:
+                errors[TopicPartition(topic.name, index)] = denied
+                continue
             if index not in known:
                 errors[TopicPartition(topic.name, index)] = ErrorCode.unknown_topic_or_partition
                 continue

@@ -7,7 +7,8 @@ per partition once the marker is replicated (or ``request.timeout.ms`` passes). 
 producer's epoch and the coordinator epoch are checked against the partition's producer
 state: INVALID_PRODUCER_EPOCH for a marker older than the producer, and
 TRANSACTION_COORDINATOR_FENCED for one from a deposed coordinator. Markers of different
-producers are independent: one failing does not stop the others.
+producers are independent: one failing does not stop the others. The sender needs
+CLUSTER_ACTION on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kio.static.protocol import ResponsePayload
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import build, build_response, response_module
 from odradek.protocol.control_records import ControlType, TxnMarker
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -36,6 +38,15 @@ async def handle_write_txn_markers(
     ctx: RequestContext, request: WriteTxnMarkersRequest
 ) -> ResponsePayload:
     module = response_module(ApiKey.WRITE_TXN_MARKERS, ctx.api_version)
+    if not ctx.authorize(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        denied = ErrorCode.cluster_authorization_failed
+        return build_response(module.WriteTxnMarkersResponse, markers=tuple(
+            build(module.WritableTxnMarkerResult, producer_id=wanted.producer_id, topics=tuple(
+                build(module.WritableTxnMarkerTopicResult, name=topic.name, partitions=tuple(
+                    build(module.WritableTxnMarkerPartitionResult, partition_index=index,
+                          error_code=denied) for index in topic.partition_indexes))
+                for topic in wanted.topics))
+            for wanted in request.markers))
     pending: list[tuple[int, asyncio.Task[dict[TopicPartition, ErrorCode]]]] = []
     for wanted in request.markers:
         marker = TxnMarker(

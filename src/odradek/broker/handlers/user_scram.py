@@ -19,6 +19,8 @@ from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
+from odradek.protocol.errors import ClusterAuthorizationFailed
+from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 
 from ..context import RequestContext
@@ -82,10 +84,14 @@ async def _alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest)
         changes.setdefault(str(deletion.name), []).append(("delete", deletion))
     for upsertion in request.upsertions:
         changes.setdefault(str(upsertion.name), []).append(("upsert", upsertion))
+    allowed = ctx.authorize(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
     results = []
     for user, items in changes.items():
         code, message = ErrorCode.none, None
         try:
+            if not allowed:
+                refusal = ClusterAuthorizationFailed()
+                raise _Refused(refusal.code, str(refusal))
             if not user:
                 raise _Refused(ErrorCode.unacceptable_credential, "Username must not be empty")
             if any(seen[(user, int(item.mechanism))] > 1 for _, item in items):
@@ -134,6 +140,11 @@ async def _describe(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest
 ) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version)
+    if not ctx.authorize(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        refusal = ClusterAuthorizationFailed()
+        return build_response(module.DescribeUserScramCredentialsResponse,
+                              throttle_time=NO_THROTTLE, error_code=refusal.code,
+                              error_message=str(refusal), results=())
     cluster = ctx.services.cluster
     requested = [str(user.name) for user in request.users or ()]
     describe_all = not requested

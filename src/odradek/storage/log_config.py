@@ -1,9 +1,13 @@
-"""Per-log configuration: Kafka's topic-level config names, meanings and defaults.
+"""Per-log configuration: Kafka's topic-level config names, meanings, defaults and checks.
 
-Every field of :class:`LogConfig` is a Kafka topic config name in snake case
-(``segment.bytes`` -> ``segment_bytes``). :meth:`LogConfig.from_topic_config` is the one
-place that parses user input; unknown names and bad values raise :class:`InvalidConfig`
-with a message that names the key.
+Storage owns the topic-level configs, as Kafka's ``LogConfig`` does: every field of
+:class:`LogConfig` is a Kafka topic config name in snake case (``segment.bytes`` ->
+``segment_bytes``). :meth:`LogConfig.from_topic_config` is the one place that parses user
+input; unknown names and bad values raise :class:`InvalidConfig` with a message that names
+the key. The broker configuration sits above: its ``log.*`` properties are the broker-wide
+defaults of these (``odradek.config.BrokerConfig.topic_defaults``), and
+:meth:`LogConfig.for_topic` lays a topic's own overrides over them. Nothing here knows
+broker property names.
 """
 
 from __future__ import annotations
@@ -212,6 +216,17 @@ class LogConfig:
                 raise InvalidConfig(f"Unknown topic config name: {name}") from None
             changes[field_name] = _parse(name, kind, raw)
         return dataclasses.replace(defaults or cls(), **changes)
+
+    @classmethod
+    def for_topic(
+        cls,
+        broker_defaults: Mapping[str, str | int | float | bool],
+        overrides: Mapping[str, str | int | float | bool] | None = None,
+    ) -> LogConfig:
+        """A topic's config: its ``overrides`` over ``broker_defaults`` (the broker's values
+        of topic configs, keyed by topic config name), over Kafka's defaults."""
+        base = cls.from_topic_config(broker_defaults)
+        return cls.from_topic_config(overrides, base) if overrides else base
 
     def to_topic_config(self) -> dict[str, str]:
         """Kafka-style string values by config name (what DescribeConfigs shows)."""

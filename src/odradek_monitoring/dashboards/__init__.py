@@ -1,6 +1,6 @@
 """Grafana dashboards as code (grafana-foundation-sdk), one module per dashboard.
 
-``python -m odradek.metrics.generate`` writes each to ``charts/odradek/dashboards/<name>.json``;
+``python -m odradek_monitoring.generate`` writes each to ``charts/odradek/dashboards/<name>.json``;
 the JSON is committed and a test checks that regenerating it changes nothing. Panel ids are
 assigned here in layout order, so the output is deterministic.
 """

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from .. import catalog as m
+from odradek.metrics import catalog as m
+
 from .common import CLUSTER, RATE, base_dashboard, rate_sum, table_panel, timeseries_panel
 
 TOPICS = CLUSTER + ', topic=~"$topic"'

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from .. import catalog as m
+from odradek.metrics import catalog as m
+
 from .common import BROKERS, RATE, base_dashboard, quantile, table_panel, timeseries_panel
 
 ZK_COUNT = f"{m.ZK_REQUEST_DURATION.name}_count"

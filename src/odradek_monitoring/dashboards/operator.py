@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, DatasourceVariable, Row
 
-from ..operator import RECONCILE_DURATION, RECONCILES
+from odradek.metrics.operator import RECONCILE_DURATION, RECONCILES
+
 from .common import RATE, quantile, query_variable, timeseries_panel
 
 SELECTOR = 'namespace="$namespace", kind=~"$kind"'

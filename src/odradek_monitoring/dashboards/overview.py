@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from .. import catalog as m
+from odradek.metrics import catalog as m
+
 from .common import (
     BROKERS,
     CLUSTER,

@@ -2,7 +2,7 @@
 
 Every dashboard is templated by ``datasource`` (any Prometheus), ``namespace``, ``cluster``
 and ``broker`` (the target labels added by the scrape configuration, see
-:mod:`odradek.metrics.prometheus`), so the JSON imports into any Grafana unchanged. Queries
+:mod:`odradek_monitoring.prometheus`), so the JSON imports into any Grafana unchanged. Queries
 use ``$__rate_interval`` for rates, as Grafana recommends for Prometheus.
 """
 

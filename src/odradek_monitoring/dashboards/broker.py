@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from .. import catalog as m
+from odradek.metrics import catalog as m
+
 from .common import BROKERS, RATE, base_dashboard, quantile, rate_sum, timeseries_panel
 
 PHASES = m.REQUEST_PHASE_DURATION.name

@@ -1,13 +1,13 @@
 """Dashboards as pictures: every panel's PromQL evaluated by a real Prometheus, drawn with
 matplotlib, laid out on Grafana's 24-column grid. For looking at a dashboard without Grafana.
 
-    python -m odradek.metrics.render --prometheus http://127.0.0.1:9090 --output DIR \\
+    python -m odradek_monitoring.render --prometheus http://127.0.0.1:9090 --output DIR \\
         [--var namespace=prod --var cluster=events] [--minutes 30] [--dashboard NAME ...]
 
 Time series panels are range queries over the window; stat and table panels are instant
 queries at its end. Grafana's variables are substituted the way Grafana does: ``$name`` by
 the value given (an unset multi-value variable is "All", ``.*``), ``$__rate_interval`` by a
-duration covering at least four scrapes. Needs the ``dev`` extra (matplotlib).
+duration covering at least four scrapes.
 """
 
 from __future__ import annotations
@@ -22,6 +22,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+import matplotlib
+import matplotlib.dates as mdates
+from matplotlib.ticker import FuncFormatter
+
+from .dashboards import DASHBOARDS, dashboard_json
+from .prometheus import PrometheusAPI
 
 __all__ = [
     "PanelData",
@@ -155,9 +162,6 @@ def draw_timeseries(ax: Any, data: PanelData, unit: str) -> None:
     """Lines, axes in human units, and a legend naming every line. Handles and labels are
     passed explicitly: matplotlib leaves a label starting with ``_`` out of an automatic
     legend, which hid ``__consumer_offsets`` and ``__transaction_state``."""
-    import matplotlib.dates as mdates
-    from matplotlib.ticker import FuncFormatter
-
     lines = series_lines(data)
     handles = [ax.plot(times, values, linewidth=1)[0] for _, times, values in lines]
     ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))
@@ -173,10 +177,8 @@ def draw_timeseries(ax: Any, data: PanelData, unit: str) -> None:
 def render_dashboard(model: dict[str, Any], panels: Sequence[PanelData], path: Path,
                      *, subtitle: str = "") -> Path:
     """One PNG for the whole dashboard, panels where Grafana would put them."""
-    import matplotlib
-
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after choosing Agg: pyplot fixes its backend on import
 
     bottom = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in model["panels"])
     height = bottom * ROW_INCHES + 0.8
@@ -234,10 +236,7 @@ def render_dashboard(model: dict[str, Any], panels: Sequence[PanelData], path: P
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .dashboards import DASHBOARDS, dashboard_json
-    from .prometheus import PrometheusAPI
-
-    parser = argparse.ArgumentParser(prog="python -m odradek.metrics.render")
+    parser = argparse.ArgumentParser(prog="python -m odradek_monitoring.render")
     parser.add_argument("--prometheus", required=True, help="URL of a Prometheus server")
     parser.add_argument("--output", type=Path, default=Path("build/dashboards"))
     parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from grafana_foundation_sdk.builders.dashboard import Dashboard, Row
 
-from .. import catalog as m
-from .. import lag
+from odradek.metrics import catalog as m
+from odradek.metrics import lag
+
 from .common import CLUSTER, RATE, base_dashboard, table_panel, timeseries_panel
 
 GROUPS = CLUSTER + ', group=~"$group", topic=~"$topic"'
