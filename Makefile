@@ -42,9 +42,14 @@ test: install lint prometheus helm
 test-slow: install prometheus
 	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
+# broker, replication, protocol and storage are held to mypy --strict as well (the
+# per-module overrides in pyproject.toml still apply).
+STRICT_PACKAGES := src/odradek/broker src/odradek/replication src/odradek/protocol src/odradek/storage
+
 lint: install
 	$(VENV)/bin/ruff check src operator/src tests bench examples e2e charts
 	$(VENV)/bin/mypy src operator/src tests
+	$(VENV)/bin/mypy --strict $(STRICT_PACKAGES)
 
 # Debian's prometheus package (server + promtool) for the metrics tests, `make dashboards`
 # and the dev cluster's local Prometheus; installed only when missing.

@@ -144,7 +144,12 @@ def test_broker_and_default_configs_are_stored_layered_and_applied(
     log_manager = broker.broker.services.log_manager
     wait_until_true(lambda: log_manager.get_log("follows", 0) is not None, 10, "the log")
     _set(broker, "", ("log.retention.ms", "7200000"))
-    wait_until_true(lambda: log_manager.get_log("follows", 0).config.retention_ms == 7200000,
+
+    def retention_ms() -> int | None:
+        log = log_manager.get_log("follows", 0)
+        return log.config.retention_ms if log is not None else None
+
+    wait_until_true(lambda: retention_ms() == 7200000,
                     10, "the topic's log to follow the changed default")
 
     # Deleting restores the lower layers.

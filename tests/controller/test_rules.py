@@ -3,7 +3,7 @@ rebalance choice, stray logs."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import uuid
 
 import pytest
 
@@ -13,7 +13,7 @@ from odradek.cluster.election import (
     preferred_leader_and_isr,
     reassignment_complete_leader_and_isr,
 )
-from odradek.cluster.model import NO_LEADER, PartitionState, TopicPartition
+from odradek.cluster.model import NO_LEADER, PartitionState, TopicMetadata, TopicPartition
 from odradek.cluster.preferred import partitions_to_rebalance
 from odradek.cluster.reassignment import ReplicaAssignment, validate_target
 from odradek.cluster.znodes import decode_ongoing_reassignment, encode_topic_assignment
@@ -91,8 +91,8 @@ def test_rebalance_picks_partitions_of_imbalanced_brokers_only() -> None:
 
 
 def test_stray_logs_are_unknown_topics_partitions_and_non_replicas() -> None:
-    topics = {"kept": SimpleNamespace(partitions={
-        0: SimpleNamespace(replicas=(1, 2)), 1: SimpleNamespace(replicas=(2, 3)),
+    topics = {"kept": TopicMetadata("kept", uuid.uuid4(), partitions={
+        0: PartitionState(1, 0, (1, 2), (1, 2), 0), 1: PartitionState(2, 0, (2, 3), (2, 3), 0),
     })}
     local = [("kept", 0), ("kept", 1), ("kept", 7), ("gone", 0)]
     assert stray_partitions(local, topics, 1) == [("gone", 0), ("kept", 1), ("kept", 7)]

@@ -10,18 +10,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .server import Broker
+
+if TYPE_CHECKING:
+    from odradek.cluster import ZkCluster
+    from odradek.config import BrokerConfig
+    from odradek.storage import LogManager
 
 __all__ = ["Broker", "run", "serve"]
 
 log = logging.getLogger(__name__)
 
 
-async def serve(config: Any, **parts: Any) -> Broker:
+async def serve(config: BrokerConfig, *, cluster: ZkCluster | None = None,
+                log_manager: LogManager | None = None) -> Broker:
     """A started broker in the running loop (``await broker.stop()`` when done)."""
-    broker = Broker(config, **parts)
+    broker = Broker(config, cluster=cluster, log_manager=log_manager)
     try:
         await broker.start()
     except BaseException:
@@ -30,7 +36,7 @@ async def serve(config: Any, **parts: Any) -> Broker:
     return broker
 
 
-async def _main(config: Any) -> int:
+async def _main(config: BrokerConfig) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -43,7 +49,7 @@ async def _main(config: Any) -> int:
     return 0
 
 
-def run(config: Any) -> int:
+def run(config: BrokerConfig) -> int:
     """Run a broker until SIGTERM/SIGINT; returns the process exit code."""
     try:
         import uvloop  # optional: no uvloop on Windows (pyproject)

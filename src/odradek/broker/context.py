@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
@@ -14,14 +14,19 @@ from odradek.security.acl import AUTHORIZED_OPERATIONS_OMITTED, Operation, Resou
 from .authenticator import ANONYMOUS, ConnectionSession
 
 if TYPE_CHECKING:
+    from odradek.cluster.view import ClusterSnapshot
+    from odradek.config import BrokerConfig
     from odradek.coordinator import GroupCoordinator
     from odradek.coordinator.txn_coordinator import TransactionCoordinator
     from odradek.metrics import BrokerMetrics
     from odradek.quota import QuotaManager
     from odradek.replication import ReplicaManager
+    from odradek.storage import LogManager
 
     from .authorizer import Authorizer
+    from .cluster_facade import ClusterFacade
     from .producer_ids import ProducerIdManager
+    from .reconfigure import DynamicBrokerConfig
     from .throttling import ChannelThrottle
 
 __all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
@@ -30,21 +35,25 @@ __all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
 
 @dataclass
 class BrokerServices:
-    """Long-lived parts of a running broker, shared by all handlers."""
+    """Long-lived parts of a running broker, shared by all handlers.
+
+    Built once by :meth:`Broker.start <odradek.broker.server.Broker.start>` before any
+    listener serves, so a handler finds every required service in place.
+    """
 
     broker_id: int
-    config: Any  # odradek.config.BrokerConfig
-    cluster: Any  # odradek.cluster ZkCluster-like facade (``view``, admin coroutines)
+    config: BrokerConfig
+    cluster: ClusterFacade
     replica_manager: ReplicaManager
     producer_ids: ProducerIdManager
-    log_manager: Any  # odradek.storage.LogManager
-    group_coordinator: GroupCoordinator | None = None  # set once the broker has started
-    transaction_coordinator: TransactionCoordinator | None = None  # likewise
-    dynamic_config: Any = None  # odradek.broker.reconfigure.DynamicBrokerConfig
+    log_manager: LogManager
+    group_coordinator: GroupCoordinator
+    dynamic_config: DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
     quotas: QuotaManager | None = None  # client quotas (None: none enforced)
     authorizer: Authorizer | None = None  # ACLs (None: authorizer.class.name unset, all open)
-    _sections: tuple[Any, BrokerSections] | None = field(default=None, repr=False)
+    _transaction_coordinator: TransactionCoordinator | None = field(default=None, repr=False)
+    _sections: tuple[BrokerConfig, BrokerSections] | None = field(default=None, repr=False)
 
     @property
     def sections(self) -> BrokerSections:
@@ -54,18 +63,32 @@ class BrokerServices:
             cached = self._sections = (self.config, BrokerSections.from_config(self.config))
         return cached[1]
 
-    def use_config(self, config: Any, sections: BrokerSections) -> None:
+    def use_config(self, config: BrokerConfig, sections: BrokerSections) -> None:
         """A new effective config and its sections (dynamic broker configs)."""
         self.config = config
         self._sections = (config, sections)
 
     @property
-    def coordinator(self) -> GroupCoordinator:
-        """The group coordinator (group handlers run only on a started broker)."""
-        assert self.group_coordinator is not None, "group coordinator not started"
-        return self.group_coordinator
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """The transaction coordinator.
 
-    async def wait_for_view(self, predicate: Callable[[Any], bool], timeout_s: float) -> None:
+        Not a constructor argument, unlike the group coordinator: its marker writer writes
+        through these services (the replica manager, the group coordinator, the cluster
+        view), so :meth:`Broker.start <odradek.broker.server.Broker.start>` builds it right
+        after them and attaches it (:meth:`attach_transaction_coordinator`) before any
+        listener serves.
+        """
+        coordinator = self._transaction_coordinator
+        if coordinator is None:
+            raise RuntimeError("transaction coordinator not attached (broker not started)")
+        return coordinator
+
+    def attach_transaction_coordinator(self, coordinator: TransactionCoordinator) -> None:
+        self._transaction_coordinator = coordinator
+
+    async def wait_for_view(
+        self, predicate: Callable[[ClusterSnapshot], bool], timeout_s: float
+    ) -> None:
         """Wait until the cluster view satisfies ``predicate`` (admin requests' timeout)."""
         try:
             await self.cluster.view.wait_for(predicate, timeout_s)

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
@@ -29,10 +29,18 @@ from odradek.client.errors import KafkaClientError
 from odradek.client.security import PLAINTEXT, ClientSecurity, open_stream
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.controlled_shutdown import ControlledShutdownRequest
+from odradek.protocol.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+)
 from odradek.protocol.messages import decode_response, encode_request
 
 from .inter_broker import inter_broker_endpoint
+
+if TYPE_CHECKING:
+    from odradek.cluster.view import ClusterSnapshot
+
+    from .cluster_facade import ClusterFacade
 
 __all__ = ["ControlledShutdownFailed", "request_controlled_shutdown"]
 
@@ -47,7 +55,7 @@ class ControlledShutdownFailed(Exception):
 
 
 async def request_controlled_shutdown(
-    cluster: Any,
+    cluster: ClusterFacade,
     broker_id: int,
     listener: str,
     *,
@@ -79,7 +87,7 @@ async def request_controlled_shutdown(
     return False
 
 
-async def _ask_controller(cluster: Any, broker_id: int, listener: str,
+async def _ask_controller(cluster: ClusterFacade, broker_id: int, listener: str,
                           security: ClientSecurity) -> list[TopicPartition]:
     view = cluster.view
     controller_id = view.controller_id
@@ -110,7 +118,7 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str,
         with contextlib.suppress(OSError):
             await writer.wait_closed()
     _, decoded = decode_response(frame, ApiKey.CONTROLLED_SHUTDOWN, _VERSION)
-    response: Any = decoded
+    response = cast(ControlledShutdownResponse, decoded)  # v3's only class: our own codec
     code = ErrorCode(response.error_code)
     if code != ErrorCode.none:
         raise ControlledShutdownFailed(f"controller {controller_id} answered {code.name}")
@@ -120,10 +128,12 @@ async def _ask_controller(cluster: Any, broker_id: int, listener: str,
     ]
 
 
-async def _wait_until_not_leading(cluster: Any, broker_id: int, timeout_s: float) -> None:
+async def _wait_until_not_leading(
+    cluster: ClusterFacade, broker_id: int, timeout_s: float
+) -> None:
     """Until our own view (and so our replica manager) shows the moved leaderships."""
 
-    def moved(snapshot: Any) -> bool:
+    def moved(snapshot: ClusterSnapshot) -> bool:
         return not any(
             state.leader == broker_id and len(state.replicas) > 1
             for topic in snapshot.topics.values()

@@ -1,10 +1,11 @@
 """From a decoded request to the bytes of its response: the handler table.
 
-A handler is ``handler(ctx, body) -> Outcome | Awaitable[Outcome]``. Returning a plain
-value (not a coroutine) is the fast path — no task is created — and is what Produce and
-Fetch do whenever they need not wait. Handlers that must wait (long-poll, acks=-1,
-ZooKeeper writes) return an awaitable; the connection keeps responses in request order
-either way.
+A handler is ``handler(ctx, body) -> HandlerResult``: an :data:`Outcome`, or an awaitable of
+the response. Returning a plain value (not a coroutine) is the fast path — no task is
+created — and is what Produce and Fetch do whenever they need not wait. Requests parked in
+a purgatory (long-poll, acks=-1) return a :class:`Deferred`; handlers that must wait
+otherwise (ZooKeeper writes, group joins) return an awaitable. The connection keeps
+responses in request order either way.
 
 Side effects happen in request order too: a handler runs synchronously up to its first
 ``await``, and handlers are called in the order requests arrive, so pipelined Produce
@@ -15,30 +16,38 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.fetch_response import Chunk
 from odradek.protocol.messages import encode_response
 
 from .context import RequestContext
-from .outcomes import CLOSE_CONNECTION, NO_RESPONSE, Marker
+from .outcomes import CLOSE_CONNECTION, NO_RESPONSE, Marker, Outcome, Response
+
+if TYPE_CHECKING:  # annotations only: no runtime dependency on typing_extensions
+    from typing_extensions import TypeIs
 
 __all__ = [
     "CLOSE_CONNECTION",
     "NO_RESPONSE",
     "Handler",
+    "HandlerResult",
     "Outcome",
     "handler_table",
     "to_chunks",
 ]
 
 
-Outcome = Any  # a kio response body | EncodedResponse (pre-encoded frame) | one of the markers
-Handler = Callable[[RequestContext, Any], Outcome | Awaitable[Outcome]]
+# A handler is annotated with its own API's request union (``odradek.protocol.api_types``:
+# ``handle_produce(ctx, request: ProduceRequest)``), which mypy checks inside the handler.
+# The table holds handlers of every API side by side and the connection passes each the body
+# ``decode_request`` read for that api key, so here the request's type is left open.
+HandlerResult: TypeAlias = Outcome | Awaitable[Response | Marker]
+Handler: TypeAlias = Callable[[RequestContext, Any], HandlerResult]
 
 
-def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | Marker:
+def to_chunks(correlation_id: int, outcome: Response | Marker) -> Sequence[Chunk] | Marker:
     """Encode a handler's outcome as the frame to write (or a marker)."""
     if isinstance(outcome, Marker):
         return outcome
@@ -47,7 +56,7 @@ def to_chunks(correlation_id: int, outcome: Outcome) -> Sequence[Chunk] | Marker
     return [encode_response(correlation_id, outcome)]
 
 
-def is_awaitable(value: object) -> bool:
+def is_awaitable(value: HandlerResult) -> TypeIs[Awaitable[Response | Marker]]:
     # A pre-encoded response (a list of chunks: Fetch, OffsetCommit) is the hottest
     # outcome and never awaitable: no trip through inspect's ABC check for it.
     return not isinstance(value, list) and inspect.isawaitable(value)

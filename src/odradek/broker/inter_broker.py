@@ -5,17 +5,20 @@ the ``ssl.*`` settings and the credentials of ``sasl.jaas.config``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.client.security import ClientSecurity
 from odradek.config_sections import BrokerSections
 from odradek.config_security import parse_jaas, uses_sasl, uses_tls
 from odradek.security.tls import TlsSettings, client_context
 
+if TYPE_CHECKING:
+    from odradek.cluster.model import BrokerInfo
+
 __all__ = ["inter_broker_endpoint", "inter_broker_security"]
 
 
-def inter_broker_endpoint(info: Any, listener: str) -> tuple[str, int]:
+def inter_broker_endpoint(info: BrokerInfo, listener: str) -> tuple[str, int]:
     """Host and port of a registered broker (``info``) on ``listener``, else its first
     advertised endpoint."""
     for endpoint in getattr(info, "endpoints", ()):

@@ -17,7 +17,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.config_sections import BrokerSections
 from odradek.config_security import uses_tls
@@ -29,6 +29,11 @@ from .connection import Connection
 from .context import BrokerServices
 from .socket_channel import SocketChannel
 from .tls_channel import TlsChannel
+
+if TYPE_CHECKING:
+    from odradek.metrics import BrokerMetrics
+
+    from .dispatch import Handler
 
 __all__ = ["Listeners"]
 
@@ -44,7 +49,7 @@ class Listeners:
     configuration (SASL mechanisms, limits) applies to connections accepted afterwards;
     sockets, protocols and the TLS context are those of ``bind()``."""
 
-    def __init__(self, sections: Callable[[], BrokerSections], metrics: Any,
+    def __init__(self, sections: Callable[[], BrokerSections], metrics: BrokerMetrics,
                  user_config: CredentialLookup) -> None:
         self._sections = sections
         self._metrics = metrics
@@ -84,7 +89,7 @@ class Listeners:
             self.bound_ports[listener.name] = sock.getsockname()[1]
             self._protocols[listener.name] = security.protocol_of(listener.name)
 
-    def start(self, services: BrokerServices, handlers: Any) -> None:
+    def start(self, services: BrokerServices, handlers: dict[int, Handler]) -> None:
         for name, sock in self._sockets:
             self._accept_tasks.append(asyncio.create_task(
                 self._accept_loop(name, sock, services, handlers), name=f"accept {name}"))
@@ -108,7 +113,7 @@ class Listeners:
                 task.cancel()
 
     async def _accept_loop(self, name: str, server: socket.socket, services: BrokerServices,
-                           handlers: Any) -> None:
+                           handlers: dict[int, Handler]) -> None:
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -130,7 +135,7 @@ class Listeners:
             self._serve(name, protocol, SocketChannel(sock), services, handlers, None)
 
     async def _serve_tls(self, name: str, protocol: str, sock: socket.socket,
-                         services: BrokerServices, handlers: Any) -> None:
+                         services: BrokerServices, handlers: dict[int, Handler]) -> None:
         try:
             channel = await TlsChannel.accept(sock, self._tls_contexts[name],
                                               _TLS_HANDSHAKE_TIMEOUT_S)
@@ -144,8 +149,9 @@ class Listeners:
         principal = principal_of_certificate(channel.peer_certificate())
         self._serve(name, protocol, channel, services, handlers, principal)
 
-    def _serve(self, name: str, protocol: str, channel: Any, services: BrokerServices,
-               handlers: Any, principal: str | None) -> None:
+    def _serve(self, name: str, protocol: str, channel: SocketChannel | TlsChannel,
+               services: BrokerServices,
+               handlers: dict[int, Handler], principal: str | None) -> None:
         """Run one accepted (and, for TLS, handshaken) connection as a task."""
         sections = self._sections()
         max_frame = sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Collection, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
 from odradek.metrics.sources import ControllerState, PartitionState
@@ -21,6 +21,7 @@ from odradek.metrics.sources import ControllerState, PartitionState
 if TYPE_CHECKING:
     import concurrent.futures
 
+    from odradek.cluster import ZkCluster
     from odradek.coordinator import GroupCoordinator
     from odradek.metrics import BrokerMetrics
     from odradek.replication import ReplicaManager
@@ -89,7 +90,7 @@ class ClusterController:
     """:class:`~odradek.metrics.sources.ControllerSource` over the ZooKeeper cluster facade:
     whether this broker is the active controller and, if so, what it sees in the view."""
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ZkCluster) -> None:
         self._cluster = cluster
 
     def controller_state(self) -> ControllerState:

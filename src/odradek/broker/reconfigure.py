@@ -32,12 +32,20 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.config import BROKER_CONFIGS, BrokerConfig
 from odradek.config_sections import BrokerSections
 from odradek.dynamic_config import DEFAULT_ENTITY, DYNAMIC_ONLY_CONFIGS, BrokerConfigLayers
 from odradek.storage.log_config import LogConfig
+
+if TYPE_CHECKING:
+    from odradek.cluster.model import TopicMetadata
+    from odradek.cluster.view import ClusterSnapshot
+    from odradek.replication import ReplicaManager
+    from odradek.storage import LogManager
+
+    from .cluster_facade import ClusterFacade
 
 __all__ = [
     "ConfigUpdate",
@@ -97,7 +105,7 @@ class DynamicBrokerConfig:
     def entity(self) -> str:
         return str(self.broker_id)
 
-    def dynamic_only(self) -> Mapping[str, Any]:
+    def dynamic_only(self) -> Mapping[str, object]:
         """Current values of the dynamic-only configs (replication throttles)."""
         return dict(self._dynamic_only)
 
@@ -131,20 +139,20 @@ class DynamicBrokerConfig:
                     log.exception("applying dynamic broker config in %r failed", listener)
         return changed
 
-    def follow(self, snapshot: Any) -> frozenset[str]:
+    def follow(self, snapshot: ClusterSnapshot) -> frozenset[str]:
         """Apply the layers of a cluster view snapshot (``broker_configs``)."""
         configs = getattr(snapshot, "broker_configs", {})
         return self.update(configs.get(DEFAULT_ENTITY, {}), configs.get(self.entity, {}))
 
-    def _value(self, name: str) -> Any:
+    def _value(self, name: str) -> object:
         return self._dynamic_only[name] if name in self._dynamic_only else self._current.raw(name)
 
 
 class TopicDefaults:
     """Broker defaults of topic configs: every topic's effective log config follows."""
 
-    def __init__(self, log_manager: Any, replica_manager: Any,
-                 topics: Callable[[], Any]) -> None:
+    def __init__(self, log_manager: LogManager, replica_manager: ReplicaManager,
+                 topics: Callable[[], Mapping[str, TopicMetadata]]) -> None:
         self.log_manager = log_manager
         self.replica_manager = replica_manager
         self.topics = topics
@@ -161,6 +169,7 @@ class TopicDefaults:
 class SectionFollower:
     """Hands a component its section of :class:`BrokerSections` whole when it changed."""
 
+    # Each component's ``apply`` takes its own section's type, so the parameter is open.
     def __init__(self, section: str, apply: Callable[[Any], None]) -> None:
         self.section = section
         self.apply = apply
@@ -175,7 +184,7 @@ class SectionFollower:
 
 
 def standard_reconfigurables(
-    log_manager: Any, replica_manager: Any, cluster: Any
+    log_manager: LogManager, replica_manager: ReplicaManager, cluster: ClusterFacade
 ) -> list[Reconfigurable]:
     """What a broker applies live (see the module docstring)."""
     found: list[Reconfigurable] = [

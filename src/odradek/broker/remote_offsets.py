@@ -174,7 +174,7 @@ class RemoteLogOffsets:
         for topic, partition in keys:
             topics[topic].append(partition)
 
-        def body(timestamp: int) -> dict[str, Any]:
+        def body(timestamp: int) -> dict[str, object]:
             return {"replica_id": _CONSUMER, "isolation_level": 0, "topics": [
                 {"name": topic, "partitions": [
                     {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
@@ -200,7 +200,7 @@ class RemoteLogOffsets:
         return connection
 
 
-def _offsets(response: Any) -> Mapping[TopicPartition, int]:
+def _offsets(response: Any) -> Mapping[TopicPartition, int]:  # ListOffsets, any version
     """The answered offsets; a partition with an error (NOT_LEADER_OR_FOLLOWER after a
     leadership change, ...) is skipped: its next round asks the new leader."""
     found: dict[TopicPartition, int] = {}

@@ -23,7 +23,10 @@ _plans: dict[type, _Plan] = {}
 
 
 def count_errors(body: Any, add: Callable[[int], None]) -> None:
-    """Call ``add(code)`` for every non-zero ``error_code`` anywhere in ``body``."""
+    """Call ``add(code)`` for every non-zero ``error_code`` anywhere in ``body``.
+
+    ``body`` is any kio entity, a response or one nested in it (so untyped): its fields
+    are read by name, as its type's plan lists them."""
     plan = _plans.get(type(body))
     if plan is None:
         plan = _plans[type(body)] = _plan(type(body))
@@ -54,7 +57,7 @@ def _plan(cls: type) -> _Plan:
     return has_error, tuple(nested)
 
 
-def _holds_entities(annotation: Any) -> bool:
+def _holds_entities(annotation: object) -> bool:
     """True for ``Entity``, ``Entity | None`` and ``tuple[Entity, ...]``."""
     if isinstance(annotation, type):
         return dataclasses.is_dataclass(annotation)

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.config import BrokerConfig
 from odradek.config_sections import BrokerSections
@@ -53,6 +53,14 @@ from .producer_ids import ProducerIdManager
 from .reconfigure import ConfigUpdate, DynamicBrokerConfig, standard_reconfigurables
 from .remote_offsets import RemoteLogOffsets
 
+if TYPE_CHECKING:
+    from odradek.cluster import BrokerInfo, ZkCluster
+    from odradek.cluster.acls import AclCache
+    from odradek.cluster.view import ClusterChange
+    from odradek.storage import LogManager
+
+    from .txn_marker_writer import ClusterMarkerWriter
+
 __all__ = ["Broker"]
 
 log = logging.getLogger(__name__)
@@ -63,7 +71,8 @@ _VISIBLE_TIMEOUT_S = 30.0
 
 class Broker:
     def __init__(
-        self, config: BrokerConfig, *, cluster: Any = None, log_manager: Any = None
+        self, config: BrokerConfig, *, cluster: ZkCluster | None = None,
+        log_manager: LogManager | None = None,
     ) -> None:
         self.config = config
         self.broker_id = BrokerId(config.broker_id)
@@ -74,8 +83,8 @@ class Broker:
         self._services: BrokerServices | None = None
         self._remote_offsets: RemoteLogOffsets | None = None
         self._stopped = asyncio.Event()
-        self._marker_writer: Any = None  # the transaction coordinator's, once started
-        self._acl_cache: Any = None  # odradek.cluster.acls.AclCache with an authorizer
+        self._marker_writer: ClusterMarkerWriter | None = None  # once started
+        self._acl_cache: AclCache | None = None  # with an authorizer
         self.metrics = BrokerMetrics(MetricsOptions.from_section(self.sections.metrics))
         self.listeners = Listeners(lambda: self.sections, self.metrics, self._user_config)
         self._inter_broker_security = inter_broker_security(self.sections)
@@ -97,6 +106,12 @@ class Broker:
     def bootstrap(self) -> str:
         host = self.sections.network.advertised_listeners[0].host
         return f"{host}:{self.bound_port}"
+
+    @property
+    def cluster(self) -> ZkCluster:
+        """The cluster this broker joined (from the start of :meth:`start`)."""
+        assert self._cluster is not None, "broker not started"
+        return self._cluster
 
     @property
     def services(self) -> BrokerServices:
@@ -171,9 +186,9 @@ class Broker:
         # no cycle: hoist when issue 23 reworks this module
         from .txn_coordination import start_transaction_coordinator
 
-        self._services.transaction_coordinator, self._marker_writer = (
-            start_transaction_coordinator(self._services, self._stopped,
-                                          self._inter_broker_security))
+        transaction_coordinator, self._marker_writer = start_transaction_coordinator(
+            self._services, self._stopped, self._inter_broker_security)
+        self._services.attach_transaction_coordinator(transaction_coordinator)
         self._attach_metrics()
         # Dynamic broker configs (/config/brokers): this broker first, then what applies them.
         self._dynamic.add_listener(self)
@@ -191,7 +206,7 @@ class Broker:
         log.info("broker %d serving on %s", self.broker_id,
                  ", ".join(f"{n}:{p}" for n, p in self.bound_ports.items()))
 
-    async def _start_authorizer(self, cluster: Any) -> Authorizer | None:
+    async def _start_authorizer(self, cluster: ZkCluster) -> Authorizer | None:
         """With ``authorizer.class.name``: the ACL cache, filled before the first request."""
         security = self.sections.security
         if not authorizer_enabled(security.authorizer_class_name):
@@ -199,9 +214,9 @@ class Broker:
         # the authorizer's modules only with authorizer.class.name
         from odradek.cluster.acls import AclCache
 
-        self._acl_cache = AclCache(cluster.session)
-        await self._acl_cache.start()
-        return Authorizer(security, self._acl_cache, self.metrics)
+        self._acl_cache = acl_cache = AclCache(cluster.session)
+        await acl_cache.start()
+        return Authorizer(security, acl_cache, self.metrics)
 
 
     async def _wait_until_visible(self) -> None:
@@ -210,7 +225,7 @@ class Broker:
         A Metadata answer without brokers or controller makes librdkafka's admin client
         wait for its whole timeout, so the first answer must already be complete.
         """
-        view = self._cluster.view
+        view = self.cluster.view
         await view.wait_for(lambda snapshot: self.broker_id in snapshot.brokers,
                             _VISIBLE_TIMEOUT_S)
         with contextlib.suppress(TimeoutError):
@@ -228,17 +243,16 @@ class Broker:
         self.listeners.stop_accepting()
         if self._services is not None:
             self._services.replica_manager.complete_delayed_now()
-            if self._services.group_coordinator is not None:
-                # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
-                # the shutdown grace period; members find the next coordinator.
-                await self._services.group_coordinator.close()
-            if self._services.transaction_coordinator is not None:
+            # Answers parked JoinGroup/SyncGroup (NOT_COORDINATOR) so they do not hold
+            # the shutdown grace period; members find the next coordinator.
+            await self._services.group_coordinator.close()
+            if self._marker_writer is not None:  # the transaction coordinator started
                 await self._services.transaction_coordinator.close()
                 await self._marker_writer.close()
         await self.listeners.close_connections(_SHUTDOWN_GRACE_S)
         if self._services is not None:
             self._services.producer_ids.close()
-            self._cluster.view.remove_listener(self._on_cluster_change)
+            self.cluster.view.remove_listener(self._on_cluster_change)
             await self._services.replica_manager.shutdown()
         if self._log_manager is not None:
             self._log_manager.shutdown()
@@ -262,13 +276,13 @@ class Broker:
         from .controlled_shutdown import request_controlled_shutdown
 
         await request_controlled_shutdown(
-            self._cluster, self.broker_id, network.inter_broker_listener,
+            self.cluster, self.broker_id, network.inter_broker_listener,
             max_retries=settings.max_retries,
             backoff_s=settings.retry_backoff_ms / 1000,
             timeout_s=network.request_timeout_ms / 1000,
             security=self._inter_broker_security,
         )
-        self._cluster.view.remove_listener(self._on_cluster_change)
+        self.cluster.view.remove_listener(self._on_cluster_change)
         fetchers = getattr(self._services.replica_manager, "fetchers", None)
         if fetchers is not None:
             await fetchers.shutdown()
@@ -277,7 +291,7 @@ class Broker:
         await self._stopped.wait()
 
     # Network -----------------------------------------------------------------------------
-    def _broker_info(self) -> Any:
+    def _broker_info(self) -> BrokerInfo:
         # no cycle: hoist when issue 23 reworks this module
         from odradek.cluster import BrokerInfo, Endpoint
 
@@ -291,13 +305,12 @@ class Broker:
         return BrokerInfo(self.broker_id, first.host, first.port,
                           self.config.rack, tuple(endpoints))
 
-    async def _user_config(self, user: str) -> Any:
+    async def _user_config(self, user: str) -> dict[str, str]:
         """A user's ``/config/users`` entry (SCRAM credentials) for SASL logins."""
-        read = getattr(self._cluster, "user_config", None)
-        return await read(user) if read is not None else {}
+        return await self.cluster.user_config(user)
 
     # Metrics -----------------------------------------------------------------------------
-    def _observe_cluster(self, cluster: Any) -> None:
+    def _observe_cluster(self, cluster: ZkCluster) -> None:
         """Record ZooKeeper session state and latency and controller events (when the
         cluster is the ZooKeeper one; tests may inject another)."""
         session = getattr(cluster, "session", None)
@@ -324,35 +337,32 @@ class Broker:
         partitions = ReplicaPartitions(services.replica_manager)
         controller = None
         if hasattr(getattr(self._cluster, "controller", None), "pending_events"):
-            controller = ClusterController(self._cluster)
-        coordinator = services.group_coordinator
-        logs = None
-        if coordinator is not None:
-            options = self.metrics.options
-            self._remote_offsets = RemoteLogOffsets(
-                self.broker_id, self._leader_of, self._broker_address,
-                timeout=options.end_offsets_timeout_ms / 1000,
-                interval=options.end_offsets_refresh_ms / 1000,
-                max_age=options.end_offsets_max_age_ms / 1000,
-                security=self._inter_broker_security)
-            logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
+            controller = ClusterController(self.cluster)
+        options = self.metrics.options
+        self._remote_offsets = RemoteLogOffsets(
+            self.broker_id, self._leader_of, self._broker_address,
+            timeout=options.end_offsets_timeout_ms / 1000,
+            interval=options.end_offsets_refresh_ms / 1000,
+            max_age=options.end_offsets_max_age_ms / 1000,
+            security=self._inter_broker_security)
+        logs = BrokerLogOffsets(services.replica_manager, self._remote_offsets)
         self.metrics.attach(
             partitions=partitions, purgatory=partitions, controller=controller,
             quotas=self.quotas, transactions=services.transaction_coordinator,
-            groups=CoordinatorGroups(coordinator) if coordinator is not None else None,
+            groups=CoordinatorGroups(services.group_coordinator),
             logs=logs, log_dirs=[str(d) for d in self.sections.log.log_dirs],
         )
 
     def _leader_of(self, key: tuple[str, int]) -> int | None:
         """A partition's leader in the cluster view (consumer lag of partitions led elsewhere)."""
-        topic = self._cluster.view.topics.get(key[0])
+        topic = self.cluster.view.topics.get(key[0])
         state = topic.partitions.get(key[1]) if topic is not None else None
         return int(state.leader) if state is not None else None
 
     # Cluster -----------------------------------------------------------------------------
     def _start_group_coordinator(self, replica_manager: ReplicaManager) -> GroupCoordinator:
         config = self.sections.group_coordinator
-        view = self._cluster.view
+        view = self.cluster.view
         coordinator = GroupCoordinator(
             config,
             ReplicatedOffsetsLog(
@@ -373,8 +383,8 @@ class Broker:
         coordinator.start()
         return coordinator
 
-    def _log_config_for(self, topic: str) -> Any:
-        metadata = self._cluster.view.topics.get(topic)
+    def _log_config_for(self, topic: str) -> LogConfig:
+        metadata = self.cluster.view.topics.get(topic)
         overrides = dict(metadata.config) if metadata is not None else {}
         try:
             return LogConfig.for_topic(self.config.topic_defaults(), overrides)
@@ -385,7 +395,7 @@ class Broker:
     def _broker_address(self, broker_id: int) -> tuple[str, int] | None:
         """Where a follower reaches ``broker_id``: its endpoint on the inter-broker listener
         (else its first advertised one)."""
-        info = self._cluster.view.brokers.get(broker_id)
+        info = self.cluster.view.brokers.get(broker_id)
         if info is None:
             return None
         return inter_broker_endpoint(info, self.sections.network.inter_broker_listener)
@@ -398,9 +408,9 @@ class Broker:
         if self._services is not None:
             self._services.use_config(update.config, update.sections)
 
-    def _on_cluster_change(self, change: Any) -> None:
+    def _on_cluster_change(self, change: ClusterChange) -> None:
         if getattr(change, "broker_configs", None):
-            self._dynamic.follow(self._cluster.view.snapshot)
+            self._dynamic.follow(self.cluster.view.snapshot)
         if getattr(change, "client_quotas", False):
             self._apply_quotas()
         self._apply_view()
@@ -411,11 +421,11 @@ class Broker:
 
     def _apply_quotas(self) -> None:
         """Client quotas from ZooKeeper, live (/config/users, /config/clients)."""
-        stored = getattr(self._cluster.view.snapshot, "client_quotas", {})
+        stored = getattr(self.cluster.view.snapshot, "client_quotas", {})
         self.quotas.configure(parse_stored(stored))
 
     def _apply_view(self) -> None:
         try:
-            self.services.replica_manager.apply_cluster_view(self._cluster.view.topics)
+            self.services.replica_manager.apply_cluster_view(self.cluster.view.topics)
         except Exception:
             log.exception("applying the cluster view failed")

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from odradek.cluster.model import TopicMetadata
+    from odradek.storage import LogManager
 
 __all__ = ["delete_stray_logs", "stray_partitions"]
 
@@ -20,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def stray_partitions(
-    local: Iterable[tuple[str, int]], topics: Mapping[str, Any], broker_id: int
+    local: Iterable[tuple[str, int]], topics: Mapping[str, TopicMetadata], broker_id: int
 ) -> list[tuple[str, int]]:
     """The ``(topic, partition)`` logs in ``local`` that this broker should not hold."""
     stray = []
@@ -32,7 +36,9 @@ def stray_partitions(
     return stray
 
 
-def delete_stray_logs(log_manager: Any, topics: Mapping[str, Any], broker_id: int) -> None:
+def delete_stray_logs(
+    log_manager: LogManager, topics: Mapping[str, TopicMetadata], broker_id: int
+) -> None:
     local = [(plog.topic, plog.partition) for plog in log_manager.all_logs()]
     for topic, partition in stray_partitions(local, topics, broker_id):
         log.info("deleting stray log %s-%d (not a replica in the cluster)", topic, partition)

@@ -27,11 +27,16 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.fetch_response import EncodedResponse, set_throttle
 from odradek.quota import QuotaManager, QuotaType
+
+from .outcomes import Marker, Response
+
+if TYPE_CHECKING:
+    from odradek.protocol.messages import RequestHeader
 
 __all__ = ["EXEMPT_APIS", "ChannelThrottle", "after_request", "quota_user", "with_throttle"]
 
@@ -67,11 +72,12 @@ class ChannelThrottle:
 
 
 def after_request(
-    quotas: QuotaManager, throttle: ChannelThrottle, principal: str, header: Any, body: Any,
-    api_key: int, size: int, handler_seconds: float,
+    quotas: QuotaManager, throttle: ChannelThrottle, principal: str, header: RequestHeader,
+    body: Any, api_key: int, size: int, handler_seconds: float,
 ) -> int:
     """Record one handled request against the client's quotas; mute the connection for the
-    throttle time, which is returned (0: within quota)."""
+    throttle time, which is returned (0: within quota). ``body`` is the request of
+    ``api_key``, whichever API that is (hence untyped), read as a Fetch when it is one."""
     if api_key in EXEMPT_APIS or (api_key == _FETCH and int(body.replica_id) >= 0):
         return 0
     user, client_id = quota_user(principal), header.client_id or ""
@@ -86,7 +92,7 @@ def after_request(
     return throttle_ms
 
 
-def with_throttle(outcome: Any, throttle_ms: int) -> Any:
+def with_throttle(outcome: Response | Marker, throttle_ms: int) -> Response | Marker:
     """A response body with ``throttle_time_ms`` raised to ``throttle_ms``; a frame the
     handler encoded itself gets it written in place (bodies without the field are returned
     as they are)."""
@@ -99,4 +105,4 @@ def with_throttle(outcome: Any, throttle_ms: int) -> Any:
     wanted = datetime.timedelta(milliseconds=throttle_ms)
     if current >= wanted:
         return outcome
-    return dataclasses.replace(outcome, throttle_time=wanted)  # type: ignore[type-var]
+    return dataclasses.replace(outcome, throttle_time=wanted)

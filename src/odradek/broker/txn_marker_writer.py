@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -31,6 +31,9 @@ from odradek.types import TopicPartition
 
 from .context import BrokerServices
 from .inter_broker import inter_broker_endpoint
+
+if TYPE_CHECKING:  # the version _VERSION names
+    from kio.schema.write_txn_markers.v1.response import WriteTxnMarkersResponse
 
 __all__ = ["ClusterMarkerWriter", "append_markers_locally"]
 
@@ -59,10 +62,9 @@ async def append_markers_locally(services: BrokerServices, marker: TxnMarker,
     results = await outcome if isinstance(outcome, asyncio.Future) else outcome
     errors = {key: result.error for key, result in results.items()}
     groups = services.group_coordinator
-    if groups is not None:
-        for key, error in errors.items():
-            if error == ErrorCode.none and key.topic == CONSUMER_OFFSETS_TOPIC:
-                groups.complete_txn(key.partition, marker.producer_id, not marker.is_abort)
+    for key, error in errors.items():
+        if error == ErrorCode.none and key.topic == CONSUMER_OFFSETS_TOPIC:
+            groups.complete_txn(key.partition, marker.producer_id, not marker.is_abort)
     return errors
 
 
@@ -133,7 +135,7 @@ class ClusterMarkerWriter:
                        for topic, ids in by_topic.items()],
         }]}
         timeout = self._services.sections.network.request_timeout_ms / 1000 + 5
-        response: Any = await asyncio.wait_for(
+        response: WriteTxnMarkersResponse = await asyncio.wait_for(  # at _VERSION
             connection.send(ApiKey.WRITE_TXN_MARKERS, body, version=_VERSION), timeout)
         return {
             TopicPartition(str(topic.name), int(part.partition_index)):

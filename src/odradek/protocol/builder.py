@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any, TypeVar, cast
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from .messages import request_type, response_type
 from .schema import FieldShape, field_shapes
@@ -31,6 +32,7 @@ from .schema import FieldShape, field_shapes
 __all__ = [
     "NO_THROTTLE",
     "build",
+    "build_response",
     "epoch_millis",
     "millis",
     "request_module",
@@ -71,6 +73,18 @@ def build(entity: type[T], data: Mapping[str, Any] | None = None, /, **fields: A
         return entity(**kwargs)
     except TypeError as exc:
         raise TypeError(f"cannot build {entity.__module__}.{entity.__name__}: {exc}") from None
+
+
+def build_response(
+    entity: type[Any], data: Mapping[str, Any] | None = None, /, **fields: Any
+) -> ResponsePayload:
+    """:func:`build` for a top-level response class of :func:`response_module`.
+
+    The module is picked by version at run time, so mypy sees its classes as ``Any``; this
+    states what the result is — a response payload — where a handler returns it.
+    """
+    response: ResponsePayload = build(entity, data, **fields)
+    return response
 
 
 @cache

@@ -15,6 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32Timedelta
+from kio.static.protocol import ResponsePayload
 
 from .api_versions import ADVERTISED, ApiKey
 from .framing import size_prefix
@@ -25,7 +26,7 @@ __all__ = ["NO_THROTTLE", "api_versions_response", "unsupported_api_versions_fra
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
-def api_versions_response(version: int) -> Any:
+def api_versions_response(version: int) -> ResponsePayload:
     """The full ApiVersions response body at ``version`` listing :data:`ADVERTISED`."""
     module = importlib.import_module(f"kio.schema.api_versions.v{version}.response")
     entries = tuple(
@@ -37,7 +38,8 @@ def api_versions_response(version: int) -> Any:
     kwargs: dict[str, Any] = {"error_code": ErrorCode.none, "api_keys": entries}
     if version >= 1:
         kwargs["throttle_time"] = NO_THROTTLE
-    return module.ApiVersionsResponse(**kwargs)
+    response: ResponsePayload = module.ApiVersionsResponse(**kwargs)  # module: by version
+    return response
 
 
 def unsupported_api_versions_frame(correlation_id: int) -> bytes:

@@ -73,7 +73,7 @@ MAX_FAILURE_BACKOFF_S = 30.0
 def failure_backoff(base_s: float, failures_in_a_row: int) -> float:
     """Seconds to wait after the ``failures_in_a_row``-th unexpected error (1 = the first):
     ``base_s`` doubled per earlier failure, capped at :data:`MAX_FAILURE_BACKOFF_S`."""
-    return min(base_s * 2 ** min(failures_in_a_row - 1, 16), MAX_FAILURE_BACKOFF_S)
+    return min(base_s * 2.0 ** min(failures_in_a_row - 1, 16), MAX_FAILURE_BACKOFF_S)
 
 
 @dataclass(eq=False)

@@ -10,13 +10,17 @@ DescribeAcls DESCRIBE, else every result is CLUSTER_AUTHORIZATION_FAILED (Kafka'
 
 from __future__ import annotations
 
+import enum
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.cluster.acls import alter_acls
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import ClusterAuthorizationFailed, response_error
 from odradek.security.acl import (
     CLUSTER_NAME,
@@ -32,17 +36,31 @@ from odradek.security.acl import (
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AclCreation,
+        CreateAclsRequest,
+        DeleteAclsFilter,
+        DeleteAclsRequest,
+        DescribeAclsRequest,
+    )
+
+    from ..authorizer import Authorizer
+
 __all__ = ["handle_create_acls", "handle_delete_acls", "handle_describe_acls"]
 
 
-def _enum(cls: Any, value: int) -> Any:
+_E = TypeVar("_E", bound=enum.IntEnum)
+
+
+def _enum(cls: type[_E], value: int) -> _E:
     try:
         return cls(int(value))
     except ValueError:
-        return cls.UNKNOWN
+        return cls["UNKNOWN"]
 
 
-def _binding(creation: Any) -> AclBinding:
+def _binding(creation: AclCreation) -> AclBinding:
     """A binding from an AclCreation; ValueError says why Kafka would refuse it."""
     kind = _enum(ResourceType, creation.resource_type)
     pattern = ResourcePattern(kind, creation.resource_name,
@@ -55,7 +73,8 @@ def _binding(creation: Any) -> AclBinding:
     return AclBinding(pattern, entry)
 
 
-def _filter(item: Any, name_field: str, pattern_field: str) -> AclFilter:
+def _filter(item: DescribeAclsRequest | DeleteAclsFilter, name_field: str,
+            pattern_field: str) -> AclFilter:
     acl_filter = AclFilter(
         resource_type=_enum(ResourceType, item.resource_type_filter),
         name=getattr(item, name_field),
@@ -67,7 +86,7 @@ def _filter(item: Any, name_field: str, pattern_field: str) -> AclFilter:
     return acl_filter
 
 
-def response(ctx: RequestContext) -> Any:
+def response(ctx: RequestContext) -> ModuleType:
     return response_module(ctx.header.api_key, ctx.api_version)
 
 
@@ -83,28 +102,34 @@ def _refusal(ctx: RequestContext, operation: Operation) -> tuple[ErrorCode, str]
     return refusal.code, str(refusal)
 
 
-async def _alter(ctx: RequestContext, pattern: ResourcePattern, update: Any) -> None:
+async def _alter(ctx: RequestContext, pattern: ResourcePattern,
+                 update: Callable[..., frozenset[AccessControlEntry]]) -> None:
+    """``update`` is an ACL :data:`~odradek.cluster.acls.Update`; the callers' lambdas bind
+    their loop's values as defaults, hence the open parameter list."""
     cluster = ctx.services.cluster
     await cluster.session.call(alter_acls, cluster.session.client, pattern, update)
 
 
-def _authorizer(ctx: RequestContext) -> Any:
+def _authorizer(ctx: RequestContext) -> Authorizer | None:
     return ctx.services.authorizer
 
 
 async def _refreshed(ctx: RequestContext) -> None:
-    await _authorizer(ctx).cache.refresh_now()
+    authorizer = _authorizer(ctx)
+    if authorizer is not None:  # called only with one (the handlers check _disabled first)
+        await authorizer.cache.refresh_now()
 
 
 _NO_AUTHORIZER = "No Authorizer is configured."  # Kafka's text (DescribeAcls has its own)
 
 
-async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> ResponsePayload:
     module = response(ctx)
     codes: list[tuple[ErrorCode, str | None]] = [(ErrorCode.none, None)] * len(request.creations)
     wanted: dict[ResourcePattern, list[tuple[int, AccessControlEntry]]] = defaultdict(list)
     refused = None if _disabled(ctx) else _refusal(ctx, Operation.ALTER)
-    for index, creation in enumerate(request.creations):
+    creations: Sequence[AclCreation] = request.creations
+    for index, creation in enumerate(creations):
         if _disabled(ctx):
             codes[index] = (ErrorCode.security_disabled, _NO_AUTHORIZER)
             continue
@@ -127,40 +152,43 @@ async def handle_create_acls(ctx: RequestContext, request: Any) -> Any:
                 codes[index] = code
     if wanted:
         await _refreshed(ctx)
-    return build(module.CreateAclsResponse, throttle_time=NO_THROTTLE, results=[
+    return build_response(module.CreateAclsResponse, throttle_time=NO_THROTTLE, results=[
         build(module.AclCreationResult, error_code=code, error_message=message)
         for code, message in codes])
 
 
 def _matching(ctx: RequestContext, acl_filter: AclFilter) -> list[AclBinding]:
-    table = _authorizer(ctx).cache.acls
+    authorizer = _authorizer(ctx)
+    table = authorizer.cache.acls if authorizer is not None else {}  # with one only
     return sorted((AclBinding(pattern, entry) for pattern, entries in table.items()
                    if acl_filter.matches_pattern(pattern)
                    for entry in entries if acl_filter.matches_entry(entry)),
                   key=_order)
 
 
-def _order(binding: AclBinding) -> tuple[Any, ...]:
+def _order(binding: AclBinding) -> tuple[int | str, ...]:
     p, e = binding.pattern, binding.entry
     return (p.resource_type, p.pattern_type, p.name, e.principal, e.host, e.operation,
             e.permission)
 
 
-def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> ResponsePayload:
     module = response(ctx)
     if _disabled(ctx):
-        return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.security_disabled,
-                     error_message="No Authorizer is configured on the broker", resources=[])
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.security_disabled,
+                              error_message="No Authorizer is configured on the broker",
+                              resources=[])
     refused = _refusal(ctx, Operation.DESCRIBE)
     if refused is not None:
-        return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                     error_code=refused[0], error_message=refused[1], resources=[])
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=refused[0], error_message=refused[1], resources=[])
     try:
         acl_filter = _filter(request, "resource_name_filter", "pattern_type_filter")
     except ValueError as exc:
-        return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                     error_code=ErrorCode.invalid_request, error_message=str(exc), resources=[])
+        return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                              error_code=ErrorCode.invalid_request, error_message=str(exc),
+                              resources=[])
     grouped: dict[ResourcePattern, list[AccessControlEntry]] = defaultdict(list)
     for binding in _matching(ctx, acl_filter):
         grouped[binding.pattern].append(binding.entry)
@@ -171,11 +199,11 @@ def handle_describe_acls(ctx: RequestContext, request: Any) -> Any:
                         operation=int(e.operation), permission_type=int(e.permission))
                   for e in entries])
         for p, entries in grouped.items()]
-    return build(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, resources=resources)
+    return build_response(module.DescribeAclsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, resources=resources)
 
 
-async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> ResponsePayload:
     module = response(ctx)
     results = []
     refused = None if _disabled(ctx) else _refusal(ctx, Operation.ALTER)
@@ -210,11 +238,12 @@ async def handle_delete_acls(ctx: RequestContext, request: Any) -> Any:
                                      b.pattern, (ErrorCode.none, None))) for b in matched]))
     if not _disabled(ctx) and refused is None:
         await _refreshed(ctx)
-    return build(module.DeleteAclsResponse, throttle_time=NO_THROTTLE, filter_results=results)
+    return build_response(module.DeleteAclsResponse,
+                          throttle_time=NO_THROTTLE, filter_results=results)
 
 
-def _matching_acl(module: Any, binding: AclBinding, code: ErrorCode,
-                  message: str | None) -> Any:
+def _matching_acl(module: ModuleType, binding: AclBinding, code: ErrorCode,
+                  message: str | None) -> object:
     p, e = binding.pattern, binding.entry
     return build(module.DeleteAclsMatchingAcl, error_code=code, error_message=message,
                  resource_type=int(p.resource_type), resource_name=p.name,

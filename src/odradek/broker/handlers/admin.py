@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import (
     InvalidRequest,
     TopicAuthorizationFailed,
@@ -33,13 +35,23 @@ from odradek.topic_name import validate_topic_name
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.cluster.view import ClusterSnapshot
+    from odradek.protocol.api_types import (
+        CreatePartitionsRequest,
+        CreateTopicsRequest,
+        DeleteTopicsRequest,
+    )
+
 __all__ = ["handle_create_partitions", "handle_create_topics", "handle_delete_topics"]
 
 log = logging.getLogger(__name__)
 
 
-def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], bool]:
-    def ready(view: Any) -> bool:
+def _leaders_ready(
+    name: str, partitions: int | None = None
+) -> Callable[[ClusterSnapshot], bool]:
+    def ready(view: ClusterSnapshot) -> bool:
         topic = view.topics.get(name)
         if topic is None:
             return False
@@ -50,11 +62,13 @@ def _leaders_ready(name: str, partitions: int | None = None) -> Callable[[Any], 
     return ready
 
 
-def _gone(name: str) -> Callable[[Any], bool]:
+def _gone(name: str) -> Callable[[ClusterSnapshot], bool]:
     return lambda view: name not in view.topics
 
 
-async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CREATE_TOPICS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
@@ -102,15 +116,19 @@ async def handle_create_topics(ctx: RequestContext, request: Any) -> Any:
                   replication_factor=replication_factor if code == ErrorCode.none else -1,
                   configs=())
         )
-    return build(module.CreateTopicsResponse, throttle_time=NO_THROTTLE, topics=tuple(results))
+    return build_response(module.CreateTopicsResponse,
+                          throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
-async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_topics(
+    ctx: RequestContext, request: DeleteTopicsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_TOPICS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
     if hasattr(request, "topic_names"):
-        wanted: list[tuple[str | None, Any]] = [(name, None) for name in request.topic_names]
+        wanted: list[tuple[str | None, UUID | None]] = [
+            (name, None) for name in request.topic_names]
     else:
         wanted = [(state.name, state.topic_id) for state in request.topics]
     results = []
@@ -136,11 +154,13 @@ async def handle_delete_topics(ctx: RequestContext, request: Any) -> Any:
             build(module.DeletableTopicResult, name=name, topic_id=topic_id,
                   error_code=code, error_message=message)
         )
-    return build(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(results))
+    return build_response(module.DeleteTopicsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(results))
 
 
-async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CREATE_PARTITIONS, ctx.api_version)
     services = ctx.services
     timeout_s = max(millis(request.timeout), 0) / 1000
@@ -168,5 +188,5 @@ async def handle_create_partitions(ctx: RequestContext, request: Any) -> Any:
             build(module.CreatePartitionsTopicResult, name=topic.name, error_code=code,
                   error_message=message)
         )
-    return build(module.CreatePartitionsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.CreatePartitionsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))

@@ -11,13 +11,14 @@ types or keys, negative values and fractions of a byte rate are INVALID_REQUEST.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import (
     ClusterAuthorizationFailed,
     InvalidRequest,
@@ -37,6 +38,15 @@ from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterClientQuotasRequest,
+        ComponentData,
+        DescribeClientQuotasRequest,
+        EntryData,
+        OpData,
+    )
+
 __all__ = ["handle_alter_client_quotas", "handle_describe_client_quotas"]
 
 _EXACT, _DEFAULT, _SPECIFIED = 0, 1, 2
@@ -45,7 +55,7 @@ _VIEW_WAIT_S = 5.0
 Filter = dict[str, tuple[int, str | None]]  # entity type -> (match type, sanitized name)
 
 
-def _filter(components: Any) -> Filter:
+def _filter(components: Iterable[ComponentData]) -> Filter:
     wanted: Filter = {}
     for component in components:
         kind, match_type, match = component.entity_type, int(component.match_type), component.match
@@ -91,7 +101,9 @@ def _quota_values(config: Mapping[str, str]) -> list[tuple[str, float]]:
     return values
 
 
-def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
     try:
         if not ctx.authorize(Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -99,8 +111,8 @@ def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
         wanted = _filter(request.components)
     except Exception as exc:
         code, message = response_error(exc, "describing client quotas")
-        return build(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, entries=None)
+        return build_response(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, entries=None)
     strict = bool(request.strict)
     entries = []
     for entity, config in ctx.services.cluster.view.snapshot.client_quotas.items():
@@ -113,11 +125,11 @@ def handle_describe_client_quotas(ctx: RequestContext, request: Any) -> Any:
                          for kind, name in entity.to_protocol().items()),
             values=tuple(build(module.ValueData, key=key, value=value) for key, value in values),
         ))
-    return build(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
+    return build_response(module.DescribeClientQuotasResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, entries=tuple(entries))
 
 
-def _update(ops: Any, current: Mapping[str, str]) -> dict[str, str]:
+def _update(ops: Iterable[OpData], current: Mapping[str, str]) -> dict[str, str]:
     updated = dict(current)
     seen: set[str] = set()
     for op in ops:
@@ -134,7 +146,7 @@ def _update(ops: Any, current: Mapping[str, str]) -> dict[str, str]:
     return updated
 
 
-async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
+async def _alter(ctx: RequestContext, entry: EntryData, validate_only: bool) -> None:
     components: dict[str, str | None] = {}
     for part in entry.entity:
         if part.entity_type in components:
@@ -152,7 +164,9 @@ async def _alter(ctx: RequestContext, entry: Any, validate_only: bool) -> None:
             _VIEW_WAIT_S)
 
 
-async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_CLIENT_QUOTAS, ctx.api_version)
     validate_only = bool(request.validate_only)
     allowed = ctx.authorize(Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -169,5 +183,5 @@ async def handle_alter_client_quotas(ctx: RequestContext, request: Any) -> Any:
             module.EntryData, error_code=code, error_message=message,
             entity=tuple(build(module.EntityData, entity_type=part.entity_type,
                                entity_name=part.entity_name) for part in entry.entity)))
-    return build(module.AlterClientQuotasResponse, throttle_time=NO_THROTTLE,
-                 entries=tuple(results))
+    return build_response(module.AlterClientQuotasResponse, throttle_time=NO_THROTTLE,
+                          entries=tuple(results))

@@ -21,10 +21,12 @@ CLUSTER_AUTHORIZATION_FAILED).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek import kafka_catalog
 from odradek.config_keys import BROKER_CONFIGS, broker_default_name
@@ -40,7 +42,7 @@ from odradek.dynamic_config import (
 from odradek.kafka_catalog import BROKER_CONFIGS as KAFKA_BROKER_KEYS
 from odradek.kafka_catalog import TOPIC_CONFIGS as KAFKA_TOPIC_KEYS
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import (
     ClusterAuthorizationFailed,
     InvalidConfig,
@@ -53,6 +55,17 @@ from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.storage.log_config import InvalidConfigValue, LogConfig
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterableConfig,
+        AlterConfigsRequest,
+        AlterConfigsResource,
+        DescribeConfigsRequest,
+        DescribeConfigsResource,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResource,
+    )
 
 __all__ = [
     "handle_alter_configs",
@@ -76,14 +89,11 @@ _NOT_IMPLEMENTED = ("A Kafka 3.9 config odradek does not implement: described re
 
 
 def _layers(ctx: RequestContext) -> BrokerConfigLayers:
-    dynamic = ctx.services.dynamic_config
-    if dynamic is None:
-        return BrokerConfigLayers(ctx.services.config)
-    layers: BrokerConfigLayers = dynamic.layers
+    layers: BrokerConfigLayers = ctx.services.dynamic_config.layers
     return layers
 
 
-def _config_type(name: str, value: Any) -> int:
+def _config_type(name: str, value: object) -> int:
     kafka = KAFKA_BROKER_KEYS.get(name) or KAFKA_TOPIC_KEYS.get(name)
     if kafka is not None:
         return kafka.config_type
@@ -102,8 +112,8 @@ def _base_name(name: str) -> str:
     return "sasl.jaas.config" if config.endswith(".sasl.jaas.config") else config
 
 
-def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
-           read_only: bool, kind: Any, doc: str | None, include_synonyms: bool) -> Any:
+def _entry(module: ModuleType, name: str, value: str | None, synonyms: Synonyms, *,
+           read_only: bool, kind: object, doc: str | None, include_synonyms: bool) -> object:
     source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
     definition = BROKER_CONFIGS.get(_base_name(name))
     config_type = _config_type(_base_name(name), kind)
@@ -122,7 +132,11 @@ def _entry(module: Any, name: str, value: str | None, synonyms: Synonyms, *,
                  is_default=source is ConfigSource.DEFAULT_CONFIG)
 
 
-def _authorize(ctx: RequestContext, operation: Operation, resource: Any) -> None:
+def _authorize(
+    ctx: RequestContext,
+    operation: Operation,
+    resource: DescribeConfigsResource | AlterConfigsResource | IncrementalAlterConfigsResource,
+) -> None:
     """Raises the refusal of a resource the client may not ``operation``."""
     if resource.resource_type == TOPIC:
         if not ctx.authorize(operation, ResourceType.TOPIC, resource.resource_name):
@@ -131,7 +145,9 @@ def _authorize(ctx: RequestContext, operation: Operation, resource: Any) -> None
         raise ClusterAuthorizationFailed
 
 
-def _resource(resource: Any) -> str:
+def _resource(
+    resource: DescribeConfigsResource | AlterConfigsResource | IncrementalAlterConfigsResource,
+) -> str:
     """How a log line names a config resource."""
     kind = {TOPIC: "topic", BROKER: "broker"}.get(resource.resource_type,
                                                   f"resource type {resource.resource_type}")
@@ -148,8 +164,8 @@ def _topic_overrides(ctx: RequestContext, name: str) -> Mapping[str, str]:
     return topic.config
 
 
-def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
-                    include_synonyms: bool, include_docs: bool) -> list[Any]:
+def _describe_topic(ctx: RequestContext, module: ModuleType, name: str, keys: set[str] | None,
+                    include_synonyms: bool, include_docs: bool) -> list[object]:
     """Every topic key Kafka 3.9 describes (those odradek does not implement read-only,
     at Kafka's default), plus odradek's own; synonyms as Kafka lists them."""
     overrides = _topic_overrides(ctx, name)
@@ -182,8 +198,8 @@ def _describe_topic(ctx: RequestContext, module: Any, name: str, keys: Any,
     return entries
 
 
-def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
-                     include_synonyms: bool, include_docs: bool) -> list[Any]:
+def _describe_broker(ctx: RequestContext, module: ModuleType, name: str, keys: set[str] | None,
+                     include_synonyms: bool, include_docs: bool) -> list[object]:
     broker_id = ctx.services.broker_id
     layers = _layers(ctx)
     if name == "":  # the cluster default: only what is set there (as Kafka answers)
@@ -198,8 +214,7 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
             f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
         )
     config = ctx.services.config
-    dynamic = ctx.services.dynamic_config
-    dynamic_only = dynamic.dynamic_only() if dynamic is not None else {}
+    dynamic_only = ctx.services.dynamic_config.dynamic_only()
     entries = []
     for key in names:
         if keys is not None and key not in keys:
@@ -230,8 +245,8 @@ def _describe_broker(ctx: RequestContext, module: Any, name: str, keys: Any,
     return entries
 
 
-def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerConfigLayers,
-                    include_synonyms: bool) -> Any:
+def _listener_entry(ctx: RequestContext, module: ModuleType, key: str,
+                    layers: BrokerConfigLayers, include_synonyms: bool) -> object:
     """A static ``listener.name.<l>.<config>`` key, described as Kafka does: read-only,
     then the broker-wide config it overrides where that is static or has a default."""
     raw = ctx.services.config.listener_properties()[key]
@@ -243,7 +258,9 @@ def _listener_entry(ctx: RequestContext, module: Any, key: str, layers: BrokerCo
                   include_synonyms=include_synonyms)
 
 
-def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_CONFIGS, ctx.api_version)
     include_synonyms = bool(getattr(request, "include_synonyms", False))
     include_docs = bool(getattr(request, "include_documentation", False))
@@ -272,8 +289,8 @@ def handle_describe_configs(ctx: RequestContext, request: Any) -> Any:
                   resource_type=resource.resource_type, resource_name=resource.resource_name,
                   configs=tuple(entries))
         )
-    return build(module.DescribeConfigsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.DescribeConfigsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))
 
 
 # -- alter ---------------------------------------------------------------------------------
@@ -319,7 +336,9 @@ async def _alter_broker(
     await ctx.services.cluster.alter_broker_config(entity, update, validate_only)
 
 
-async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_configs(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_CONFIGS, ctx.api_version)
     validate_only = bool(request.validate_only)
     responses = []
@@ -343,8 +362,8 @@ async def handle_alter_configs(ctx: RequestContext, request: Any) -> Any:
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
         )
-    return build(module.AlterConfigsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(responses))
+    return build_response(module.AlterConfigsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(responses))
 
 
 def _replace(wanted: Mapping[str, str], _stored: Mapping[str, str]) -> dict[str, str]:
@@ -352,13 +371,14 @@ def _replace(wanted: Mapping[str, str], _stored: Mapping[str, str]) -> dict[str,
 
 
 def _incremental(
-    changes: Any, defaults: Mapping[str, Any], stored: Mapping[str, str]
+    changes: Iterable[AlterableConfig], defaults: Mapping[str, object], stored: Mapping[str, str]
 ) -> dict[str, str]:
     return _apply_incremental(stored, changes, defaults)
 
 
 def _apply_incremental(
-    current: Mapping[str, str], changes: Any, defaults: Mapping[str, Any]
+    current: Mapping[str, str], changes: Iterable[AlterableConfig],
+    defaults: Mapping[str, object],
 ) -> dict[str, str]:
     updated = dict(current)
     for change in changes:
@@ -389,7 +409,9 @@ def _broker_values(ctx: RequestContext) -> dict[str, str]:
     return {name: config.raw(name) for name in BROKER_CONFIGS}
 
 
-async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.INCREMENTAL_ALTER_CONFIGS, ctx.api_version)
     validate_only = bool(request.validate_only)
     responses = []
@@ -414,5 +436,5 @@ async def handle_incremental_alter_configs(ctx: RequestContext, request: Any) ->
             build(module.AlterConfigsResourceResponse, error_code=code, error_message=message,
                   resource_type=resource.resource_type, resource_name=resource.resource_name)
         )
-    return build(module.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE,
-                 responses=tuple(responses))
+    return build_response(module.IncrementalAlterConfigsResponse, throttle_time=NO_THROTTLE,
+                          responses=tuple(responses))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -30,22 +31,35 @@ from odradek.coordinator.consumer_group import (
     validate_first_heartbeat,
 )
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import GroupAuthorizationFailed, KafkaError
 from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
+from ..outcomes import Outcome
 from .groups import client_host
+
+if TYPE_CHECKING:
+    from kio.static.protocol import ResponsePayload
+
+    from odradek.cluster.model import TopicMetadata
+    from odradek.protocol.api_types import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupHeartbeatRequest,
+    )
+
+    from ..dispatch import HandlerResult
 
 __all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 
 
-def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_heartbeat(ctx: RequestContext,
+                                    request: ConsumerGroupHeartbeatRequest) -> HandlerResult:
     module = response_module(ApiKey.CONSUMER_GROUP_HEARTBEAT, ctx.api_version)
     if not ctx.authorize(Operation.READ, ResourceType.GROUP, str(request.group_id)):
         denied = GroupAuthorizationFailed()
-        return build(module.ConsumerGroupHeartbeatResponse, throttle_time=NO_THROTTLE,
+        return build_response(module.ConsumerGroupHeartbeatResponse, throttle_time=NO_THROTTLE,
                      error_code=denied.code, error_message=str(denied), member_epoch=-1,
                      heartbeat_interval=0)
     topics = ctx.services.cluster.view.topics
@@ -77,25 +91,25 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     try:
         validate_first_heartbeat(heartbeat)
     except KafkaError as exc:
-        return build(module.ConsumerGroupHeartbeatResponse, throttle_time=NO_THROTTLE,
+        return build_response(module.ConsumerGroupHeartbeatResponse, throttle_time=NO_THROTTLE,
                      error_code=exc.code, error_message=str(exc), member_epoch=-1,
                      heartbeat_interval=0)
     counts = {name: len(metadata.partitions) for name, metadata in topics.items()}
     ids = {name: metadata.topic_id for name, metadata in topics.items()}
-    result = ctx.services.coordinator.consumer_group_heartbeat(
+    result = ctx.services.group_coordinator.consumer_group_heartbeat(
         str(request.group_id), heartbeat, counts, ids)
     if isinstance(result, HeartbeatResult):
         return _heartbeat_response(module, result, topics)
     return _heartbeat_response_later(module, result, topics)
 
 
-async def _heartbeat_response_later(module: Any, pending: Awaitable[HeartbeatResult],
-                                    topics: Mapping[str, Any]) -> Any:
+async def _heartbeat_response_later(module: ModuleType, pending: Awaitable[HeartbeatResult],
+                                    topics: Mapping[str, TopicMetadata]) -> ResponsePayload:
     return _heartbeat_response(module, await pending, topics)
 
 
-def _heartbeat_response(module: Any, result: HeartbeatResult,
-                        topics: Mapping[str, Any]) -> Any:
+def _heartbeat_response(module: ModuleType, result: HeartbeatResult,
+                        topics: Mapping[str, TopicMetadata]) -> ResponsePayload:
     assignment = None
     if result.error == ErrorCode.none and result.assignment is not None:
         assignment = build(module.Assignment, topic_partitions=tuple(
@@ -103,7 +117,7 @@ def _heartbeat_response(module: Any, result: HeartbeatResult,
                   partitions=tuple(partitions))
             for name, partitions in _by_topic(result.assignment).items() if name in topics
         ))
-    return build(
+    return build_response(
         module.ConsumerGroupHeartbeatResponse,
         throttle_time=NO_THROTTLE,
         error_code=result.error,
@@ -115,7 +129,8 @@ def _heartbeat_response(module: Any, result: HeartbeatResult,
     )
 
 
-def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
+def handle_consumer_group_describe(ctx: RequestContext,
+                                   request: ConsumerGroupDescribeRequest) -> Outcome:
     module = response_module(ApiKey.CONSUMER_GROUP_DESCRIBE, ctx.api_version)
     topics = ctx.services.cluster.view.topics
     ids = {name: metadata.topic_id for name, metadata in topics.items()}
@@ -130,7 +145,7 @@ def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
                 authorized_operations=ctx.authorized_operations(ResourceType.GROUP,
                                                                 str(group_id))))
             continue
-        error, group = ctx.services.coordinator.describe_consumer_group(str(group_id))
+        error, group = ctx.services.group_coordinator.describe_consumer_group(str(group_id))
         if group is None:
             message = (f"Group {group_id} not found." if error == ErrorCode.group_id_not_found
                        else None)
@@ -143,13 +158,13 @@ def handle_consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
             continue
         described.append(_described_group(
             module, group, ids, ctx.authorized_operations(ResourceType.GROUP, str(group_id))))
-    return build(module.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE,
-                 groups=tuple(described))
+    return build_response(module.ConsumerGroupDescribeResponse, throttle_time=NO_THROTTLE,
+                          groups=tuple(described))
 
 
-def _described_group(module: Any, group: ConsumerGroup, ids: Mapping[str, uuid.UUID],
-                     authorized_operations: int) -> Any:
-    def assignment(partitions: Iterable[TopicPartition]) -> Any:
+def _described_group(module: ModuleType, group: ConsumerGroup, ids: Mapping[str, uuid.UUID],
+                     authorized_operations: int) -> object:
+    def assignment(partitions: Iterable[TopicPartition]) -> object:
         return build(module.Assignment, topic_partitions=tuple(
             build(module.TopicPartitions, topic_id=ids[name], topic_name=name,
                   partitions=tuple(indexes))

@@ -15,18 +15,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.cluster.controller import NotController
 from odradek.cluster.model import TopicPartition
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.errors import ClusterAuthorizationFailed, response_error
 from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.cluster.controller import Controller
+    from odradek.cluster.view import ClusterSnapshot
+    from odradek.protocol.api_types import (
+        AlterPartitionReassignmentsRequest,
+        ControlledShutdownRequest,
+        ElectLeadersRequest,
+        ListPartitionReassignmentsRequest,
+    )
 
 __all__ = [
     "handle_alter_partition_reassignments",
@@ -37,15 +48,16 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_T = TypeVar("_T")
 _UNCLEAN = 1  # ElectionType: 0 preferred, 1 unclean
 
 
-def _controller(ctx: RequestContext, operation: Operation) -> Any:
+def _controller(ctx: RequestContext, operation: Operation) -> Controller:
     """The active controller, for a client allowed ``operation`` on the cluster."""
     if not ctx.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME):
         raise ClusterAuthorizationFailed
-    controller = getattr(ctx.services.cluster, "controller", None)
-    if controller is None or not controller.is_active:
+    controller = ctx.services.cluster.controller
+    if not controller.is_active:
         raise NotController(f"broker {ctx.services.broker_id} is not the controller")
     return controller
 
@@ -54,14 +66,16 @@ def _failure(exc: BaseException) -> tuple[ErrorCode, str | None]:
     return response_error(exc, "controller request")
 
 
-def _by_topic(results: Mapping[TopicPartition, Any]) -> dict[str, list[tuple[int, Any]]]:
-    grouped: dict[str, list[tuple[int, Any]]] = {}
+def _by_topic(results: Mapping[TopicPartition, _T]) -> dict[str, list[tuple[int, _T]]]:
+    grouped: dict[str, list[tuple[int, _T]]] = {}
     for tp, value in sorted(results.items(), key=lambda i: (i[0].topic, i[0].partition)):
         grouped.setdefault(tp.topic, []).append((tp.partition, value))
     return grouped
 
 
-async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
+async def handle_elect_leaders(
+    ctx: RequestContext, request: ElectLeadersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ELECT_LEADERS, ctx.api_version)
     unclean = int(getattr(request, "election_type", 0)) == _UNCLEAN
     wanted: list[TopicPartition] | None = None
@@ -101,8 +115,9 @@ async def handle_elect_leaders(ctx: RequestContext, request: Any) -> Any:
             )
         topics.append(build(module.ReplicaElectionResult, topic=topic,
                             partition_result=tuple(partition_results)))
-    return build(module.ElectLeadersResponse, throttle_time=NO_THROTTLE, error_code=top_code,
-                 replica_election_results=tuple(topics))
+    return build_response(module.ElectLeadersResponse,
+                          throttle_time=NO_THROTTLE, error_code=top_code,
+                          replica_election_results=tuple(topics))
 
 
 async def _wait_for_preferred_leaders(
@@ -111,7 +126,7 @@ async def _wait_for_preferred_leaders(
     """Answer once this broker's own metadata shows the new leaders (as Kafka waits for
     its LeaderAndIsr round), so a Metadata request right after sees them."""
 
-    def done(view: Any) -> bool:
+    def done(view: ClusterSnapshot) -> bool:
         for tp in elected:
             topic = view.topics.get(tp.topic)
             state = topic.partitions.get(tp.partition) if topic else None
@@ -125,7 +140,9 @@ async def _wait_for_preferred_leaders(
         log.warning("elected leaders not visible within %.1fs", timeout_s)
 
 
-async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_PARTITION_REASSIGNMENTS, ctx.api_version)
     targets: dict[TopicPartition, tuple[int, ...] | None] = {}
     for topic in request.topics:
@@ -138,24 +155,26 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request: Any
         results = await _controller(ctx, Operation.ALTER).alter_partition_reassignments(targets)
     except Exception as exc:
         code, message = _failure(exc)
-        return build(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, responses=())
+        return build_response(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, responses=())
     responses = []
-    for topic, entries in _by_topic(results).items():
+    for name, entries in _by_topic(results).items():
         partitions = []
-        for partition, error in entries:
+        for index, error in entries:
             code, message = (ErrorCode.none, None) if error is None else _failure(error)
             partitions.append(
-                build(module.ReassignablePartitionResponse, partition_index=partition,
+                build(module.ReassignablePartitionResponse, partition_index=index,
                       error_code=code, error_message=message)
             )
-        responses.append(build(module.ReassignableTopicResponse, name=topic,
+        responses.append(build(module.ReassignableTopicResponse, name=name,
                                partitions=tuple(partitions)))
-    return build(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
+    return build_response(module.AlterPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
 
 
-async def handle_list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+async def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.LIST_PARTITION_REASSIGNMENTS, ctx.api_version)
     wanted = None
     if request.topics is not None:
@@ -165,8 +184,8 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
         ongoing = await _controller(ctx, Operation.DESCRIBE).list_partition_reassignments(wanted)
     except Exception as exc:
         code, message = _failure(exc)
-        return build(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                     error_code=code, error_message=message, topics=())
+        return build_response(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                              error_code=code, error_message=message, topics=())
     topics = []
     for topic, entries in _by_topic(ongoing).items():
         partitions = tuple(
@@ -176,11 +195,13 @@ async def handle_list_partition_reassignments(ctx: RequestContext, request: Any)
             for partition, a in entries
         )
         topics.append(build(module.OngoingTopicReassignment, name=topic, partitions=partitions))
-    return build(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, topics=tuple(topics))
+    return build_response(module.ListPartitionReassignmentsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, topics=tuple(topics))
 
 
-async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
+async def handle_controlled_shutdown(
+    ctx: RequestContext, request: ControlledShutdownRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.CONTROLLED_SHUTDOWN, ctx.api_version)
     try:
         remaining = await _controller(ctx, Operation.CLUSTER_ACTION).controlled_shutdown(
@@ -190,7 +211,7 @@ async def handle_controlled_shutdown(ctx: RequestContext, request: Any) -> Any:
     except Exception as exc:
         code, _message = _failure(exc)
         remaining = []
-    return build(
+    return build_response(
         module.ControlledShutdownResponse, error_code=code,
         remaining_partitions=tuple(
             build(module.RemainingPartition, topic_name=tp.topic, partition_index=tp.partition)

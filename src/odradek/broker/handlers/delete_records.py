@@ -3,22 +3,26 @@ client may not DELETE is answered TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import TopicAuthorizationFailed, response_error
 from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import DeleteRecordsRequest
+
 __all__ = ["handle_delete_records"]
 
 
-def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
+def handle_delete_records(ctx: RequestContext, request: DeleteRecordsRequest) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_RECORDS, ctx.api_version)
     replica_manager = ctx.services.replica_manager
     topics = []
@@ -43,4 +47,5 @@ def handle_delete_records(ctx: RequestContext, request: Any) -> Any:
         topics.append(
             build(module.DeleteRecordsTopicResult, name=topic.name, partitions=tuple(partitions))
         )
-    return build(module.DeleteRecordsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+    return build_response(module.DeleteRecordsResponse,
+                          throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -17,22 +17,27 @@ TOPIC_AUTHORIZATION_FAILED, as Kafka does.
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import TopicAuthorizationFailed, response_error
 from odradek.security.acl import Operation, ResourceType
 from odradek.storage.producer_state import ProducerStateManager
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import DescribeProducersRequest
+
 __all__ = ["handle_describe_producers"]
 
 
-def _active_producers(module: Any, state: ProducerStateManager) -> tuple[Any, ...]:
+def _active_producers(module: ModuleType, state: ProducerStateManager) -> tuple[object, ...]:
     return tuple(
         build(module.ProducerState, producer_id=entry.producer_id,
               producer_epoch=entry.epoch, last_sequence=entry.last_seq,
@@ -43,7 +48,9 @@ def _active_producers(module: Any, state: ProducerStateManager) -> tuple[Any, ..
     )
 
 
-def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_PRODUCERS, ctx.api_version)
     replica_manager = ctx.services.replica_manager
     topics = []
@@ -51,7 +58,7 @@ def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
         partitions = []
         allowed = ctx.authorize(Operation.READ, ResourceType.TOPIC, topic.name)
         for index in topic.partition_indexes:
-            producers: tuple[Any, ...] = ()
+            producers: tuple[object, ...] = ()
             message: str | None = None
             try:
                 if not allowed:
@@ -66,5 +73,5 @@ def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
                                     active_producers=producers))
         topics.append(build(module.TopicResponse, name=topic.name,
                             partitions=tuple(partitions)))
-    return build(module.DescribeProducersResponse, throttle_time=NO_THROTTLE,
-                 topics=tuple(topics))
+    return build_response(module.DescribeProducersResponse, throttle_time=NO_THROTTLE,
+                          topics=tuple(topics))

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -55,13 +55,18 @@ from ..context import RequestContext
 from ..outcomes import Deferred
 from ..throttling import quota_user
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import FetchRequest
+
 __all__ = ["handle_fetch"]
 
 _FETCH = QuotaType.FETCH
 _TOPIC_DENIED = int(ErrorCode.topic_authorization_failed)
 
 
-def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+def handle_fetch(
+    ctx: RequestContext, request: FetchRequest
+) -> EncodedResponse | Deferred[FetchRead]:
     version, correlation_id = ctx.api_version, ctx.header.correlation_id
     replica_id = int(request.replica_id)
     authorized: Authorized | None = None
@@ -94,12 +99,14 @@ def handle_fetch(ctx: RequestContext, request: Any) -> Any:
     )
     replica_manager = ctx.services.replica_manager
     context: FetchContext | SessionError
-    if version >= 7:
+    if version >= 7:  # fetch sessions; mypy does not narrow the kio union by version
         context = replica_manager.fetch_sessions.new_context(
-            session_id=int(request.session_id), epoch=int(request.session_epoch),
+            session_id=int(request.session_id),  # type: ignore[union-attr]
+            epoch=int(request.session_epoch),  # type: ignore[union-attr]
             wanted=wanted, forgotten=[
                 (topic.topic, int(index))
-                for topic in request.forgotten_topics_data for index in topic.partitions
+                for topic in request.forgotten_topics_data  # type: ignore[union-attr]
+                for index in topic.partitions
             ],
             from_follower=replica_id >= 0, now_ms=monotonic_ms())
         if isinstance(context, SessionError):

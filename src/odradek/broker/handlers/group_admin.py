@@ -13,12 +13,13 @@ client that may DESCRIBE the cluster, else only the groups it may DESCRIBE.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_NAME,
@@ -28,13 +29,20 @@ from odradek.security.acl import (
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        DeleteGroupsRequest,
+        DescribeGroupsRequest,
+        ListGroupsRequest,
+    )
+
 __all__ = ["handle_delete_groups", "handle_describe_groups", "handle_list_groups"]
 
 
 
-def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_GROUPS, ctx.api_version)
-    coordinator = ctx.services.coordinator
+    coordinator = ctx.services.group_coordinator
     with_operations = bool(getattr(request, "include_authorized_operations", False))
     described = []
     for group_id in request.groups:
@@ -71,21 +79,21 @@ def handle_describe_groups(ctx: RequestContext, request: Any) -> Any:
                 authorized_operations=operations,
             )
         )
-    return build(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
-                 groups=tuple(described))
+    return build_response(module.DescribeGroupsResponse, throttle_time=NO_THROTTLE,
+                          groups=tuple(described))
 
 
-def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ResponsePayload:
     module = response_module(ApiKey.LIST_GROUPS, ctx.api_version)
     states = [str(s) for s in getattr(request, "states_filter", ()) or ()]
     types = {str(t).lower() for t in getattr(request, "types_filter", ()) or ()}
-    error, listings = ctx.services.coordinator.list_groups(states)
+    error, listings = ctx.services.group_coordinator.list_groups(states)
     if not ctx.allowed(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         listings = [g for g in listings
                     if ctx.allowed(Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     if types:
         listings = [g for g in listings if g.group_type in types]
-    return build(
+    return build_response(
         module.ListGroupsResponse,
         throttle_time=NO_THROTTLE,
         error_code=error,
@@ -97,15 +105,17 @@ def handle_list_groups(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def handle_delete_groups(ctx: RequestContext, request: Any) -> Any:
+async def handle_delete_groups(
+    ctx: RequestContext, request: DeleteGroupsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DELETE_GROUPS, ctx.api_version)
     names = [str(name) for name in request.groups_names]
     allowed = [name for name in names
                if ctx.authorize(Operation.DELETE, ResourceType.GROUP, name)]
-    results = await ctx.services.coordinator.delete_groups(allowed) if allowed else {}
+    results = await ctx.services.group_coordinator.delete_groups(allowed) if allowed else {}
     for name in names:
         results.setdefault(name, ErrorCode.group_authorization_failed)
-    return build(
+    return build_response(
         module.DeleteGroupsResponse,
         throttle_time=NO_THROTTLE,
         results=tuple(

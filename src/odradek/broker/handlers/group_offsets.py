@@ -29,14 +29,16 @@ group and READ on each topic.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, cast
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.clock import wall_ms
 from odradek.coordinator import OffsetCommitEntry, PartitionOffset
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.protocol.fetch_response import EncodedResponse
 from odradek.protocol.offset_commit_response import (
     encode_offset_commit_response,
@@ -46,6 +48,13 @@ from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        OffsetCommitRequest,
+        OffsetDeleteRequest,
+        OffsetFetchRequest,
+    )
 
 __all__ = ["handle_offset_commit", "handle_offset_delete", "handle_offset_fetch"]
 
@@ -59,16 +68,18 @@ _TOPIC_DENIED = ErrorCode.topic_authorization_failed
 _GROUP, _TOPIC, _READ = ResourceType.GROUP, ResourceType.TOPIC, Operation.READ
 
 
-def _expire_timestamp_ms(request: Any, version: int) -> int:
+def _expire_timestamp_ms(request: OffsetCommitRequest, version: int) -> int:
     if version > 4:
         return -1
-    retention_ms = millis(request.retention_time)
+    retention_ms = millis(request.retention_time)  # type: ignore[union-attr]  # v2-v4 only
     if retention_ms == _NO_RETENTION:
         return -1
     return wall_ms() + retention_ms
 
 
-def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_commit(
+    ctx: RequestContext, request: OffsetCommitRequest
+) -> EncodedResponse | Awaitable[EncodedResponse]:
     """The response, or a coroutine of it while the offsets append waits for the high
     watermark (an append committed at once is answered with no task)."""
     version = ctx.api_version
@@ -97,11 +108,12 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 continue
             entries.append(new(OffsetCommitEntry, (
                 name, index, int(partition.committed_offset),
-                int(partition.committed_leader_epoch) if with_epoch else -1,
+                # v6+ (with_epoch): mypy does not narrow the kio union by version
+                int(partition.committed_leader_epoch) if with_epoch else -1,  # type: ignore[union-attr]
                 partition.committed_metadata, expire,
             )))
     if entries:
-        result = ctx.services.coordinator.commit_offsets_nowait(
+        result = ctx.services.group_coordinator.commit_offsets_nowait(
             str(request.group_id),
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -115,14 +127,14 @@ def handle_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _commit_response_later(
-    ctx: RequestContext, request: Any, errors: dict[TopicPartition, ErrorCode],
+    ctx: RequestContext, request: OffsetCommitRequest, errors: dict[TopicPartition, ErrorCode],
     pending: Awaitable[dict[TopicPartition, ErrorCode]],
 ) -> EncodedResponse:
     errors.update(await pending)
     return _commit_response(ctx, request, errors)
 
 
-def _commit_response(ctx: RequestContext, request: Any,
+def _commit_response(ctx: RequestContext, request: OffsetCommitRequest,
                      errors: dict[TopicPartition, ErrorCode]) -> EncodedResponse:
     unknown_server_error = ErrorCode.unknown_server_error
     get = cast(_ErrorsByTuple, errors.get)
@@ -140,7 +152,7 @@ def _commit_response(ctx: RequestContext, request: Any,
                            throttle_at=None if offset is None else (0, offset))
 
 
-def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> ResponsePayload:
     version = ctx.api_version
     wanted: list[TopicPartition] | None = None
     if request.topics is not None or version < 2:
@@ -162,7 +174,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
             if not readable[key.topic]:
                 denied.append(PartitionOffset(*key))
         wanted = [key for key in wanted if readable[key.topic]]
-    coordinator = ctx.services.coordinator
+    coordinator = ctx.services.group_coordinator
     offsets: Iterable[PartitionOffset] = ()
     if denied and not wanted:  # nothing the client may read: the coordinator is not asked
         error = ErrorCode.none
@@ -174,7 +186,7 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
         offsets = [o for o in offsets if ctx.allowed(_READ, _TOPIC, o.topic)]
     unstable = (coordinator.unstable_offsets(group_id)
                 if getattr(request, "require_stable", False) else set())
-    return build(
+    return build_response(
         module.OffsetFetchResponse,
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
@@ -183,21 +195,21 @@ def handle_offset_fetch(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def _offset_fetch_error(module: Any, version: int, error: ErrorCode,
-                        wanted: list[TopicPartition] | None) -> Any:
+def _offset_fetch_error(module: ModuleType, version: int, error: ErrorCode,
+                        wanted: list[TopicPartition] | None) -> ResponsePayload:
     """A group-level failure: top-level from v2, on each requested partition in v1."""
     if version >= 2:
-        return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
-                     error_code=error, topics=())
+        return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                              error_code=error, topics=())
     offsets = [PartitionOffset(topic, index) for topic, index in wanted or ()]
-    return build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, topics=_fetch_topics(module, offsets, error))
+    return build_response(module.OffsetFetchResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, topics=_fetch_topics(module, offsets, error))
 
 
-def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorCode,
+def _fetch_topics(module: ModuleType, offsets: Iterable[PartitionOffset], error: ErrorCode,
                   unstable: set[TopicPartition] | frozenset[TopicPartition] = frozenset()
-                  ) -> Any:
-    by_topic: dict[str, list[Any]] = {}
+                  ) -> tuple[object, ...]:
+    by_topic: dict[str, list[object]] = {}
     for offset in offsets:
         pending = TopicPartition(offset.topic, offset.partition) in unstable
         by_topic.setdefault(offset.topic, []).append(
@@ -216,7 +228,9 @@ def _fetch_topics(module: Any, offsets: Iterable[PartitionOffset], error: ErrorC
     )
 
 
-async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
+async def handle_offset_delete(
+    ctx: RequestContext, request: OffsetDeleteRequest
+) -> ResponsePayload:
     partitions = [
         TopicPartition(topic.name, int(p.partition_index))
         for topic in request.topics
@@ -229,19 +243,19 @@ async def handle_offset_delete(ctx: RequestContext, request: Any) -> Any:
     else:
         readable = {topic: ctx.authorize(_READ, _TOPIC, topic)
                     for topic in dict.fromkeys(key.topic for key in partitions)}
-        top, errors = await ctx.services.coordinator.delete_offsets(
+        top, errors = await ctx.services.group_coordinator.delete_offsets(
             group_id, [key for key in partitions if readable[key.topic]])
         errors = {**errors, **{key: _TOPIC_DENIED for key in partitions
                                if not readable[key.topic]}}
     module = response_module(ApiKey.OFFSET_DELETE, ctx.api_version)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     if top == ErrorCode.none:
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(
                 build(module.OffsetDeleteResponsePartition, partition_index=index,
                       error_code=errors.get(TopicPartition(topic, index), ErrorCode.none))
             )
-    return build(
+    return build_response(
         module.OffsetDeleteResponse,
         error_code=top,
         throttle_time=NO_THROTTLE,

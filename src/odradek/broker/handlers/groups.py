@@ -19,17 +19,26 @@ every such wait, and the connection keeps later responses in order behind them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.coordinator import JoinRequest
 from odradek.coordinator.results import JoinResult, SyncResult
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.security.acl import Operation, ResourceType
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        HeartbeatRequest,
+        JoinGroupRequest,
+        LeaveGroupRequest,
+        SyncGroupRequest,
+    )
 
 __all__ = [
     "client_host",
@@ -46,18 +55,23 @@ def client_host(peer: str) -> str:
     return "/" + (host or peer)
 
 
-def _may_read(ctx: RequestContext, request: Any) -> bool:
+def _may_read(
+    ctx: RequestContext,
+    request: JoinGroupRequest | SyncGroupRequest | HeartbeatRequest | LeaveGroupRequest,
+) -> bool:
     return ctx.authorize(Operation.READ, ResourceType.GROUP, str(request.group_id))
 
 
 _DENIED = ErrorCode.group_authorization_failed
 
 
-async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> ResponsePayload:
     version = ctx.api_version
     session_timeout_ms = millis(request.session_timeout)
+    # mypy does not narrow the kio union by ``version``: the ignores below read fields only
+    # the versions past each check have.
     rebalance_timeout_ms = (
-        millis(request.rebalance_timeout) if version >= 1 else session_timeout_ms
+        millis(request.rebalance_timeout) if version >= 1 else session_timeout_ms  # type: ignore[union-attr]
     )
     join = JoinRequest(
         member_id=request.member_id,
@@ -71,14 +85,14 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
         require_known_member_id=version >= 4,
     )
     if _may_read(ctx, request):
-        result = await ctx.services.coordinator.join_group(str(request.group_id), join)
+        result = await ctx.services.group_coordinator.join_group(str(request.group_id), join)
     else:
         result = JoinResult(_DENIED)
     module = response_module(ApiKey.JOIN_GROUP, version)
     protocol_name = result.protocol_name
     if version < 7 and protocol_name is None:
         protocol_name = ""  # not nullable before v7
-    return build(
+    return build_response(
         module.JoinGroupResponse,
         throttle_time=NO_THROTTLE,
         error_code=result.error,
@@ -95,12 +109,12 @@ async def handle_join_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> ResponsePayload:
     version = ctx.api_version
     if not _may_read(ctx, request):
         result = SyncResult(_DENIED)
     else:
-        result = await ctx.services.coordinator.sync_group(
+        result = await ctx.services.group_coordinator.sync_group(
             str(request.group_id),
             request.member_id,
             getattr(request, "group_instance_id", None),
@@ -110,7 +124,7 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
             getattr(request, "protocol_name", None) if version >= 5 else None,
         )
     module = response_module(ApiKey.SYNC_GROUP, version)
-    return build(
+    return build_response(
         module.SyncGroupResponse,
         throttle_time=NO_THROTTLE,
         error_code=result.error,
@@ -120,32 +134,33 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    error = ctx.services.coordinator.heartbeat(
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> ResponsePayload:
+    error = ctx.services.group_coordinator.heartbeat(
         str(request.group_id),
         request.member_id,
         getattr(request, "group_instance_id", None),
         int(request.generation_id),
     ) if _may_read(ctx, request) else _DENIED
     module = response_module(ApiKey.HEARTBEAT, ctx.api_version)
-    return build(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
+    return build_response(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
 
 
-def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
+def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> ResponsePayload:
     version = ctx.api_version
     module = response_module(ApiKey.LEAVE_GROUP, version)
     if version < 3:
-        members: list[tuple[str, str | None]] = [(request.member_id, None)]
+        members: list[tuple[str, str | None]] = [(request.member_id, None)]  # type: ignore[union-attr]
     else:
-        members = [(m.member_id, m.group_instance_id) for m in request.members]
+        members = [(m.member_id, m.group_instance_id) for m in request.members]  # type: ignore[union-attr]
     if _may_read(ctx, request):
-        top, errors = ctx.services.coordinator.leave_group(str(request.group_id), members)
+        top, errors = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
     else:
         top, errors = _DENIED, []
     if version < 3:
         single = top if top != ErrorCode.none else errors[0]
-        return build(module.LeaveGroupResponse, throttle_time=NO_THROTTLE, error_code=single)
-    return build(
+        return build_response(module.LeaveGroupResponse,
+                              throttle_time=NO_THROTTLE, error_code=single)
+    return build_response(
         module.LeaveGroupResponse,
         throttle_time=NO_THROTTLE,
         error_code=top,

@@ -7,12 +7,13 @@ DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import TopicAuthorizationFailed, response_error
 from odradek.security.acl import Operation, ResourceType
 from odradek.storage.log_reader import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
@@ -20,13 +21,16 @@ from odradek.types import TopicPartition
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import ListOffsetsRequest
+
 __all__ = ["EARLIEST", "LATEST", "MAX_TIMESTAMP", "handle_list_offsets"]
 
 LATEST = LATEST_TIMESTAMP
 EARLIEST = EARLIEST_TIMESTAMP
 
 
-def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ResponsePayload:
     module = response_module(ApiKey.LIST_OFFSETS, ctx.api_version)
     replica_manager = ctx.services.replica_manager
     read_committed = int(getattr(request, "isolation_level", 0)) == 1
@@ -59,4 +63,5 @@ def handle_list_offsets(ctx: RequestContext, request: Any) -> Any:
         topics.append(
             build(module.ListOffsetsTopicResponse, name=topic.name, partitions=tuple(partitions))
         )
-    return build(module.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=tuple(topics))
+    return build_response(module.ListOffsetsResponse,
+                          throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Container, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Container, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
 from odradek.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
@@ -35,21 +36,25 @@ from odradek.topic_name import INTERNAL_TOPICS, validate_topic_name
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.cluster.model import BrokerInfo, TopicMetadata
+    from odradek.protocol.api_types import MetadataRequest
+
 __all__ = ["handle_metadata"]
 
 log = logging.getLogger(__name__)
 
 
 
-def _endpoint_for(broker: Any, listener: str) -> tuple[str, int]:
+def _endpoint_for(broker: BrokerInfo, listener: str) -> tuple[str, int]:
     for endpoint in getattr(broker, "endpoints", ()):
         if endpoint.listener == listener:
             return endpoint.host, endpoint.port
     return broker.host, broker.port
 
 
-def _requested_names(request: Any, version: int,
-                     topics: Mapping[str, Any]) -> list[str | uuid.UUID] | None:
+def _requested_names(request: MetadataRequest, version: int,
+                     topics: Mapping[str, TopicMetadata]) -> list[str | uuid.UUID] | None:
     """None means "all topics" (null array from v1, empty array in v0). From v10 a topic may
     be asked for by id alone (KIP-848 clients resolve their assignment's topic ids so); an
     id the cluster does not know stays a UUID, answered UNKNOWN_TOPIC_ID."""
@@ -57,11 +62,14 @@ def _requested_names(request: Any, version: int,
         return None
     names: list[str | uuid.UUID] = []
     for topic in request.topics:
-        if topic.name is None and getattr(topic, "topic_id", None) is not None:
-            by_id = next((n for n, t in topics.items() if t.topic_id == topic.topic_id), None)
-            names.append(topic.topic_id if by_id is None else by_id)
+        topic_id = getattr(topic, "topic_id", None)
+        if topic.name is None and isinstance(topic_id, uuid.UUID):
+            by_id = next((n for n, t in topics.items() if t.topic_id == topic_id), None)
+            names.append(topic_id if by_id is None else by_id)
         else:
-            names.append(topic.name)
+            # A v10+ topic with neither name nor id: answered INVALID_TOPIC_EXCEPTION
+            # (validate_topic_name refuses the empty name).
+            names.append(topic.name or "")
     if version == 0 and not names:
         return None
     return names
@@ -85,7 +93,9 @@ async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, Error
     return errors
 
 
-def handle_metadata(ctx: RequestContext, request: Any) -> Any:
+def handle_metadata(
+    ctx: RequestContext, request: MetadataRequest
+) -> ResponsePayload | Awaitable[ResponsePayload]:
     version = ctx.api_version
     view = ctx.services.cluster.view
     names = _requested_names(request, version, view.topics)
@@ -117,15 +127,17 @@ def _refused(ctx: RequestContext, names: Iterable[str],
 
 
 async def _respond_after_create(
-    ctx: RequestContext, request: Any, names: list[str | uuid.UUID] | None, missing: list[str],
+    ctx: RequestContext, request: MetadataRequest, names: list[str | uuid.UUID] | None,
+    missing: list[str],
     refused: dict[str, ErrorCode],
-) -> Any:
+) -> ResponsePayload:
     errors = await _auto_create(ctx, missing)
     return _response(ctx, request, names, {**errors, **refused}, refused)
 
 
-def _response(ctx: RequestContext, request: Any, names: list[str | uuid.UUID] | None,
-              errors: dict[str, ErrorCode], refused: Container[str]) -> Any:
+def _response(ctx: RequestContext, request: MetadataRequest,
+              names: list[str | uuid.UUID] | None, errors: dict[str, ErrorCode],
+              refused: Container[str]) -> ResponsePayload:
     """``errors``: of topics not created or refused; ``refused``: topics shown only with
     their error."""
     version = ctx.api_version
@@ -192,7 +204,7 @@ def _response(ctx: RequestContext, request: Any, names: list[str | uuid.UUID] | 
     controller_id = view.controller_id
     if controller_id is None or controller_id not in live:
         controller_id = min(live) if live else -1
-    return build(
+    return build_response(
         module.MetadataResponse,
         throttle_time=NO_THROTTLE,
         brokers=tuple(brokers),

@@ -7,12 +7,13 @@ else its partitions are answered TOPIC_AUTHORIZATION_FAILED.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import (
     ClusterAuthorizationFailed,
     KafkaError,
@@ -24,10 +25,15 @@ from odradek.types import TopicPartition
 
 from ..context import RequestContext
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import OffsetForLeaderEpochRequest
+
 __all__ = ["handle_offset_for_leader_epoch"]
 
 
-def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
+def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, ctx.api_version)
     replica_manager = ctx.services.replica_manager
     topics = []
@@ -64,5 +70,5 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Any) -> Any:
             build(module.OffsetForLeaderTopicResult, topic=topic.topic,
                   partitions=tuple(partitions))
         )
-    return build(module.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE,
-                 topics=tuple(topics))
+    return build_response(module.OffsetForLeaderEpochResponse, throttle_time=NO_THROTTLE,
+                          topics=tuple(topics))

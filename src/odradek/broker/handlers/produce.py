@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 
@@ -32,12 +32,17 @@ from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
-from ..outcomes import CLOSE_CONNECTION, NO_RESPONSE, Deferred
+from ..outcomes import CLOSE_CONNECTION, NO_RESPONSE, Deferred, Marker
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import ProduceRequest
 
 __all__ = ["handle_produce"]
 
 
-def handle_produce(ctx: RequestContext, request: Any) -> Any:
+def handle_produce(
+    ctx: RequestContext, request: ProduceRequest
+) -> EncodedResponse | Marker | Deferred[AppendResults]:
     acks = int(request.acks)
     entries = {}
     denied: dict[TopicPartition, ErrorCode] = {}

@@ -13,23 +13,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import build, response_module
+from odradek.protocol.builder import build_response, response_module
+from odradek.protocol.fetch_response import EncodedResponse
 
 from ..authenticator import AuthenticationFailed, SaslState
 from ..context import RequestContext
-from ..outcomes import CLOSE_CONNECTION
+from ..outcomes import CLOSE_CONNECTION, Marker
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import SaslAuthenticateRequest, SaslHandshakeRequest
 
 __all__ = ["handle_sasl_authenticate", "handle_sasl_handshake", "sasl_token_outcome"]
 
 log = logging.getLogger(__name__)
 
 
-def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_handshake(ctx: RequestContext, request: SaslHandshakeRequest) -> ResponsePayload:
     module = response_module(ApiKey.SASL_HANDSHAKE, ctx.api_version)
     session = ctx.session
     sasl = session.sasl
@@ -39,42 +46,46 @@ def handle_sasl_handshake(ctx: RequestContext, request: Any) -> Any:
         # in the middle of an exchange ends the connection.
         if not session.authenticated:
             session.close_reason = "an unexpected SaslHandshake"
-        return build(module.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
-                     mechanisms=())
+        return build_response(module.SaslHandshakeResponse, error_code=ErrorCode.illegal_sasl_state,
+                              mechanisms=())
     mechanism = str(request.mechanism)
     if not sasl.handshake(mechanism, ctx.api_version):
         session.close_reason = (f"a re-authentication with {mechanism[:40]!r}" if reauth else
                                 f"SASL mechanism {mechanism[:40]!r} is not enabled")
-        return build(module.SaslHandshakeResponse,
-                     error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=sasl.enabled)
+        return build_response(module.SaslHandshakeResponse,
+                              error_code=ErrorCode.unsupported_sasl_mechanism,
+                              mechanisms=sasl.enabled)
     session.reauthenticating = reauth
-    return build(module.SaslHandshakeResponse, error_code=ErrorCode.none,
-                 mechanisms=sasl.enabled)
+    return build_response(module.SaslHandshakeResponse, error_code=ErrorCode.none,
+                          mechanisms=sasl.enabled)
 
 
-def handle_sasl_authenticate(ctx: RequestContext, request: Any) -> Any:
+def handle_sasl_authenticate(
+    ctx: RequestContext, request: SaslAuthenticateRequest
+) -> ResponsePayload | Awaitable[ResponsePayload]:
     module = response_module(ApiKey.SASL_AUTHENTICATE, ctx.api_version)
     sasl = ctx.session.sasl
     if sasl is None or sasl.state is not SaslState.AUTHENTICATE or sasl.raw_tokens:
         if not ctx.session.authenticated:
             ctx.session.close_reason = "an unexpected SaslAuthenticate"
-        return build(module.SaslAuthenticateResponse, error_code=ErrorCode.illegal_sasl_state,
-                     error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
-                     session_lifetime=0)
+        return build_response(module.SaslAuthenticateResponse,
+                              error_code=ErrorCode.illegal_sasl_state,
+                              error_message="SaslAuthenticate is not expected now", auth_bytes=b"",
+                              session_lifetime=0)
     return _authenticate(ctx, module, bytes(request.auth_bytes))
 
 
-async def _authenticate(ctx: RequestContext, module: Any, token: bytes) -> Any:
+async def _authenticate(ctx: RequestContext, module: ModuleType, token: bytes) -> ResponsePayload:
     try:
         reply, lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
         mechanism = (ctx.session.sasl.mechanism if ctx.session.sasl else None) or "?"
-        return build(module.SaslAuthenticateResponse,
-                     error_code=ErrorCode.sasl_authentication_failed,
-                     error_message=_failure_message(mechanism), auth_bytes=b"",
-                     session_lifetime=0)
-    return build(module.SaslAuthenticateResponse, error_code=ErrorCode.none,
-                 error_message=None, auth_bytes=reply, session_lifetime=lifetime_ms)
+        return build_response(module.SaslAuthenticateResponse,
+                              error_code=ErrorCode.sasl_authentication_failed,
+                              error_message=_failure_message(mechanism), auth_bytes=b"",
+                              session_lifetime=0)
+    return build_response(module.SaslAuthenticateResponse, error_code=ErrorCode.none,
+                          error_message=None, auth_bytes=reply, session_lifetime=lifetime_ms)
 
 
 def _failure_message(mechanism: str) -> str:
@@ -118,15 +129,15 @@ def _count(ctx: RequestContext, *, success: bool) -> None:
         metrics.connections.authenticated(ctx.listener, success)
 
 
-def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Any:
+def sasl_token_outcome(ctx: RequestContext, token: bytes) -> Awaitable[EncodedResponse | Marker]:
     """A bare token after a v0 handshake: the answer is a bare size-prefixed token too;
     a failure just closes the connection (Kafka sends nothing either)."""
     return _raw(ctx, token)
 
 
-async def _raw(ctx: RequestContext, token: bytes) -> Any:
+async def _raw(ctx: RequestContext, token: bytes) -> EncodedResponse | Marker:
     try:
         reply, _lifetime_ms = await _step(ctx, token)
     except AuthenticationFailed:
         return CLOSE_CONNECTION
-    return [len(reply).to_bytes(4, "big") + reply]
+    return EncodedResponse([len(reply).to_bytes(4, "big") + reply])

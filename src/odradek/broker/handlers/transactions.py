@@ -19,20 +19,31 @@ DESCRIBE on each id; ListTransactions lists only the ids the client may DESCRIBE
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC, partition_for_group
 from odradek.coordinator.shard import OffsetCommitEntry
-from odradek.coordinator.txn_coordinator import TransactionCoordinator
 from odradek.coordinator.txn_shard import kafka_state_name
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
 from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AddOffsetsToTxnRequest,
+        AddPartitionsToTxnRequest,
+        DescribeTransactionsRequest,
+        EndTxnRequest,
+        InitProducerIdRequest,
+        ListTransactionsRequest,
+        TxnOffsetCommitRequest,
+    )
 
 __all__ = [
     "handle_add_offsets_to_txn",
@@ -53,10 +64,6 @@ def _wire_time(millis_since_epoch: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=millis_since_epoch)
 
 
-def _coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
-    return ctx.services.transaction_coordinator
-
-
 _TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 
 
@@ -71,33 +78,34 @@ def _refused(ctx: RequestContext, transactional_id: str, group_id: str | None = 
     return None
 
 
-async def init_transactional_producer_id(ctx: RequestContext, request: Any) -> Any:
+async def init_transactional_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> ResponsePayload:
     """InitProducerId for ``request.transactional_id`` (called by the InitProducerId
     handler, which serves the idempotent case itself)."""
     module = response_module(ApiKey.INIT_PRODUCER_ID, ctx.api_version)
-    coordinator = _coordinator(ctx)
     pid = int(getattr(request, "producer_id", -1))
     epoch = int(getattr(request, "producer_epoch", -1))
-    if coordinator is None:
-        result_error, result_pid, result_epoch = ErrorCode.coordinator_not_available, -1, -1
-    elif not request.transactional_id:  # Kafka: an empty id is a malformed request
+    if not request.transactional_id:  # Kafka: an empty id is a malformed request
         result_error, result_pid, result_epoch = ErrorCode.invalid_request, -1, -1
     else:
-        result = await coordinator.init_producer_id(
+        result = await ctx.services.transaction_coordinator.init_producer_id(
             str(request.transactional_id), millis(request.transaction_timeout),
             expected=(pid, epoch) if pid >= 0 else None,
         )
         result_error, result_pid, result_epoch = (result.error, result.producer_id,
                                                   result.producer_epoch)
-    return build(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
-                 error_code=result_error, producer_id=result_pid, producer_epoch=result_epoch)
+    return build_response(module.InitProducerIdResponse, throttle_time=NO_THROTTLE,
+                          error_code=result_error, producer_id=result_pid,
+                          producer_epoch=result_epoch)
 
 
-async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any:
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.ADD_PARTITIONS_TO_TXN, ctx.api_version)
     wanted = [TopicPartition(str(topic.name), int(partition))
               for topic in request.v3_and_below_topics for partition in topic.partitions]
-    coordinator = _coordinator(ctx)
     view = ctx.services.cluster.view
     refused = _refused(ctx, str(request.v3_and_below_transactional_id))
     writable = {} if refused is not None else {
@@ -111,17 +119,15 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
         error = refused
     elif denied:
         error, failed = ErrorCode.topic_authorization_failed, denied
-    elif coordinator is None:
-        error = ErrorCode.coordinator_not_available
     elif unknown:
         error, failed = ErrorCode.unknown_topic_or_partition, unknown
     else:
-        error = await coordinator.add_partitions(
+        error = await ctx.services.transaction_coordinator.add_partitions(
             str(request.v3_and_below_transactional_id),
             int(request.v3_and_below_producer_id), int(request.v3_and_below_producer_epoch),
             wanted,
         )
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     for key in wanted:
         # Kafka answers the partitions that were fine OPERATION_NOT_ATTEMPTED when others
         # were unknown or denied, so the client knows which to fix.
@@ -131,7 +137,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
         by_topic.setdefault(key.topic, []).append(
             build(module.AddPartitionsToTxnPartitionResult, partition_index=key.partition,
                   partition_error_code=code))
-    return build(
+    return build_response(
         module.AddPartitionsToTxnResponse, throttle_time=NO_THROTTLE,
         results_by_topic_v3_and_below=tuple(
             build(module.AddPartitionsToTxnTopicResult, name=topic,
@@ -141,31 +147,28 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request: Any) -> Any
     )
 
 
-async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> ResponsePayload:
     module = response_module(ApiKey.END_TXN, ctx.api_version)
-    coordinator = _coordinator(ctx)
     refused = _refused(ctx, str(request.transactional_id))
     if refused is not None:
         error = refused
-    elif coordinator is None:
-        error = ErrorCode.coordinator_not_available
     else:
-        error = await coordinator.end_txn(str(request.transactional_id),
-                                          int(request.producer_id),
-                                          int(request.producer_epoch), bool(request.committed))
-    return build(module.EndTxnResponse, throttle_time=NO_THROTTLE, error_code=error)
+        error = await ctx.services.transaction_coordinator.end_txn(
+            str(request.transactional_id), int(request.producer_id),
+            int(request.producer_epoch), bool(request.committed))
+    return build_response(module.EndTxnResponse, throttle_time=NO_THROTTLE, error_code=error)
 
 
-def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_transactions(
+    ctx: RequestContext, request: DescribeTransactionsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_TRANSACTIONS, ctx.api_version)
-    coordinator = _coordinator(ctx)
+    coordinator = ctx.services.transaction_coordinator
     states = []
     for transactional_id in request.transactional_ids:
         if not ctx.authorize(Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                              str(transactional_id)):
             error, meta = _TXN_DENIED, None
-        elif coordinator is None:
-            error, meta = ErrorCode.coordinator_not_available, None
         else:
             error, meta = coordinator.describe(str(transactional_id))
         by_topic: dict[str, list[int]] = {}
@@ -181,27 +184,27 @@ def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
             topics=tuple(build(module.TopicData, topic=topic, partitions=tuple(ids))
                          for topic, ids in by_topic.items()),
         ))
-    return build(module.DescribeTransactionsResponse, throttle_time=NO_THROTTLE,
-                 transaction_states=tuple(states))
+    return build_response(module.DescribeTransactionsResponse, throttle_time=NO_THROTTLE,
+                          transaction_states=tuple(states))
 
 
-def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
+def handle_list_transactions(
+    ctx: RequestContext, request: ListTransactionsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.LIST_TRANSACTIONS, ctx.api_version)
-    coordinator = _coordinator(ctx)
     known = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit",
              "CompleteAbort", "Dead", "PrepareEpochFence"}
     state_filters = [str(state) for state in request.state_filters]
-    listed = [] if coordinator is None else list(coordinator.listing(
+    listed = list(ctx.services.transaction_coordinator.listing(
         [s for s in state_filters if s in known] if state_filters else [],
         [int(pid) for pid in request.producer_id_filters]))
     if state_filters and not any(s in known for s in state_filters):
         listed = []
     listed = [meta for meta in listed if ctx.allowed(
         Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id)]
-    return build(
+    return build_response(
         module.ListTransactionsResponse, throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none if coordinator is not None
-        else ErrorCode.coordinator_not_available,
+        error_code=ErrorCode.none,
         unknown_state_filters=tuple(s for s in state_filters if s not in known),
         transaction_states=tuple(
             build(module.TransactionState, transactional_id=meta.transactional_id,
@@ -211,27 +214,29 @@ def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-async def handle_add_offsets_to_txn(ctx: RequestContext, request: Any) -> Any:
+async def handle_add_offsets_to_txn(
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> ResponsePayload:
     """The group's ``__consumer_offsets`` partition joins the transaction, so EndTxn's
     markers reach it and its pending TxnOffsetCommit offsets are installed or dropped."""
     module = response_module(ApiKey.ADD_OFFSETS_TO_TXN, ctx.api_version)
-    coordinator = _coordinator(ctx)
     refused = _refused(ctx, str(request.transactional_id), str(request.group_id))
     if refused is not None:
         error = refused
-    elif coordinator is None:
-        error = ErrorCode.coordinator_not_available
     else:
         partitions = ctx.services.sections.group_coordinator.offsets_topic_num_partitions
         offsets = TopicPartition(CONSUMER_OFFSETS_TOPIC,
                                  partition_for_group(str(request.group_id), partitions))
-        error = await coordinator.add_partitions(str(request.transactional_id),
-                                                 int(request.producer_id),
-                                                 int(request.producer_epoch), [offsets])
-    return build(module.AddOffsetsToTxnResponse, throttle_time=NO_THROTTLE, error_code=error)
+        error = await ctx.services.transaction_coordinator.add_partitions(
+            str(request.transactional_id), int(request.producer_id),
+            int(request.producer_epoch), [offsets])
+    return build_response(module.AddOffsetsToTxnResponse,
+                          throttle_time=NO_THROTTLE, error_code=error)
 
 
-async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+async def handle_txn_offset_commit(
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> ResponsePayload:
     """Offsets committed inside a transaction (the group coordinator answers)."""
     module = response_module(ApiKey.TXN_OFFSET_COMMIT, ctx.api_version)
     topics = ctx.services.cluster.view.topics
@@ -259,16 +264,16 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
                 partition.committed_metadata,
             ))
     if entries:
-        errors.update(await ctx.services.coordinator.commit_txn_offsets(
+        errors.update(await ctx.services.group_coordinator.commit_txn_offsets(
             str(request.group_id), (int(request.producer_id), int(request.producer_epoch)),
             str(getattr(request, "member_id", "")), getattr(request, "group_instance_id", None),
             int(getattr(request, "generation_id", -1)), entries,
         ))
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[object]] = {}
     for key, error in errors.items():
         by_topic.setdefault(key.topic, []).append(
             build(module.TxnOffsetCommitResponsePartition, partition_index=key.partition,
                   error_code=error))
-    return build(module.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=tuple(
+    return build_response(module.TxnOffsetCommitResponse, throttle_time=NO_THROTTLE, topics=tuple(
         build(module.TxnOffsetCommitResponseTopic, name=name, partitions=tuple(parts))
         for name, parts in by_topic.items()))

@@ -14,12 +14,13 @@ CLUSTER_ACTION on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAI
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import build, response_module
+from odradek.protocol.builder import build, build_response, response_module
 from odradek.protocol.control_records import ControlType, TxnMarker
 from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.types import TopicPartition
@@ -27,14 +28,19 @@ from odradek.types import TopicPartition
 from ..context import RequestContext
 from ..txn_marker_writer import append_markers_locally
 
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import WriteTxnMarkersRequest
+
 __all__ = ["handle_write_txn_markers"]
 
 
-async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.WRITE_TXN_MARKERS, ctx.api_version)
     if not ctx.authorize(Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
         denied = ErrorCode.cluster_authorization_failed
-        return build(module.WriteTxnMarkersResponse, markers=tuple(
+        return build_response(module.WriteTxnMarkersResponse, markers=tuple(
             build(module.WritableTxnMarkerResult, producer_id=wanted.producer_id, topics=tuple(
                 build(module.WritableTxnMarkerTopicResult, name=topic.name, partitions=tuple(
                     build(module.WritableTxnMarkerPartitionResult, partition_index=index,
@@ -58,7 +64,7 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
     results = []
     for producer_id, task in pending:
         errors = await task
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[object]] = {}
         for key, error in errors.items():
             by_topic.setdefault(key.topic, []).append(
                 build(module.WritableTxnMarkerPartitionResult, partition_index=key.partition,
@@ -75,4 +81,4 @@ async def handle_write_txn_markers(ctx: RequestContext, request: Any) -> Any:
                 ),
             )
         )
-    return build(module.WriteTxnMarkersResponse, markers=tuple(results))
+    return build_response(module.WriteTxnMarkersResponse, markers=tuple(results))

@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import ResponsePayload
 
 from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, response_module
+from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import ClusterAuthorizationFailed
 from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
 from odradek.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, ScramCredential, ScramMechanism
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from odradek.protocol.api_types import (
+        AlterUserScramCredentialsRequest,
+        DescribeUserScramCredentialsRequest,
+        ScramCredentialUpsertion,
+    )
 
 __all__ = ["handle_alter_user_scram_credentials", "handle_describe_user_scram_credentials"]
 
@@ -45,7 +53,9 @@ def _mechanism(kafka_type: int) -> ScramMechanism:
                        f"Unknown SCRAM mechanism type {kafka_type}") from None
 
 
-def _check_upsertion(upsertion: Any) -> tuple[ScramMechanism, ScramCredential]:
+def _check_upsertion(
+    upsertion: ScramCredentialUpsertion,
+) -> tuple[ScramMechanism, ScramCredential]:
     mechanism = _mechanism(upsertion.mechanism)
     iterations = int(upsertion.iterations)
     if iterations < MIN_ITERATIONS:
@@ -58,19 +68,22 @@ def _check_upsertion(upsertion: Any) -> tuple[ScramMechanism, ScramCredential]:
     return mechanism, ScramCredential.from_salted_password(mechanism, salted, salt, iterations)
 
 
-def handle_alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+def handle_alter_user_scram_credentials(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> Awaitable[ResponsePayload]:
     return _alter(ctx, request)
 
 
-async def _alter(ctx: RequestContext, request: Any) -> Any:
+async def _alter(ctx: RequestContext, request: AlterUserScramCredentialsRequest) -> ResponsePayload:
     module = response_module(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ctx.api_version)
+    # A deletion or an upsertion, told apart by the tag (mypy does not narrow by it).
     changes: dict[str, list[tuple[str, Any]]] = {}
     seen = Counter((str(item.name), int(item.mechanism))
-                   for item in (*request.deletions, *request.upsertions))
-    for item in request.deletions:
-        changes.setdefault(str(item.name), []).append(("delete", item))
-    for item in request.upsertions:
-        changes.setdefault(str(item.name), []).append(("upsert", item))
+                   for items in (request.deletions, request.upsertions) for item in items)
+    for deletion in request.deletions:
+        changes.setdefault(str(deletion.name), []).append(("delete", deletion))
+    for upsertion in request.upsertions:
+        changes.setdefault(str(upsertion.name), []).append(("upsert", upsertion))
     allowed = ctx.authorize(Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME)
     results = []
     for user, items in changes.items():
@@ -89,8 +102,8 @@ async def _alter(ctx: RequestContext, request: Any) -> Any:
             code, message = exc.code, str(exc)
         results.append(build(module.AlterUserScramCredentialsResult, user=user,
                              error_code=code, error_message=message))
-    return build(module.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                 results=tuple(results))
+    return build_response(module.AlterUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
+                          results=tuple(results))
 
 
 async def _apply(ctx: RequestContext, user: str, items: list[tuple[str, Any]]) -> None:
@@ -117,16 +130,21 @@ async def _apply(ctx: RequestContext, user: str, items: list[tuple[str, Any]]) -
              ctx.principal, ctx.peer, sorted(upserts), sorted(deletes))
 
 
-def handle_describe_user_scram_credentials(ctx: RequestContext, request: Any) -> Any:
+def handle_describe_user_scram_credentials(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> Awaitable[ResponsePayload]:
     return _describe(ctx, request)
 
 
-async def _describe(ctx: RequestContext, request: Any) -> Any:
+async def _describe(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> ResponsePayload:
     module = response_module(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version)
     if not ctx.authorize(Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         refusal = ClusterAuthorizationFailed()
-        return build(module.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                     error_code=refusal.code, error_message=str(refusal), results=())
+        return build_response(module.DescribeUserScramCredentialsResponse,
+                              throttle_time=NO_THROTTLE, error_code=refusal.code,
+                              error_message=str(refusal), results=())
     cluster = ctx.services.cluster
     requested = [str(user.name) for user in request.users or ()]
     describe_all = not requested
@@ -134,7 +152,7 @@ async def _describe(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(requested)
     results = []
     for user in users:
-        infos: tuple[Any, ...] = ()
+        infos: tuple[object, ...] = ()
         code, message = ErrorCode.none, None
         if counts[user] > 1:
             code, message = ErrorCode.duplicate_resource, f"Cannot describe SCRAM credentials " \
@@ -152,5 +170,5 @@ async def _describe(ctx: RequestContext, request: Any) -> Any:
                 message = f"Attempt to describe a user credential that does not exist: {user}"
         results.append(build(module.DescribeUserScramCredentialsResult, user=user,
                              error_code=code, error_message=message, credential_infos=infos))
-    return build(module.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
-                 error_code=ErrorCode.none, error_message=None, results=tuple(results))
+    return build_response(module.DescribeUserScramCredentialsResponse, throttle_time=NO_THROTTLE,
+                          error_code=ErrorCode.none, error_message=None, results=tuple(results))
