@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
 from odradek.metrics.sources import ControllerState, PartitionState
-
-TopicPartition = tuple[str, int]
+from odradek.types import TopicPartition
 
 
 @dataclass
@@ -64,7 +63,7 @@ class FakeLogs:
 
     def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
         self.timestamp_reads += 1
-        log = self.logs.get((topic, partition))
+        log = self.logs.get(TopicPartition(topic, partition))
         return None if log is None else log.timestamp_at(offset)
 
 

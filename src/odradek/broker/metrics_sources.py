@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
 from odradek.metrics.sources import ControllerState, PartitionState
+from odradek.types import TopicPartition
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -122,7 +123,7 @@ class CoordinatorGroups:
         for group in self._coordinator.loaded_groups():
             yield GroupOffsets(
                 group=group.group_id, state=group.state.value, members=len(group.members),
-                committed={(tp[0], tp[1]): offset.offset for tp, offset in group.offsets.items()})
+                committed={tp: offset.offset for tp, offset in group.offsets.items()})
 
 
 class BrokerLogOffsets:
@@ -143,20 +144,20 @@ class BrokerLogOffsets:
         self._remote = remote
         self._age = 0.0
 
-    def refresh(self, partitions: Collection[tuple[str, int]]
+    def refresh(self, partitions: Collection[TopicPartition]
                 ) -> concurrent.futures.Future[None] | None:
         if self._remote is None:
             return None
         hosted = self._replicas.partitions()
         return self._remote.refresh([key for key in partitions if key not in hosted])
 
-    def offsets(self, partitions: Collection[tuple[str, int]]
-                ) -> Mapping[tuple[str, int], LogOffsets]:
+    def offsets(self, partitions: Collection[TopicPartition]
+                ) -> Mapping[TopicPartition, LogOffsets]:
         hosted = self._replicas.partitions()
         found = {}
         elsewhere = []
         for key in partitions:
-            partition = hosted.get(key)  # type: ignore[call-overload]  # (topic, partition)
+            partition = hosted.get(key)
             if partition is not None:
                 partition_log = partition.log
                 found[key] = LogOffsets(partition_log.log_start_offset,

@@ -45,6 +45,7 @@ from odradek.quota import QuotaManager, QuotaType
 from odradek.replication import FetchParams, FetchRead, PartitionFetch
 from odradek.replication.fetch_session import FetchContext, SessionError
 from odradek.replication.reads import Authorized
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
 from ..outcomes import Deferred
@@ -90,7 +91,7 @@ def handle_fetch(ctx: RequestContext, request: Any,
         context = replica_manager.fetch_sessions.new_context(
             session_id=int(request.session_id), epoch=int(request.session_epoch),
             wanted=wanted, forgotten=[
-                (topic.topic, int(index))
+                TopicPartition(topic.topic, int(index))
                 for topic in request.forgotten_topics_data for index in topic.partitions
             ],
             from_follower=replica_id >= 0, now_ms=monotonic_ms())
