@@ -13,7 +13,7 @@ from odradek.cluster.election import (
     preferred_leader_and_isr,
     reassignment_complete_leader_and_isr,
 )
-from odradek.cluster.model import NO_LEADER, PartitionState, TopicPartition
+from odradek.cluster.model import NO_LEADER, PartitionRegistration, TopicPartition
 from odradek.cluster.preferred import partitions_to_rebalance
 from odradek.cluster.reassignment import ReplicaAssignment, validate_target
 from odradek.cluster.znodes import decode_ongoing_reassignment, encode_topic_assignment
@@ -21,8 +21,8 @@ from odradek.protocol.errors import InvalidReplicaAssignment
 
 
 def st(leader: int, isr: tuple[int, ...], replicas: tuple[int, ...], epoch: int = 5
-       ) -> PartitionState:
-    return PartitionState(leader, epoch, isr, replicas, 1, 3)
+       ) -> PartitionRegistration:
+    return PartitionRegistration(leader, epoch, isr, replicas, 1, 3)
 
 
 def test_reassignment_lists_follow_kafka_target_first_union() -> None:

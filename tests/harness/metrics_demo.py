@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from odradek.metrics import BrokerMetrics
 from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
 from odradek.metrics.prometheus import ScrapeTarget
-from odradek.metrics.sources import ControllerState, PartitionState
+from odradek.metrics.sources import ControllerState, ReplicaSnapshot
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.quota import QuotaEntity, QuotaManager, QuotaType
@@ -134,7 +134,7 @@ class DemoBroker:
                     m.traffic.fetched(topic, records * 100)
                 isr = 2 if shrunk and partition == 0 else 3
                 seen_on_leader = log.end + rng.randint(0, 40)
-                states.append(PartitionState(
+                states.append(ReplicaSnapshot(
                     topic, partition, size_bytes=log.end * 120, segments=1 + log.end // 50_000,
                     log_start_offset=log.start, log_end_offset=log.end,
                     is_leader=self.leads(partition), replicas=3, in_sync_replicas=isr,

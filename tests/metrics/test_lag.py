@@ -159,6 +159,7 @@ def test_timestamp_reads_are_bounded_and_reused_while_the_position_stands() -> N
     assert logs.timestamp_reads == 4
     assert seconds() == [5.0, 5.0, 5.0, 5.0]  # positions unchanged: readings reused
     assert logs.timestamp_reads == 4
-    coordinator.set("g", "Stable", 1, {TopicPartition("t", p): 3 if p == 0 else 0 for p in range(4)})
+    coordinator.set("g", "Stable", 1,
+                    {TopicPartition("t", p): 3 if p == 0 else 0 for p in range(4)})
     seconds()
     assert logs.timestamp_reads == 5  # only the row whose position moved

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
-from odradek.metrics.sources import ControllerState, PartitionState
+from odradek.metrics.sources import ControllerState, ReplicaSnapshot
 from odradek.types import TopicPartition
 
 if TYPE_CHECKING:
@@ -52,20 +52,20 @@ class ReplicaPartitions:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self._replicas = replica_manager
 
-    def partitions(self) -> list[PartitionState]:
+    def partitions(self) -> list[ReplicaSnapshot]:
         """On the loop, once per scrape and partition: positional fields, no keyword
         matching, nothing but attribute reads (this is the part of a scrape that holds the
         broker's event loop)."""
         fetchers = self._replicas.fetchers
         leader_ends = fetchers.leader_end_offsets() if fetchers is not None else {}
-        states: list[PartitionState] = []
+        states: list[ReplicaSnapshot] = []
         append = states.append
         for key, partition in self._replicas.partitions().items():
             partition_log = partition.log
             leader = partition.is_leader
             if leader:
                 producers = partition_log.producer_state
-                append(PartitionState(
+                append(ReplicaSnapshot(
                     partition.topic, partition.index, partition_log.size_bytes(),
                     len(partition_log.segments), partition_log.log_start_offset,
                     partition_log.log_end_offset, True, len(partition.replicas),
@@ -73,7 +73,7 @@ class ReplicaPartitions:
                     partition_log.last_stable_offset, producers.open_transactions,
                     producers.oldest_open_txn_timestamp))
                 continue
-            append(PartitionState(
+            append(ReplicaSnapshot(
                 partition.topic, partition.index, partition_log.size_bytes(),
                 len(partition_log.segments), partition_log.log_start_offset,
                 partition_log.log_end_offset, False, len(partition.replicas),

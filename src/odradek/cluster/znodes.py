@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from odradek.clock import wall_ms
-from odradek.cluster.model import BrokerInfo, Endpoint, PartitionState
+from odradek.cluster.model import BrokerInfo, Endpoint, PartitionRegistration
 
 CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
@@ -286,9 +286,10 @@ def encode_partition_state(
     )
 
 
-def decode_partition_state(data: bytes, replicas: Sequence[int], zk_version: int) -> PartitionState:
+def decode_partition_state(data: bytes, replicas: Sequence[int],
+                           zk_version: int) -> PartitionRegistration:
     obj = _loads(data)
-    return PartitionState(
+    return PartitionRegistration(
         leader=int(obj["leader"]),
         leader_epoch=int(obj["leader_epoch"]),
         isr=tuple(int(b) for b in obj["isr"]),

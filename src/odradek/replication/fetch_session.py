@@ -301,7 +301,8 @@ class FetchContext:
         if cache is None:
             return topics, INVALID_SESSION_ID
         partitions: dict[TopicPartition, CachedPartition] = {}
-        results = {TopicPartition(t.topic, p.partition_index): p for t in topics for p in t.partitions}
+        results = {TopicPartition(t.topic, p.partition_index): p
+                   for t in topics for p in t.partitions}
         for fetch in self.partitions:
             key = TopicPartition(fetch.topic, fetch.partition)
             cached = partitions[key] = CachedPartition(fetch)
