@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
-from odradek.replication import FetchRead, Partition
+from odradek.replication import Acks, FetchRead, Partition
 from tests.replication.cluster_view import (
     ME,
     TP,
@@ -37,7 +37,7 @@ def leader(tmp_path: Path) -> Iterator[Partition]:
 
 
 def append(partition: Partition, count: int) -> None:
-    partition.append_as_leader(batch([b"v"] * count), acks=1)
+    partition.append_as_leader(batch([b"v"] * count), acks=Acks.LEADER)
     partition.maybe_advance_high_watermark()
 
 
@@ -126,7 +126,7 @@ def test_a_follower_fetch_beyond_the_log_end_never_counts(tmp_path: Path) -> Non
     manager, logs = new_manager(tmp_path)
     try:
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-        manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
         beyond = manager.fetch(consume(9, replica_id=2))
         assert isinstance(beyond, FetchRead)
         assert partition_error(beyond) == ErrorCode.offset_out_of_range
@@ -146,7 +146,8 @@ def test_a_new_leader_keeps_its_high_watermark_and_waits_for_its_isr(tmp_path: P
         manager, logs = new_manager(tmp_path)
         try:
             manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-            manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=Acks.LEADER,
+                                   timeout_ms=1000)
             manager.fetch(consume(3, replica_id=2))
             partition = manager.partitions()[TP]
             assert partition.high_watermark == 3
@@ -159,7 +160,7 @@ def test_a_new_leader_keeps_its_high_watermark_and_waits_for_its_isr(tmp_path: P
             assert partition.followers[2].log_end_offset == -1, "the old term's knowledge"
             assert partition.high_watermark == 3
 
-            manager.append_records({TP: batch([b"d", b"e"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"d", b"e"])}, acks=Acks.LEADER, timeout_ms=1000)
             assert partition.high_watermark == 3, "follower 2 has not fetched in this term"
             manager.fetch(consume(2, replica_id=2))
             assert partition.high_watermark == 3, "never back to the follower's 2"
@@ -181,7 +182,7 @@ def test_a_new_epoch_for_the_same_leader_keeps_its_followers_and_high_watermark(
         manager, logs = new_manager(tmp_path)
         try:
             manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-            manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
             manager.fetch(consume(2, replica_id=2))
             partition = manager.partitions()[TP]
             generation = partition.leader_generation
@@ -190,7 +191,7 @@ def test_a_new_epoch_for_the_same_leader_keeps_its_followers_and_high_watermark(
             assert partition.followers[2].log_end_offset == 2
             assert partition.leader_epoch_start_offset == 2
             assert partition.high_watermark == 2
-            manager.append_records({TP: batch([b"c"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"c"])}, acks=Acks.LEADER, timeout_ms=1000)
             manager.fetch(consume(3, replica_id=2))
             assert partition.high_watermark == 3
         finally:

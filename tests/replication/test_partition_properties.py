@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.errors import NotEnoughReplicas
-from odradek.replication import AppendResult, Partition
+from odradek.replication import Acks, AppendResult, Partition
 from odradek.replication.delayed_produce import AwaitingReplication, settle
 from odradek.replication.partition import FollowerProgress
 from odradek.types import LeaderEpoch, TopicPartition
@@ -118,11 +118,11 @@ class LeaderMachine(RuleBasedStateMachine):
         leader.maybe_advance_high_watermark()
 
     # What the broker does ------------------------------------------------------------------
-    @rule(count=st.integers(1, 3), acks=st.sampled_from([1, -1]))
-    def append(self, count: int, acks: int) -> None:
+    @rule(count=st.integers(1, 3), acks=st.sampled_from([Acks.LEADER, Acks.ALL]))
+    def append(self, count: int, acks: Acks) -> None:
         leader = self.leader
         end = leader.log_end_offset
-        if acks == -1 and len(leader.isr) < self.min_insync:
+        if acks is Acks.ALL and len(leader.isr) < self.min_insync:
             try:
                 leader.append_as_leader(batch([b"v"] * count), acks)
             except NotEnoughReplicas:
@@ -132,7 +132,7 @@ class LeaderMachine(RuleBasedStateMachine):
         info = leader.append_as_leader(batch([b"v"] * count), acks)
         assert (info.first_offset, info.last_offset) == (end, end + count - 1)
         leader.maybe_advance_high_watermark()
-        if acks == -1:
+        if acks is Acks.ALL:
             self.writes.append(WaitingWrite(
                 info.last_offset + 1, {TP: AppendResult(base_offset=info.first_offset)},
                 {TP: AwaitingReplication.after(leader, info.last_offset)},

@@ -41,6 +41,8 @@ from odradek.storage import AppendInfo, PartitionLog
 from odradek.storage.log_reader import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
+from .acks import Acks
+
 __all__ = [
     "NO_LEADER",
     "UNKNOWN_OFFSET",
@@ -164,14 +166,14 @@ class Partition:
 
     # Leader: writes and the high watermark ----------------------------------------------
     def append_as_leader(
-        self, records: bytes | memoryview | None, acks: int, *, from_coordinator: bool = False
+        self, records: bytes | memoryview | None, acks: Acks, *, from_coordinator: bool = False
     ) -> AppendInfo:
         """Append a producer's batches (whole, as received) at our epoch. The caller then
         moves the HW (it may move at once when we are the whole ISR) and wakes waiters.
         ``from_coordinator``: a coordinator's own write (WriteTxnMarkers' markers, the only
         control batches a leader accepts, or a TxnOffsetCommit batch, which has no sequence)."""
         self.check_leader()
-        if acks == -1:
+        if acks == Acks.ALL:
             self.check_enough_replicas()
         if not records:
             raise CorruptRecord("produce request carries no records")

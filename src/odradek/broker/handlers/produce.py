@@ -17,13 +17,14 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.builder import millis
+from odradek.protocol.errors import InvalidRequiredAcks
 from odradek.protocol.fetch_response import EncodedResponse
 from odradek.protocol.produce_response import (
     PartitionProduceResult,
     encode_produce_response,
     throttle_offset,
 )
-from odradek.replication import AppendResults
+from odradek.replication import Acks, AppendResult, AppendResults
 from odradek.types import TopicPartition
 
 from ..context import RequestContext
@@ -33,16 +34,19 @@ __all__ = ["handle_produce"]
 
 
 def handle_produce(ctx: RequestContext, request: Any) -> Any:
-    acks = int(request.acks)
     entries = {
         TopicPartition(topic_data.name, int(partition_data.index)): partition_data.records
         for topic_data in request.topic_data
         for partition_data in topic_data.partition_data
     }
+    try:
+        acks = Acks.from_wire(int(request.acks))
+    except InvalidRequiredAcks as exc:  # every partition refused, as Kafka answers
+        return _response(ctx, dict.fromkeys(entries, AppendResult(exc.code, message=str(exc))))
     outcome = ctx.services.replica_manager.append_records(
         entries, acks=acks, timeout_ms=millis(request.timeout)
     )
-    if acks == 0:
+    if acks == Acks.NONE:
         assert not isinstance(outcome, asyncio.Future)  # acks=0 never waits
         failed = any(result.error != ErrorCode.none for result in outcome.values())
         return CLOSE_CONNECTION if failed else NO_RESPONSE
