@@ -123,19 +123,7 @@ def test_settle_decides_each_partition_on_its_own(leader: Partition, tmp_path: P
 
 
 # The whole path: the replica manager, its produce purgatory and the ISR manager -------------
-
-
-@pytest.fixture
-def znode() -> StateZnode:
-    return StateZnode()
-
-
-@pytest.fixture
-def manager(tmp_path: Path, znode: StateZnode) -> Iterator[ReplicaManager]:
-    replica_manager, logs = new_manager(tmp_path, min_insync_replicas=2, isr_writer=znode)
-    yield replica_manager
-    logs.shutdown()
-
+# (``manager`` and ``znode``: tests/replication/conftest.py)
 
 def test_a_lagging_follower_dropped_from_the_isr_answers_not_enough_replicas_after_append(
     manager: ReplicaManager, znode: StateZnode,

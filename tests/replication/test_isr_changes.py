@@ -16,10 +16,8 @@ writer runs against ZooKeeper in the failover and network-partition suites).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.clock import monotonic_ms
@@ -39,18 +37,6 @@ from tests.replication.cluster_view import (
 from tests.storage.helpers import batch
 
 LAG_MS = ReplicationConfig().replica_lag_time_max_ms
-
-
-@pytest.fixture
-def znode() -> StateZnode:
-    return StateZnode()
-
-
-@pytest.fixture
-def manager(tmp_path: Path, znode: StateZnode) -> Iterator[ReplicaManager]:
-    replica_manager, logs = new_manager(tmp_path, min_insync_replicas=2, isr_writer=znode)
-    yield replica_manager
-    logs.shutdown()
 
 
 def lead(manager: ReplicaManager, znode: StateZnode, isr: tuple[int, ...],
