@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
+from odradek.clock import wall_ms
 from odradek.cluster import znodes
 
 from .assignors import Subscription, assign_range
@@ -102,7 +102,7 @@ def make_consumer_id(group: str, consumer_id: str | None = None) -> str:
     """Kafka 0.8's ``consumerIdString``: ``<group>_<consumer.id>``, where an unset
     ``consumer.id`` becomes ``<hostname>-<ms>-<8 hex digits>``."""
     if consumer_id is None:
-        consumer_id = f"{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+        consumer_id = f"{socket.gethostname()}-{wall_ms()}-{uuid.uuid4().hex[:8]}"
     if not consumer_id or "/" in consumer_id:
         raise ValueError(f"consumer id must be non-empty and without '/': {consumer_id!r}")
     return f"{group}_{consumer_id}"

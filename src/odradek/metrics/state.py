@@ -23,13 +23,13 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from odradek.clock import wall_s
 from odradek.quota import QuotaState, QuotaType
 
 from . import catalog as m
@@ -286,7 +286,7 @@ def _transaction_partition_families(
             open_count += p.open_transactions
             if oldest < 0 or 0 <= p.oldest_open_transaction_ms < oldest:
                 oldest = p.oldest_open_transaction_ms
-    age = max(0.0, time.time() - oldest / 1000) if oldest >= 0 else 0.0
+    age = max(0.0, wall_s() - oldest / 1000) if oldest >= 0 else 0.0
     for spec, value in ((m.OPEN_TRANSACTIONS, float(open_count)),
                         (m.OLDEST_OPEN_TRANSACTION, age)):
         family = _gauge(spec)

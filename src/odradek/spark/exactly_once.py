@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from odradek.clock import monotonic_s
 from odradek.metrics.lag import sink_marker_group
 
 from .options import SinkOptions
@@ -77,12 +78,12 @@ def committed_batches(admin: Any, group: str, timeout: float = 30.0) -> int:
     marker offset; 0 for none). Pending transactional offsets are waited for."""
     from ._internals import BrokerResponseError, ErrorCode
 
-    deadline = time.monotonic() + timeout
+    deadline = monotonic_s() + timeout
     while True:
         try:
             offsets = admin.list_group_offsets(group, require_stable=True)
         except BrokerResponseError as exc:
-            if exc.code != ErrorCode.unstable_offset_commit or time.monotonic() > deadline:
+            if exc.code != ErrorCode.unstable_offset_commit or monotonic_s() > deadline:
                 raise
             time.sleep(0.05)
             continue
