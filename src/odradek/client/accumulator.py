@@ -248,10 +248,6 @@ class ProducerBatch:
                     logging.getLogger(__name__).exception("delivery callback failed")
 
 
-class BufferExhausted(KafkaClientError):
-    """``buffer.memory`` stayed full for ``max.block.ms``."""
-
-
 class RecordAccumulator:
     def __init__(self, batch_size: int, linger_ms: float, buffer_memory: int,
                  delivery_timeout_ms: int) -> None:

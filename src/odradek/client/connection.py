@@ -287,8 +287,3 @@ def _parse_api_versions(frame: bytes, version: int) -> Any:  # kio response type
                 raise _ApiVersionsDowngrade(min(int(entry.max_version), version - 1))
         raise _ApiVersionsDowngrade(0)
     return decode_response(frame, ApiKey.API_VERSIONS, version)[1]
-
-
-def build_request(api_key: int, version: int, body: Mapping[str, Any]) -> Any:
-    """The kio entity for ``body`` (exposed for tests)."""
-    return build(request_type(api_key, version), body)

@@ -21,7 +21,7 @@ from odradek.clock import monotonic_s
 from .aio import wait_event
 from .batch_codec import ConsumerRecord
 from .cluster_client import ClusterClient
-from .errors import BrokerResponseError, KafkaClientError, NoOffsetForPartition
+from .errors import KafkaClientError, NoOffsetForPartition
 from .fetcher import Fetcher
 from .group import GroupMembership
 from .metadata import TopicPartition
@@ -407,8 +407,3 @@ class AsyncConsumer:
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self.stream()
-
-
-def check_topic_exists(metadata_error: int, topic: str) -> None:
-    if metadata_error:
-        raise BrokerResponseError(metadata_error, f"topic {topic!r}")

@@ -32,7 +32,7 @@ import contextlib
 import json
 import socket
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -68,10 +68,6 @@ Watcher = Callable[[WatchedEvent], None]
 
 # ---------------------------------------------------------------------------- paths
 
-def group_path(group: str) -> str:
-    return f"/consumers/{group}"
-
-
 def ids_path(group: str) -> str:
     return f"/consumers/{group}/ids"
 
@@ -86,10 +82,6 @@ def owners_path(group: str, topic: str) -> str:
 
 def owner_path(group: str, tp: TopicPartition) -> str:
     return f"/consumers/{group}/owners/{tp.topic}/{tp.partition}"
-
-
-def offsets_path(group: str, topic: str) -> str:
-    return f"/consumers/{group}/offsets/{topic}"
 
 
 def offset_path(group: str, tp: TopicPartition) -> str:
@@ -325,9 +317,3 @@ def read_broker_bootstrap(client: KazooClient) -> list[str]:
         if info.port > 0:
             out.append(f"{info.host}:{info.port}")
     return out
-
-
-def owned_by(assignment: Mapping[str, Sequence[TopicPartition]], threads: Iterable[str]
-             ) -> dict[TopicPartition, str]:
-    """``{partition: thread}`` for the given threads of one consumer."""
-    return {tp: thread for thread in threads for tp in assignment.get(thread, ())}

@@ -359,11 +359,6 @@ def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> byt
     )
 
 
-def decode_isr_change_notification(data: bytes) -> list[tuple[str, int]]:
-    obj = _loads(data) or {}
-    return [(str(e["topic"]), int(e["partition"])) for e in obj.get("partitions", [])]
-
-
 # -- admin requests and notifications ---------------------------------------------------
 
 
@@ -386,12 +381,6 @@ def decode_reassignment(data: bytes | None) -> dict[tuple[str, int], tuple[int, 
         (str(e["topic"]), int(e["partition"])): tuple(int(b) for b in e.get("replicas") or ())
         for e in obj.get("partitions") or ()
     }
-
-
-def encode_partition_list(partitions: Sequence[tuple[str, int]]) -> bytes:
-    return _dumps(
-        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
-    )
 
 
 def decode_partition_list(data: bytes | None) -> list[tuple[str, int]]:

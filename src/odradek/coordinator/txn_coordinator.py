@@ -204,9 +204,6 @@ class TransactionCoordinator:
             raise _Refused(ErrorCode.coordinator_load_in_progress)
         return slot
 
-    def is_coordinator_for(self, transactional_id: str) -> bool:
-        return self.partition_for(transactional_id) in self._slots
-
     # Requests ------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
                                expected: tuple[int, int] | None = None) -> InitResult:

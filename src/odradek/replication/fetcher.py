@@ -166,10 +166,6 @@ class ReplicaFetcherManager:
             del self._fetchers[fetcher_key]
             fetcher.stop()
 
-    def fetcher_for(self, key: TopicPartition) -> ReplicaFetcher | None:
-        fetcher_key = self._assigned.get(key)
-        return self._fetchers.get(fetcher_key) if fetcher_key is not None else None
-
     async def shutdown(self) -> None:
         fetchers = list(self._fetchers.values())
         self._fetchers.clear()

@@ -15,7 +15,7 @@ ALLOW of ALTER_CONFIGS implies DESCRIBE_CONFIGS (denies imply nothing).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Self
 
@@ -31,7 +31,6 @@ __all__ = [
     "ResourcePattern",
     "ResourceType",
     "decide",
-    "matching_patterns",
 ]
 
 WILDCARD = "*"
@@ -100,7 +99,6 @@ class Permission(_Named):
 
 STORED_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                          ResourceType.TRANSACTIONAL_ID, ResourceType.DELEGATION_TOKEN)
-CONCRETE_OPERATIONS = tuple(op for op in Operation if op > Operation.ANY)
 
 # Which operations each resource type has (Kafka's supported operations: what
 # ``authorized_operations`` bit sets report).
@@ -173,12 +171,6 @@ class AccessControlEntry:
 class AclBinding:
     pattern: ResourcePattern
     entry: AccessControlEntry
-
-
-def matching_patterns(patterns: Iterable[ResourcePattern], resource_type: ResourceType,
-                      name: str) -> list[ResourcePattern]:
-    """The stored patterns that cover a concrete resource (literal, wildcard, prefixes)."""
-    return [p for p in patterns if p.matches(resource_type, name)]
 
 
 def _matching_entries(acls: Mapping[ResourcePattern, frozenset[AccessControlEntry]],

@@ -409,10 +409,6 @@ class LogManager:
             self._checkpoint_high_watermarks()
             self._checkpoint_cleaner_offsets()
 
-    def flush_all(self) -> None:
-        for partition_log in self.all_logs():
-            partition_log.flush()
-
     # ------------------------------------------------------------------ meta.properties
 
     def read_meta_properties(self) -> list[dict[str, str]]:
