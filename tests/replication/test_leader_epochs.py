@@ -20,6 +20,7 @@ from odradek.protocol.errors import FencedLeaderEpoch, UnknownLeaderEpoch
 from odradek.replication import Acks, FetchRead, ReplicaManager
 from odradek.storage.leader_epoch import EpochEntry
 from odradek.storage.log_reader import LATEST_TIMESTAMP
+from odradek.types import LeaderEpoch, Offset
 from tests.replication.cluster_view import (
     ME,
     TP,
@@ -47,12 +48,13 @@ def test_each_new_leader_epoch_is_recorded_where_the_term_begins(
     manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
     partition = manager.partitions()[TP]
     cache = partition.log.leader_epoch_cache
-    assert cache.entries == [EpochEntry(3, 0)]
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0))]
     manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
 
     manager.apply_cluster_view(view(State(2, 4, (ME, 2), (ME, 2), zk_version=1)))
     manager.apply_cluster_view(view(State(ME, 5, (ME, 2), (ME, 2), zk_version=2)))
-    assert cache.entries == [EpochEntry(3, 0), EpochEntry(5, 2)]
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0)),
+                             EpochEntry(LeaderEpoch(5), Offset(2))]
     assert cache.path.read_text() == "0\n2\n3 0\n5 2\n"
     assert partition.leader_epoch_start_offset == 2
 
@@ -77,7 +79,7 @@ def test_an_isr_change_within_an_epoch_records_nothing(manager: ReplicaManager) 
     manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME, 2), zk_version=1)))
     partition = manager.partitions()[TP]
     assert partition.isr == (ME,)
-    assert partition.log.leader_epoch_cache.entries == [EpochEntry(3, 0)]
+    assert partition.log.leader_epoch_cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0))]
     assert partition.leader_epoch_start_offset == 0
 
 
@@ -88,7 +90,8 @@ def test_the_same_leader_at_a_new_epoch_records_it_at_its_log_end(
     manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
     manager.apply_cluster_view(view(State(ME, 4, (ME, 2), (ME, 2), zk_version=1)))
     cache = manager.partitions()[TP].log.leader_epoch_cache
-    assert cache.entries == [EpochEntry(3, 0), EpochEntry(4, 2)]
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0)),
+                             EpochEntry(LeaderEpoch(4), Offset(2))]
 
 
 @pytest.mark.parametrize(

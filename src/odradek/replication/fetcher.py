@@ -52,7 +52,7 @@ from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.fetch_request import FetchPosition, encode_fetch_request
-from odradek.types import BrokerId, TopicPartition
+from odradek.types import BrokerId, LeaderEpoch, TopicPartition
 
 from .fetch_session_handler import FetchSessionHandler
 from .partition import Partition
@@ -316,7 +316,7 @@ class ReplicaFetcher:
 
     # Truncation --------------------------------------------------------------------------
     async def _truncate(self, connection: Connection, states: list[FollowerFetchState]) -> None:
-        asking: list[tuple[FollowerFetchState, int]] = []
+        asking: list[tuple[FollowerFetchState, LeaderEpoch]] = []
         for state in states:
             epoch = state.partition.log.leader_epoch_cache.latest_epoch
             if epoch == _UNDEFINED:

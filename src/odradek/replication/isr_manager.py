@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from odradek.clock import monotonic_ms
+from odradek.types import BrokerId
 
 from .partition import Partition
 
@@ -73,7 +74,7 @@ class IsrManager:
                 await task
 
     # Triggers ----------------------------------------------------------------------------
-    def expand(self, partition: Partition, replica_id: int) -> None:
+    def expand(self, partition: Partition, replica_id: BrokerId) -> None:
         if self._busy(partition):
             return
         new_isr = (*partition.isr, replica_id)

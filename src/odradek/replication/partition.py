@@ -288,7 +288,7 @@ class Partition:
             return UNKNOWN_OFFSET, -1
         return Offset(int(found[0])), int(found[1])
 
-    def end_offset_for_leader_epoch(self, epoch: int) -> tuple[LeaderEpoch, Offset]:
+    def end_offset_for_leader_epoch(self, epoch: LeaderEpoch) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch: the largest epoch <= ``epoch`` we know, and where it ends."""
         found_epoch, end_offset = self.log.end_offset_for_leader_epoch(epoch)
         return LeaderEpoch(found_epoch), Offset(end_offset)

@@ -294,7 +294,7 @@ class ReplicaManager:
         if partition.record_follower_fetch(replica_id, offset):
             self.after_high_watermark_change(partition.key)
         if self.isr_manager is not None and partition.can_join_isr(replica_id):
-            self.isr_manager.expand(partition, replica_id)
+            self.isr_manager.expand(partition, BrokerId(replica_id))
 
     # Other reads and writes of led partitions ---------------------------------------------
     def offset_for_timestamp(
@@ -320,7 +320,7 @@ class ReplicaManager:
     ) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch, answered by the leader."""
         partition = self.leader_partition(key.topic, key.partition, current_leader_epoch)
-        return partition.end_offset_for_leader_epoch(leader_epoch)
+        return partition.end_offset_for_leader_epoch(LeaderEpoch(leader_epoch))
 
     def log_dir_sizes(
         self, wanted: Iterable[TopicPartition] | None = None
