@@ -30,6 +30,7 @@ from tests.replication.cluster_view import (
     TP,
     State,
     StateZnode,
+    brokers,
     consume,
     led_partition,
     new_manager,
@@ -83,7 +84,7 @@ def test_once_replicated_the_isr_size_decides_success(
     leader: Partition, isr: tuple[int, ...], expected: ErrorCode,
 ) -> None:
     awaiting = AwaitingReplication.after(leader, 2)
-    leader.isr = isr  # the ISR the write finds when the HW reaches it
+    leader.isr = brokers(*isr)  # the ISR the write finds when the HW reaches it
     leader.record_follower_fetch(2, 3, now=0)
     leader.record_follower_fetch(3, 3, now=0)
     assert leader.high_watermark == 3

@@ -19,6 +19,7 @@ from tests.replication.cluster_view import (
     ME,
     TP,
     State,
+    brokers,
     consume,
     led_partition,
     new_manager,
@@ -67,7 +68,7 @@ def test_the_leader_alone_in_the_isr_moves_the_high_watermark_with_each_append(
 def test_a_replica_outside_the_isr_does_not_hold_the_high_watermark_back(
     leader: Partition,
 ) -> None:
-    leader.isr = (1, 2)
+    leader.isr = brokers(1, 2)
     append(leader, 4)
     leader.record_follower_fetch(2, 4, now=0)
     assert leader.high_watermark == 4, "replica 3 is assigned but not in sync"
@@ -82,8 +83,8 @@ def test_the_high_watermark_never_moves_back(leader: Partition) -> None:
     assert leader.record_follower_fetch(3, 2, now=1) is False
     assert leader.high_watermark == 5
     # ... and a replica joining the ISR behind the high watermark never pull it down.
-    leader.isr = (1, 2)
-    leader.pending_isr = (1, 2, 3)
+    leader.isr = brokers(1, 2)
+    leader.pending_isr = brokers(1, 2, 3)
     assert leader.maybe_advance_high_watermark() is False
     assert leader.high_watermark == 5
     append(leader, 2)
@@ -96,10 +97,10 @@ def test_the_high_watermark_never_moves_back(leader: Partition) -> None:
 def test_a_replica_joining_the_isr_already_holds_the_high_watermark(leader: Partition) -> None:
     """Kafka's maximal ISR: while the expansion is written, ZooKeeper may already hold
     the bigger ISR, so the HW must not pass what the joining replica has."""
-    leader.isr = (1, 2)
+    leader.isr = brokers(1, 2)
     append(leader, 5)
     leader.record_follower_fetch(3, 3, now=0)
-    leader.pending_isr = (1, 2, 3)
+    leader.pending_isr = brokers(1, 2, 3)
     leader.record_follower_fetch(2, 5, now=0)
     assert leader.high_watermark == 3
     leader.pending_isr = None  # the write failed: the committed ISR alone counts again
@@ -112,10 +113,10 @@ def test_a_shrink_being_written_does_not_release_the_high_watermark(leader: Part
     holds the smaller ISR, a new leader could be elected from the bigger one."""
     append(leader, 5)
     leader.record_follower_fetch(2, 5, now=0)
-    leader.pending_isr = (1, 2)  # removing 3, not yet written
+    leader.pending_isr = brokers(1, 2)  # removing 3, not yet written
     assert leader.maybe_advance_high_watermark() is False
     assert leader.high_watermark == 0
-    leader.isr, leader.pending_isr = (1, 2), None
+    leader.isr, leader.pending_isr = brokers(1, 2), None
     assert leader.maybe_advance_high_watermark() is True
     assert leader.high_watermark == 5
 

@@ -42,7 +42,7 @@ from odradek.replication import Acks, AppendResult, Partition
 from odradek.replication.delayed_produce import AwaitingReplication, settle
 from odradek.replication.partition import FollowerProgress
 from odradek.types import LeaderEpoch, TopicPartition
-from tests.replication.cluster_view import ME, TP, led_partition
+from tests.replication.cluster_view import ME, TP, brokers, led_partition
 from tests.storage.helpers import batch
 
 FOLLOWERS = (2, 3)
@@ -243,7 +243,7 @@ class LeaderMachine(RuleBasedStateMachine):
         self.settle_writes()
 
     def start_isr_write(self, new_isr: tuple[int, ...]) -> None:
-        self.leader.pending_isr = new_isr
+        self.leader.pending_isr = brokers(*new_isr)
         self.pending_write_stale = False
 
     def settle_writes(self) -> None:

@@ -115,14 +115,14 @@ class IsrManager:
         now = monotonic_ms() if now is None else now
         return now < partition.isr_retry_after_ms
 
-    def _submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    def _submit(self, partition: Partition, new_isr: tuple[BrokerId, ...]) -> None:
         partition.pending_isr = new_isr
         task = asyncio.create_task(self._write(partition, new_isr),
                                    name=f"isr {partition.topic}-{partition.index}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    async def _write(self, partition: Partition, new_isr: tuple[BrokerId, ...]) -> None:
         generation, epoch, version = (
             partition.leader_generation, partition.leader_epoch, partition.zk_version
         )

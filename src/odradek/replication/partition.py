@@ -94,8 +94,8 @@ class Partition:
     log: PartitionLog
     broker_id: BrokerId
     leader_epoch: LeaderEpoch = NO_EPOCH
-    isr: tuple[int, ...] = ()
-    replicas: tuple[int, ...] = ()
+    isr: tuple[BrokerId, ...] = ()
+    replicas: tuple[BrokerId, ...] = ()
     min_insync_replicas: int = 1
     is_leader: bool = False
     topic_id: object = None
@@ -105,7 +105,7 @@ class Partition:
     leader_epoch_start_offset: Offset = _LOG_START
     leader_generation: int = 0  # +1 each time we become leader after not leading
     followers: dict[int, FollowerProgress] = field(default_factory=dict)
-    pending_isr: tuple[int, ...] | None = None  # an ISR write in flight
+    pending_isr: tuple[BrokerId, ...] | None = None  # an ISR write in flight
     isr_retry_after_ms: int = 0  # monotonic
     key: TopicPartition = field(init=False)
 
@@ -129,7 +129,7 @@ class Partition:
         return Offset(self.log.log_start_offset)
 
     @property
-    def maximal_isr(self) -> tuple[int, ...]:
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
         """The ISR plus replicas a pending write is adding (never minus those it removes)."""
         if self.pending_isr is None:
             return self.isr
@@ -232,7 +232,7 @@ class Partition:
             and progress.log_end_offset >= self.leader_epoch_start_offset
         )
 
-    def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[int, ...]:
+    def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[BrokerId, ...]:
         """ISR followers that lack some of our log and have not caught up within
         ``replica.lag.time.max.ms`` (Kafka's ``ReplicaState.isCaughtUp``: a follower with
         our whole log stays, however long ago it fetched)."""

@@ -416,8 +416,8 @@ class ReplicaManager:
             # Same term: adopt a newer state znode (our own ISR write coming back, or a
             # write we could not confirm), never an older one.
             if zk_version > partition.zk_version or zk_version < 0:
-                partition.isr = tuple(state.isr)
-                partition.replicas = tuple(state.replicas)
+                partition.isr = tuple(map(BrokerId, state.isr))
+                partition.replicas = tuple(map(BrokerId, state.replicas))
                 partition.zk_version = zk_version
                 self.after_isr_change(partition)
             return
@@ -427,8 +427,8 @@ class ReplicaManager:
         now = monotonic_ms()
         partition.leader = self.broker_id
         partition.leader_epoch = LeaderEpoch(state.leader_epoch)
-        partition.isr = tuple(state.isr)
-        partition.replicas = tuple(state.replicas)
+        partition.isr = tuple(map(BrokerId, state.isr))
+        partition.replicas = tuple(map(BrokerId, state.replicas))
         partition.zk_version = zk_version
         partition.controller_epoch = int(getattr(state, "controller_epoch", -1))
         partition.pending_isr = None
@@ -459,8 +459,8 @@ class ReplicaManager:
             and partition.leader == state.leader
             and partition.leader_epoch == state.leader_epoch
         )
-        partition.isr = tuple(state.isr)
-        partition.replicas = tuple(state.replicas)
+        partition.isr = tuple(map(BrokerId, state.isr))
+        partition.replicas = tuple(map(BrokerId, state.replicas))
         partition.zk_version = int(getattr(state, "zk_version", -1))
         partition.controller_epoch = int(getattr(state, "controller_epoch", -1))
         if same_term:
