@@ -32,8 +32,9 @@ from bench.common import Context
 from odradek.metrics import BrokerMetrics, MetricsOptions
 from odradek.metrics.catalog import REQUEST_SECONDS
 from odradek.metrics.lag import GroupOffsets, LogOffsets
-from odradek.metrics.sources import PartitionState
+from odradek.metrics.sources import ReplicaSnapshot
 from odradek.protocol.api_versions import ApiKey
+from odradek.types import TopicPartition
 
 
 def _ns_per_call(call: Callable[[], None], calls: int) -> float:
@@ -103,16 +104,16 @@ def bench_recording(ctx: Context) -> None:
 class _Partitions:
     def __init__(self, count: int) -> None:
         self.states = [
-            PartitionState(f"topic-{i // 10}", i % 10, size_bytes=1 << 30, segments=8,
+            ReplicaSnapshot(f"topic-{i // 10}", i % 10, size_bytes=1 << 30, segments=8,
                            log_start_offset=i, log_end_offset=10_000_000 + i, is_leader=True,
                            replicas=3, in_sync_replicas=3 - (i % 50 == 0),
                            min_insync_replicas=2)
             for i in range(count)
         ]
 
-    def partitions(self) -> Iterable[PartitionState]:
+    def partitions(self) -> Iterable[ReplicaSnapshot]:
         # a live source builds fresh records on every scrape: so does this one
-        return [PartitionState(p.topic, p.partition, p.size_bytes, p.segments,
+        return [ReplicaSnapshot(p.topic, p.partition, p.size_bytes, p.segments,
                                p.log_start_offset, p.log_end_offset, p.is_leader, p.replicas,
                                p.in_sync_replicas, p.min_insync_replicas)
                 for p in self.states]
@@ -122,7 +123,7 @@ class _Groups:
     def __init__(self, groups: int, partitions: int) -> None:
         self._groups = [
             GroupOffsets(f"group-{g}", "Stable", 3,
-                         {(f"topic-{(g * 7 + p) // 10}", p % 10): 9_000_000
+                         {TopicPartition(f"topic-{(g * 7 + p) // 10}", p % 10): 9_000_000
                           for p in range(partitions)})
             for g in range(groups)
         ]
@@ -132,8 +133,8 @@ class _Groups:
 
 
 class _Logs:
-    def offsets(self, partitions: Collection[tuple[str, int]]
-                ) -> Mapping[tuple[str, int], LogOffsets]:
+    def offsets(self, partitions: Collection[TopicPartition]
+                ) -> Mapping[TopicPartition, LogOffsets]:
         return {tp: LogOffsets(0, 10_000_000) for tp in partitions}
 
     def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:

@@ -16,6 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from odradek.broker.remote_offsets import RemoteLogOffsets
 from odradek.metrics.lag import LogOffsets
+from odradek.types import TopicPartition
 from tests.broker.inprocess import InProcessBroker
 
 
@@ -36,7 +37,8 @@ def test_rounds_are_paced_and_a_hung_leader_costs_one_timeout_then_ages_out(
     for i in range(10):
         producer.produce(topic_name, b"x", partition=i % 2)
     assert producer.flush(30) == 0
-    wanted = [(topic_name, 0), (topic_name, 1)]
+    first, second = TopicPartition(topic_name, 0), TopicPartition(topic_name, 1)
+    wanted = [first, second]
 
     async def scenario() -> None:
         async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -54,7 +56,7 @@ def test_rounds_are_paced_and_a_hung_leader_costs_one_timeout_then_ages_out(
         assert round_done is not None
         await asyncio.wrap_future(round_done)
         found, age = remote.offsets(wanted)
-        assert found == {(topic_name, 0): LogOffsets(0, 5), (topic_name, 1): LogOffsets(0, 5)}
+        assert found == {first: LogOffsets(0, 5), second: LogOffsets(0, 5)}
         assert age == 0.0
         clock.now += 1
         assert remote.refresh(wanted) is None  # paced: within the interval, the cache serves
@@ -62,19 +64,19 @@ def test_rounds_are_paced_and_a_hung_leader_costs_one_timeout_then_ages_out(
         # The leader of partition 1 hangs: its round ends after one timeout, the last value
         # is served with its age, and dropped once older than max_age.
         clock.now += 5
-        leaders[(topic_name, 1)] = 1
+        leaders[second] = 1
         started = time.monotonic()
         round_done = remote.refresh(wanted)
         assert round_done is not None
         await asyncio.wrap_future(round_done)
         assert time.monotonic() - started < 2.0
         found, age = remote.offsets(wanted)
-        assert found[(topic_name, 1)] == LogOffsets(0, 5) and age == 6.0
+        assert found[second] == LogOffsets(0, 5) and age == 6.0
         clock.now += 55
         found, age = remote.offsets(wanted)
-        assert list(found) == [(topic_name, 0)] and age == 55.0  # partition 0 was refreshed
-        assert remote.refresh([(topic_name, 0)]) is not None  # forgets what is not wanted
-        assert remote.offsets(wanted)[0].keys() == {(topic_name, 0)}
+        assert list(found) == [first] and age == 55.0  # partition 0 was refreshed
+        assert remote.refresh([first]) is not None  # forgets what is not wanted
+        assert remote.offsets(wanted)[0].keys() == {first}
         await remote.close()
         hung.close()
 

@@ -11,13 +11,13 @@ from odradek.cluster.election import (
     is_unclean,
     next_leader_and_isr,
 )
-from odradek.cluster.model import NO_LEADER, PartitionState
+from odradek.cluster.model import NO_LEADER, PartitionRegistration
 
 
 def state(
     leader: int, isr: tuple[int, ...], replicas: tuple[int, ...], epoch: int = 4
-) -> PartitionState:
-    return PartitionState(leader, epoch, isr, replicas, controller_epoch=1, zk_version=3)
+) -> PartitionRegistration:
+    return PartitionRegistration(leader, epoch, isr, replicas, controller_epoch=1, zk_version=3)
 
 
 def test_new_partition_prefers_first_live_replica() -> None:

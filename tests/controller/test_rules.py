@@ -13,7 +13,7 @@ from odradek.cluster.election import (
     preferred_leader_and_isr,
     reassignment_complete_leader_and_isr,
 )
-from odradek.cluster.model import NO_LEADER, PartitionState, TopicMetadata, TopicPartition
+from odradek.cluster.model import NO_LEADER, PartitionRegistration, TopicMetadata, TopicPartition
 from odradek.cluster.preferred import partitions_to_rebalance
 from odradek.cluster.reassignment import ReplicaAssignment, validate_target
 from odradek.cluster.znodes import decode_ongoing_reassignment, encode_topic_assignment
@@ -21,8 +21,8 @@ from odradek.protocol.errors import InvalidReplicaAssignment
 
 
 def st(leader: int, isr: tuple[int, ...], replicas: tuple[int, ...], epoch: int = 5
-       ) -> PartitionState:
-    return PartitionState(leader, epoch, isr, replicas, 1, 3)
+       ) -> PartitionRegistration:
+    return PartitionRegistration(leader, epoch, isr, replicas, 1, 3)
 
 
 def test_reassignment_lists_follow_kafka_target_first_union() -> None:
@@ -92,7 +92,8 @@ def test_rebalance_picks_partitions_of_imbalanced_brokers_only() -> None:
 
 def test_stray_logs_are_unknown_topics_partitions_and_non_replicas() -> None:
     topics = {"kept": TopicMetadata("kept", uuid.uuid4(), partitions={
-        0: PartitionState(1, 0, (1, 2), (1, 2), 0), 1: PartitionState(2, 0, (2, 3), (2, 3), 0),
+        0: PartitionRegistration(1, 0, (1, 2), (1, 2), 0),
+        1: PartitionRegistration(2, 0, (2, 3), (2, 3), 0),
     })}
     local = [("kept", 0), ("kept", 1), ("kept", 7), ("gone", 0)]
     assert stray_partitions(local, topics, 1) == [("gone", 0), ("kept", 1), ("kept", 7)]

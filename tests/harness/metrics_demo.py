@@ -21,10 +21,11 @@ from contextlib import contextmanager
 
 from odradek.metrics import BrokerMetrics
 from odradek.metrics.operator import OperatorMetrics, ReconcileOutcome
-from odradek.metrics.sources import ControllerState, PartitionState
+from odradek.metrics.sources import ControllerState, ReplicaSnapshot
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 from odradek.quota import QuotaEntity, QuotaManager, QuotaType
+from odradek.types import TopicPartition
 from odradek_monitoring.prometheus import ScrapeTarget
 from tests.harness.chart_defaults import default_metrics_options
 from tests.harness.metrics_fakes import (
@@ -125,7 +126,7 @@ class DemoBroker:
         states = []
         for topic, count in TOPICS.items():
             for partition in range(count):
-                log = self.logs.logs[(topic, partition)]
+                log = self.logs.logs[TopicPartition(topic, partition)]
                 if self.leads(partition):
                     records = rng.randint(50, 150) * (3 if topic == "events" else 1)
                     log.append(records, int(now * 1000))
@@ -133,7 +134,7 @@ class DemoBroker:
                     m.traffic.fetched(topic, records * 100)
                 isr = 2 if shrunk and partition == 0 else 3
                 seen_on_leader = log.end + rng.randint(0, 40)
-                states.append(PartitionState(
+                states.append(ReplicaSnapshot(
                     topic, partition, size_bytes=log.end * 120, segments=1 + log.end // 50_000,
                     log_start_offset=log.start, log_end_offset=log.end,
                     is_leader=self.leads(partition), replicas=3, in_sync_replicas=isr,
@@ -160,21 +161,21 @@ class DemoBroker:
             committed = {}
             for topic, count in TOPICS.items():
                 for partition in range(count):
-                    end = self.logs.logs[(topic, partition)].end
+                    end = self.logs.logs[TopicPartition(topic, partition)].end
                     key = (group, topic, partition)
                     previous = self.committed.get(key, 0)
                     position = end if keep_up else previous + (end - previous) // 4
                     self.committed[key] = position
-                    committed[(topic, partition)] = position
+                    committed[TopicPartition(topic, partition)] = position
             self.coordinator.set(group, "Stable", 3 if keep_up else 2, committed)
-        self.coordinator.set("archived", "Empty", 0, {("metrics", 0): 0})
+        self.coordinator.set("archived", "Empty", 0, {TopicPartition("metrics", 0): 0})
 
 
 class DemoCluster:
     """Three demo brokers and an operator, served from one event loop in a thread."""
 
     def __init__(self, brokers: int = 3, seed: int = 7) -> None:
-        self.logs = FakeLogs({(topic, p): FakeLog() for topic, count in TOPICS.items()
+        self.logs = FakeLogs({TopicPartition(topic, p): FakeLog() for topic, count in TOPICS.items()
                               for p in range(count)})
         self.brokers = [DemoBroker(i, brokers, self.logs, seed + i) for i in range(brokers)]
         self.operator = OperatorMetrics()

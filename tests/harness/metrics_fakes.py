@@ -12,9 +12,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
-from odradek.metrics.sources import ControllerState, PartitionState
-
-TopicPartition = tuple[str, int]
+from odradek.metrics.sources import ControllerState, ReplicaSnapshot
+from odradek.types import TopicPartition
 
 
 @dataclass
@@ -64,7 +63,7 @@ class FakeLogs:
 
     def timestamp_at(self, topic: str, partition: int, offset: int) -> int | None:
         self.timestamp_reads += 1
-        log = self.logs.get((topic, partition))
+        log = self.logs.get(TopicPartition(topic, partition))
         return None if log is None else log.timestamp_at(offset)
 
 
@@ -85,9 +84,9 @@ class FakeCoordinator:
 
 @dataclass
 class FakeReplicaManager:
-    states: list[PartitionState] = field(default_factory=list)
+    states: list[ReplicaSnapshot] = field(default_factory=list)
 
-    def partitions(self) -> Iterable[PartitionState]:
+    def partitions(self) -> Iterable[ReplicaSnapshot]:
         return self.states
 
 
@@ -108,15 +107,15 @@ class FakePurgatory:
 
 
 def leader(topic: str, partition: int, *, isr: int, replicas: int = 3, min_isr: int = 2,
-           end: int = 100) -> PartitionState:
-    return PartitionState(topic, partition, size_bytes=end * 100, segments=1,
+           end: int = 100) -> ReplicaSnapshot:
+    return ReplicaSnapshot(topic, partition, size_bytes=end * 100, segments=1,
                           log_start_offset=0, log_end_offset=end, is_leader=True,
                           replicas=replicas, in_sync_replicas=isr,
                           min_insync_replicas=min_isr)
 
 
-def follower(topic: str, partition: int, *, end: int, leader_end: int | None) -> PartitionState:
-    return PartitionState(topic, partition, size_bytes=end * 100, segments=2,
+def follower(topic: str, partition: int, *, end: int, leader_end: int | None) -> ReplicaSnapshot:
+    return ReplicaSnapshot(topic, partition, size_bytes=end * 100, segments=2,
                           log_start_offset=0, log_end_offset=end, is_leader=False,
                           replicas=3, in_sync_replicas=0, min_insync_replicas=2,
                           leader_end_offset=leader_end)

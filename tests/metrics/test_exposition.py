@@ -6,6 +6,7 @@ import asyncio
 import urllib.request
 
 from odradek.metrics import BrokerMetrics, MetricsOptions
+from odradek.types import TopicPartition
 from tests.harness.metrics_fakes import FakeReplicaManager, leader
 
 
@@ -83,10 +84,10 @@ def test_rendered_text_parses_back_to_the_same_samples() -> None:
     metrics.attach(groups=coordinator, logs=logs)
     assert metrics.state.sources.lag is not None
     metrics.state.sources.lag._clock = lambda: 1000.0  # two collections, one lag_seconds
-    logs.logs[("t", 0)] = FakeLog()
-    logs.logs[("t", 0)].append(5, timestamp_ms=0)
+    logs.logs[TopicPartition("t", 0)] = FakeLog()
+    logs.logs[TopicPartition("t", 0)].append(5, timestamp_ms=0)
     awkward = 'team "a"\\b\nc'  # group ids are user input: quotes, backslashes, newlines
-    coordinator.set(awkward, "Stable", 1, {("t", 0): 2})
+    coordinator.set(awkward, "Stable", 1, {TopicPartition("t", 0): 2})
     metrics.requests.observe(0, 0.001, 0.002, 0.0, 0.0)
     metrics.storage.recovered(float("inf"), clean=1, unclean=0)
     expected = {(s.name, tuple(sorted(s.labels.items())), s.value)

@@ -53,13 +53,18 @@ def view(state: State) -> dict[str, Topic]:
     return {"t": Topic({0: state})}
 
 
+def brokers(*ids: int) -> tuple[BrokerId, ...]:
+    """Broker ids as a Partition holds its ISR and replicas."""
+    return tuple(BrokerId(i) for i in ids)
+
+
 def led_partition(directory: Path, *, isr: tuple[int, ...] = (1, 2, 3),
                   replicas: tuple[int, ...] = (1, 2, 3), min_insync_replicas: int = 1,
                   leader_epoch: int = 3) -> Partition:
     """:data:`ME` leading ``t-0`` on a fresh log in ``directory`` (close its log after)."""
     return Partition(
         "t", 0, open_log(directory / "t-0", small_config()), ME,
-        leader_epoch=LeaderEpoch(leader_epoch), isr=isr, replicas=replicas,
+        leader_epoch=LeaderEpoch(leader_epoch), isr=brokers(*isr), replicas=brokers(*replicas),
         min_insync_replicas=min_insync_replicas, is_leader=True, leader=ME,
     )
 

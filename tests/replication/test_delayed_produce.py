@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 
 from odradek.broker.metrics_sources import ReplicaPartitions
 from odradek.clock import monotonic_ms
-from odradek.replication import AppendResult, FetchRead, Partition, ReplicaManager
+from odradek.replication import Acks, AppendResult, FetchRead, Partition, ReplicaManager
 from odradek.replication.delayed_produce import AwaitingReplication, settle
 from odradek.types import TopicPartition
 from tests.replication.cluster_view import (
@@ -30,6 +30,7 @@ from tests.replication.cluster_view import (
     TP,
     State,
     StateZnode,
+    brokers,
     consume,
     led_partition,
     new_manager,
@@ -45,7 +46,7 @@ LAG_MS = 30_000
 def leader(tmp_path: Path) -> Iterator[Partition]:
     """Broker 1 leading ``t-0``: ISR 1, 2, 3; min.insync.replicas=2; 3 records, HW 0."""
     partition = led_partition(tmp_path, min_insync_replicas=2)
-    partition.append_as_leader(batch([b"a", b"b", b"c"]), acks=-1)
+    partition.append_as_leader(batch([b"a", b"b", b"c"]), acks=Acks.ALL)
     yield partition
     partition.log.close()
 
@@ -83,7 +84,7 @@ def test_once_replicated_the_isr_size_decides_success(
     leader: Partition, isr: tuple[int, ...], expected: ErrorCode,
 ) -> None:
     awaiting = AwaitingReplication.after(leader, 2)
-    leader.isr = isr  # the ISR the write finds when the HW reaches it
+    leader.isr = brokers(*isr)  # the ISR the write finds when the HW reaches it
     leader.record_follower_fetch(2, 3, now=0)
     leader.record_follower_fetch(3, 3, now=0)
     assert leader.high_watermark == 3
@@ -106,7 +107,7 @@ def test_a_write_whose_leadership_term_ended_fails_even_if_we_lead_again(
 def test_settle_decides_each_partition_on_its_own(leader: Partition, tmp_path: Path) -> None:
     other = led_partition(tmp_path / "other", isr=(ME,))
     try:
-        other.append_as_leader(batch([b"x"]), acks=-1)
+        other.append_as_leader(batch([b"x"]), acks=Acks.ALL)
         other.maybe_advance_high_watermark()
         second = TopicPartition("t", 1)
         results = {TP: AppendResult(), second: AppendResult()}
@@ -123,19 +124,7 @@ def test_settle_decides_each_partition_on_its_own(leader: Partition, tmp_path: P
 
 
 # The whole path: the replica manager, its produce purgatory and the ISR manager -------------
-
-
-@pytest.fixture
-def znode() -> StateZnode:
-    return StateZnode()
-
-
-@pytest.fixture
-def manager(tmp_path: Path, znode: StateZnode) -> Iterator[ReplicaManager]:
-    replica_manager, logs = new_manager(tmp_path, min_insync_replicas=2, isr_writer=znode)
-    yield replica_manager
-    logs.shutdown()
-
+# (``manager`` and ``znode``: tests/replication/conftest.py)
 
 def test_a_lagging_follower_dropped_from_the_isr_answers_not_enough_replicas_after_append(
     manager: ReplicaManager, znode: StateZnode,
@@ -143,7 +132,7 @@ def test_a_lagging_follower_dropped_from_the_isr_answers_not_enough_replicas_aft
     async def body() -> None:
         znode.isr = (ME, 2)
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-        pending = manager.append_records({TP: batch([b"x", b"y"])}, acks=-1, timeout_ms=5000)
+        pending = manager.append_records({TP: batch([b"x", b"y"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(pending, asyncio.Future) and not pending.done()
         partition = manager.partitions()[TP]
         assert manager.isr_manager is not None
@@ -167,7 +156,7 @@ def test_the_controller_shrinking_the_isr_below_min_insync_releases_the_write_as
 
     async def body() -> None:
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2, 3), (ME, 2, 3))))
-        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=5000)
+        pending = manager.append_records({TP: batch([b"x"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(pending, asyncio.Future)
         manager.fetch(consume(1, replica_id=2))
         manager.apply_cluster_view(view(State(ME, 3, (ME, 3), (ME, 2, 3), zk_version=1)))
@@ -187,7 +176,7 @@ def test_a_shrink_that_keeps_min_insync_replicas_lets_the_write_succeed(
         znode.isr = (ME, 2, 3)
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2, 3), (ME, 2, 3))))
         partition = manager.partitions()[TP]
-        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=5000)
+        pending = manager.append_records({TP: batch([b"x"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(pending, asyncio.Future)
         now = monotonic_ms() + LAG_MS // 2
         partition.record_follower_fetch(2, 1, now=now)  # 2 has it, 3 never fetches
@@ -206,13 +195,13 @@ def test_a_shrink_that_keeps_min_insync_replicas_lets_the_write_succeed(
 def test_a_write_answered_before_the_shrink_stays_answered(manager: ReplicaManager) -> None:
     async def body() -> None:
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-        pending = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=5000)
+        pending = manager.append_records({TP: batch([b"x"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(pending, asyncio.Future)
         manager.fetch(consume(1, replica_id=2))
         results = await asyncio.wait_for(pending, 1)
         manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME, 2), zk_version=1)))
         assert results[TP].error == ErrorCode.none
-        refused = manager.append_records({TP: batch([b"y"])}, acks=-1, timeout_ms=5000)
+        refused = manager.append_records({TP: batch([b"y"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(refused, dict)
         assert refused[TP].error == ErrorCode.not_enough_replicas, "now refused up front"
 
@@ -227,7 +216,7 @@ def test_min_insync_replicas_above_the_replication_factor_is_met_by_every_replic
     partition = led_partition(tmp_path, isr=(ME, 2), replicas=(ME, 2), min_insync_replicas=3)
     try:
         partition.min_insync_replicas = 1  # was the ISR big enough when appending: yes
-        partition.append_as_leader(batch([b"x"]), acks=-1)
+        partition.append_as_leader(batch([b"x"]), acks=Acks.ALL)
         partition.min_insync_replicas = 3  # then raised (a dynamic topic config change)
         awaiting = AwaitingReplication.after(partition, 0)
         partition.record_follower_fetch(2, 1, now=0)

@@ -31,7 +31,7 @@ from odradek.replication.fetch_session_handler import FetchSessionHandler
 from odradek.replication.reads import PartitionFetch
 from odradek.types import TopicPartition
 
-Key = tuple[str, int]
+Key = tuple[str, int]  # the client's own key: the broker's are TopicPartition
 
 
 def fetch(topic: str, partition: int, offset: int = 0) -> PartitionFetch:
@@ -52,7 +52,8 @@ def context(cache: FetchSessionCache, session_id: int, epoch: int,
             wanted: tuple[PartitionFetch, ...] = (), forgotten: tuple[Key, ...] = (),
             *, follower: bool = False, now_ms: int = 0) -> FetchContext:
     found = cache.new_context(session_id=session_id, epoch=epoch, wanted=wanted,
-                              forgotten=forgotten, from_follower=follower, now_ms=now_ms)
+                              forgotten=[TopicPartition(*k) for k in forgotten],
+                              from_follower=follower, now_ms=now_ms)
     assert isinstance(found, FetchContext), found
     return found
 
@@ -306,7 +307,8 @@ class SessionModel(RuleBasedStateMachine):
         wanted, forgotten = client.request()
         self.now += 1
         found = self.cache.new_context(session_id=client.session_id, epoch=client.epoch,
-                                       wanted=wanted, forgotten=forgotten,
+                                       wanted=wanted,
+                                       forgotten=[TopicPartition(*k) for k in forgotten],
                                        from_follower=False, now_ms=self.now)
         if isinstance(found, SessionError):  # evicted: start over with a full fetch
             client.session_id, client.epoch, client.sent = 0, INITIAL_EPOCH, {}
@@ -426,7 +428,8 @@ def test_a_follower_and_the_leaders_cache_agree_through_a_session() -> None:
                        for t, parts in request.topics for p in parts)
         found = cache.new_context(session_id=request.session_id, epoch=request.epoch,
                                   wanted=wanted, forgotten=[
-                                      (t, i) for t, ids in request.forgotten for i in ids],
+                                      TopicPartition(t, i)
+                                      for t, ids in request.forgotten for i in ids],
                                   from_follower=True, now_ms=0)
         assert isinstance(found, FetchContext)
         read = []

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
-from odradek.replication import FetchRead, Partition
+from odradek.replication import Acks, FetchRead, Partition
 from tests.replication.cluster_view import (
     ME,
     TP,
     State,
+    brokers,
     consume,
     led_partition,
     new_manager,
@@ -37,7 +38,7 @@ def leader(tmp_path: Path) -> Iterator[Partition]:
 
 
 def append(partition: Partition, count: int) -> None:
-    partition.append_as_leader(batch([b"v"] * count), acks=1)
+    partition.append_as_leader(batch([b"v"] * count), acks=Acks.LEADER)
     partition.maybe_advance_high_watermark()
 
 
@@ -67,7 +68,7 @@ def test_the_leader_alone_in_the_isr_moves_the_high_watermark_with_each_append(
 def test_a_replica_outside_the_isr_does_not_hold_the_high_watermark_back(
     leader: Partition,
 ) -> None:
-    leader.isr = (1, 2)
+    leader.isr = brokers(1, 2)
     append(leader, 4)
     leader.record_follower_fetch(2, 4, now=0)
     assert leader.high_watermark == 4, "replica 3 is assigned but not in sync"
@@ -82,8 +83,8 @@ def test_the_high_watermark_never_moves_back(leader: Partition) -> None:
     assert leader.record_follower_fetch(3, 2, now=1) is False
     assert leader.high_watermark == 5
     # ... and a replica joining the ISR behind the high watermark never pull it down.
-    leader.isr = (1, 2)
-    leader.pending_isr = (1, 2, 3)
+    leader.isr = brokers(1, 2)
+    leader.pending_isr = brokers(1, 2, 3)
     assert leader.maybe_advance_high_watermark() is False
     assert leader.high_watermark == 5
     append(leader, 2)
@@ -96,10 +97,10 @@ def test_the_high_watermark_never_moves_back(leader: Partition) -> None:
 def test_a_replica_joining_the_isr_already_holds_the_high_watermark(leader: Partition) -> None:
     """Kafka's maximal ISR: while the expansion is written, ZooKeeper may already hold
     the bigger ISR, so the HW must not pass what the joining replica has."""
-    leader.isr = (1, 2)
+    leader.isr = brokers(1, 2)
     append(leader, 5)
     leader.record_follower_fetch(3, 3, now=0)
-    leader.pending_isr = (1, 2, 3)
+    leader.pending_isr = brokers(1, 2, 3)
     leader.record_follower_fetch(2, 5, now=0)
     assert leader.high_watermark == 3
     leader.pending_isr = None  # the write failed: the committed ISR alone counts again
@@ -112,10 +113,10 @@ def test_a_shrink_being_written_does_not_release_the_high_watermark(leader: Part
     holds the smaller ISR, a new leader could be elected from the bigger one."""
     append(leader, 5)
     leader.record_follower_fetch(2, 5, now=0)
-    leader.pending_isr = (1, 2)  # removing 3, not yet written
+    leader.pending_isr = brokers(1, 2)  # removing 3, not yet written
     assert leader.maybe_advance_high_watermark() is False
     assert leader.high_watermark == 0
-    leader.isr, leader.pending_isr = (1, 2), None
+    leader.isr, leader.pending_isr = brokers(1, 2), None
     assert leader.maybe_advance_high_watermark() is True
     assert leader.high_watermark == 5
 
@@ -126,7 +127,7 @@ def test_a_follower_fetch_beyond_the_log_end_never_counts(tmp_path: Path) -> Non
     manager, logs = new_manager(tmp_path)
     try:
         manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-        manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
         beyond = manager.fetch(consume(9, replica_id=2))
         assert isinstance(beyond, FetchRead)
         assert partition_error(beyond) == ErrorCode.offset_out_of_range
@@ -146,7 +147,8 @@ def test_a_new_leader_keeps_its_high_watermark_and_waits_for_its_isr(tmp_path: P
         manager, logs = new_manager(tmp_path)
         try:
             manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-            manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"a", b"b", b"c"])}, acks=Acks.LEADER,
+                                   timeout_ms=1000)
             manager.fetch(consume(3, replica_id=2))
             partition = manager.partitions()[TP]
             assert partition.high_watermark == 3
@@ -159,7 +161,7 @@ def test_a_new_leader_keeps_its_high_watermark_and_waits_for_its_isr(tmp_path: P
             assert partition.followers[2].log_end_offset == -1, "the old term's knowledge"
             assert partition.high_watermark == 3
 
-            manager.append_records({TP: batch([b"d", b"e"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"d", b"e"])}, acks=Acks.LEADER, timeout_ms=1000)
             assert partition.high_watermark == 3, "follower 2 has not fetched in this term"
             manager.fetch(consume(2, replica_id=2))
             assert partition.high_watermark == 3, "never back to the follower's 2"
@@ -181,7 +183,7 @@ def test_a_new_epoch_for_the_same_leader_keeps_its_followers_and_high_watermark(
         manager, logs = new_manager(tmp_path)
         try:
             manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-            manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
             manager.fetch(consume(2, replica_id=2))
             partition = manager.partitions()[TP]
             generation = partition.leader_generation
@@ -190,7 +192,7 @@ def test_a_new_epoch_for_the_same_leader_keeps_its_followers_and_high_watermark(
             assert partition.followers[2].log_end_offset == 2
             assert partition.leader_epoch_start_offset == 2
             assert partition.high_watermark == 2
-            manager.append_records({TP: batch([b"c"])}, acks=1, timeout_ms=1000)
+            manager.append_records({TP: batch([b"c"])}, acks=Acks.LEADER, timeout_ms=1000)
             manager.fetch(consume(3, replica_id=2))
             assert partition.high_watermark == 3
         finally:

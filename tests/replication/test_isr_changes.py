@@ -16,15 +16,13 @@ writer runs against ZooKeeper in the failover and network-partition suites).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.clock import monotonic_ms
 from odradek.config_sections import ReplicationConfig
-from odradek.replication import Partition, ReplicaManager
+from odradek.replication import Acks, Partition, ReplicaManager
 from tests.replication.cluster_view import (
     ME,
     TP,
@@ -39,18 +37,6 @@ from tests.replication.cluster_view import (
 from tests.storage.helpers import batch
 
 LAG_MS = ReplicationConfig().replica_lag_time_max_ms
-
-
-@pytest.fixture
-def znode() -> StateZnode:
-    return StateZnode()
-
-
-@pytest.fixture
-def manager(tmp_path: Path, znode: StateZnode) -> Iterator[ReplicaManager]:
-    replica_manager, logs = new_manager(tmp_path, min_insync_replicas=2, isr_writer=znode)
-    yield replica_manager
-    logs.shutdown()
 
 
 def lead(manager: ReplicaManager, znode: StateZnode, isr: tuple[int, ...],
@@ -71,7 +57,7 @@ def test_a_follower_lagging_longer_than_replica_lag_time_max_ms_leaves_the_isr(
     async def body() -> None:
         partition = lead(manager, znode, isr=(1, 2, 3))
         started = monotonic_ms()
-        manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
         partition.record_follower_fetch(2, 2, now=started + LAG_MS // 2)  # 2 caught up
         assert shrink(manager, started + LAG_MS // 2) == 0, "nobody lags long enough yet"
         assert shrink(manager, started + LAG_MS + 1) == 1
@@ -87,7 +73,7 @@ def test_a_follower_caught_up_exactly_replica_lag_time_max_ms_ago_stays(tmp_path
     partition = led_partition(tmp_path, isr=(1, 2))
     try:
         partition.record_follower_fetch(2, 0, now=1000)  # at our log end: caught up
-        partition.append_as_leader(batch([b"v"]), acks=1)  # now it lacks something
+        partition.append_as_leader(batch([b"v"]), acks=Acks.LEADER)  # now it lacks something
         assert partition.out_of_sync_replicas(1000 + LAG_MS, LAG_MS) == ()
         assert partition.out_of_sync_replicas(1000 + LAG_MS + 1, LAG_MS) == (2,)
     finally:
@@ -102,10 +88,10 @@ def test_a_follower_with_our_whole_log_stays_in_sync_however_long_ago_it_fetched
     controller when its ZooKeeper session ends, or by us once a write arrives)."""
     partition = led_partition(tmp_path, isr=(1, 2))
     try:
-        partition.append_as_leader(batch([b"v"]), acks=1)
+        partition.append_as_leader(batch([b"v"]), acks=Acks.LEADER)
         partition.record_follower_fetch(2, 1, now=0)
         assert partition.out_of_sync_replicas(10 * LAG_MS, LAG_MS) == ()
-        partition.append_as_leader(batch([b"w"]), acks=1)
+        partition.append_as_leader(batch([b"w"]), acks=Acks.LEADER)
         assert partition.out_of_sync_replicas(10 * LAG_MS, LAG_MS) == (2,)
     finally:
         partition.log.close()
@@ -116,12 +102,12 @@ def test_a_follower_keeping_pace_with_a_busy_leader_stays_in_sync(tmp_path: Path
     previous fetch means it was caught up then, though it never equals the current end."""
     partition = led_partition(tmp_path, isr=(1, 2, 3))
     try:
-        partition.append_as_leader(batch([b"v"] * 3), acks=1)
+        partition.append_as_leader(batch([b"v"] * 3), acks=Acks.LEADER)
         end_at_previous_fetch = partition.log_end_offset
         now = 0
         for _ in range(5):
             now += LAG_MS // 2
-            partition.append_as_leader(batch([b"v"] * 3), acks=1)  # always ahead of 2
+            partition.append_as_leader(batch([b"v"] * 3), acks=Acks.LEADER)  # always ahead of 2
             partition.record_follower_fetch(2, end_at_previous_fetch, now=now)
             partition.record_follower_fetch(3, 1, now=now)  # stuck at offset 1
             end_at_previous_fetch = partition.log_end_offset
@@ -152,12 +138,12 @@ def test_a_follower_that_catches_up_to_the_high_watermark_rejoins(
 ) -> None:
     async def body() -> None:
         partition = lead(manager, znode, isr=(1, 2))
-        manager.append_records({TP: batch([b"v"] * 4)}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"v"] * 4)}, acks=Acks.LEADER, timeout_ms=1000)
         manager.fetch(consume(4, replica_id=2))
         assert partition.high_watermark == 4
         manager.fetch(consume(2, replica_id=3))
         assert partition.pending_isr is None and znode.writes == [], "3 is below the HW"
-        manager.append_records({TP: batch([b"v"] * 2)}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"v"] * 2)}, acks=Acks.LEADER, timeout_ms=1000)
         manager.fetch(consume(4, replica_id=3))  # at the HW, short of the log end: enough
         assert partition.pending_isr == (1, 2, 3)
         await written(partition)
@@ -174,9 +160,9 @@ def test_a_follower_must_reach_the_leader_epochs_start_offset_to_rejoin(
 
     async def body() -> None:
         partition = lead(manager, znode, isr=(1, 2))
-        manager.append_records({TP: batch([b"v"] * 3)}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"v"] * 3)}, acks=Acks.LEADER, timeout_ms=1000)
         manager.fetch(consume(3, replica_id=2))
-        manager.append_records({TP: batch([b"v"] * 2)}, acks=1, timeout_ms=1000)
+        manager.append_records({TP: batch([b"v"] * 2)}, acks=Acks.LEADER, timeout_ms=1000)
         partition = lead(manager, znode, isr=(1, 2), epoch=4)  # our epoch 4 starts at 5
         assert (partition.high_watermark, partition.leader_epoch_start_offset) == (3, 5)
         manager.fetch(consume(4, replica_id=3))
@@ -216,17 +202,17 @@ def test_min_insync_replicas_bounds_acks_all_writes_not_the_isr(
         await written(partition)
         assert partition.isr == (ME,), "min.insync.replicas=2 does not stop a shrink"
 
-        refused = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=1000)
+        refused = manager.append_records({TP: batch([b"x"])}, acks=Acks.ALL, timeout_ms=1000)
         assert isinstance(refused, dict)
         assert refused[TP].error == ErrorCode.not_enough_replicas
         assert partition.log_end_offset == 0, "refused before appending"
-        accepted = manager.append_records({TP: batch([b"y"])}, acks=1, timeout_ms=1000)
+        accepted = manager.append_records({TP: batch([b"y"])}, acks=Acks.LEADER, timeout_ms=1000)
         assert isinstance(accepted, dict) and accepted[TP].error == ErrorCode.none
 
         manager.fetch(consume(1, replica_id=2))  # caught up again: rejoins
         await written(partition)
         assert partition.isr == (1, 2)
-        pending = manager.append_records({TP: batch([b"z"])}, acks=-1, timeout_ms=5000)
+        pending = manager.append_records({TP: batch([b"z"])}, acks=Acks.ALL, timeout_ms=5000)
         assert isinstance(pending, asyncio.Future) and not pending.done()
         manager.fetch(consume(2, replica_id=2))
         results = await asyncio.wait_for(pending, 1)
@@ -246,19 +232,19 @@ def test_min_insync_replicas_above_the_replication_factor_counts_as_the_replicat
         manager, logs = new_manager(tmp_path, min_insync_replicas=3)
         try:
             manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME,))))
-            alone = manager.append_records({TP: batch([b"x"])}, acks=-1, timeout_ms=1000)
+            alone = manager.append_records({TP: batch([b"x"])}, acks=Acks.ALL, timeout_ms=1000)
             assert isinstance(alone, dict), "the whole ISR has it at once"
             assert alone[TP].error == ErrorCode.none
 
             manager.apply_cluster_view(view(State(ME, 4, (ME, 2), (ME, 2), zk_version=1)))
-            pending = manager.append_records({TP: batch([b"y"])}, acks=-1, timeout_ms=5000)
+            pending = manager.append_records({TP: batch([b"y"])}, acks=Acks.ALL, timeout_ms=5000)
             assert isinstance(pending, asyncio.Future)
             manager.fetch(consume(2, replica_id=2))
             results = await asyncio.wait_for(pending, 1)
             assert results[TP].error == ErrorCode.none
 
             manager.apply_cluster_view(view(State(ME, 4, (ME,), (ME, 2), zk_version=2)))
-            refused = manager.append_records({TP: batch([b"z"])}, acks=-1, timeout_ms=1000)
+            refused = manager.append_records({TP: batch([b"z"])}, acks=Acks.ALL, timeout_ms=1000)
             assert isinstance(refused, dict)
             assert refused[TP].error == ErrorCode.not_enough_replicas, "2 of 2 are needed"
         finally:

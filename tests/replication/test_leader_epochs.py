@@ -17,9 +17,10 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.errors import FencedLeaderEpoch, UnknownLeaderEpoch
-from odradek.replication import FetchRead, ReplicaManager
+from odradek.replication import Acks, FetchRead, ReplicaManager
 from odradek.storage.leader_epoch import EpochEntry
 from odradek.storage.log_reader import LATEST_TIMESTAMP
+from odradek.types import LeaderEpoch, Offset
 from tests.replication.cluster_view import (
     ME,
     TP,
@@ -47,16 +48,17 @@ def test_each_new_leader_epoch_is_recorded_where_the_term_begins(
     manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
     partition = manager.partitions()[TP]
     cache = partition.log.leader_epoch_cache
-    assert cache.entries == [EpochEntry(3, 0)]
-    manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0))]
+    manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
 
     manager.apply_cluster_view(view(State(2, 4, (ME, 2), (ME, 2), zk_version=1)))
     manager.apply_cluster_view(view(State(ME, 5, (ME, 2), (ME, 2), zk_version=2)))
-    assert cache.entries == [EpochEntry(3, 0), EpochEntry(5, 2)]
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0)),
+                             EpochEntry(LeaderEpoch(5), Offset(2))]
     assert cache.path.read_text() == "0\n2\n3 0\n5 2\n"
     assert partition.leader_epoch_start_offset == 2
 
-    manager.append_records({TP: batch([b"c"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"c"])}, acks=Acks.LEADER, timeout_ms=1000)
     epochs = [header.partition_leader_epoch for header, _records in read_all(partition.log)]
     assert epochs == [3, 5], "each batch is stamped with the epoch it was written in"
     answers = {epoch: manager.end_offset_for_leader_epoch(TP, -1, epoch) for epoch in range(7)}
@@ -73,11 +75,11 @@ def test_each_new_leader_epoch_is_recorded_where_the_term_begins(
 
 def test_an_isr_change_within_an_epoch_records_nothing(manager: ReplicaManager) -> None:
     manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-    manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
     manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME, 2), zk_version=1)))
     partition = manager.partitions()[TP]
     assert partition.isr == (ME,)
-    assert partition.log.leader_epoch_cache.entries == [EpochEntry(3, 0)]
+    assert partition.log.leader_epoch_cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0))]
     assert partition.leader_epoch_start_offset == 0
 
 
@@ -85,10 +87,11 @@ def test_the_same_leader_at_a_new_epoch_records_it_at_its_log_end(
     manager: ReplicaManager,
 ) -> None:
     manager.apply_cluster_view(view(State(ME, 3, (ME, 2), (ME, 2))))
-    manager.append_records({TP: batch([b"a", b"b"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"a", b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
     manager.apply_cluster_view(view(State(ME, 4, (ME, 2), (ME, 2), zk_version=1)))
     cache = manager.partitions()[TP].log.leader_epoch_cache
-    assert cache.entries == [EpochEntry(3, 0), EpochEntry(4, 2)]
+    assert cache.entries == [EpochEntry(LeaderEpoch(3), Offset(0)),
+                             EpochEntry(LeaderEpoch(4), Offset(2))]
 
 
 @pytest.mark.parametrize(
@@ -104,7 +107,7 @@ def test_a_fetch_carrying_another_leader_epoch_is_fenced(
     manager: ReplicaManager, current_leader_epoch: int, expected: ErrorCode,
 ) -> None:
     manager.apply_cluster_view(view(State(ME, EPOCH, (ME,), (ME, 2))))
-    manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
     read = manager.fetch(consume(0, current_leader_epoch=current_leader_epoch))
     assert isinstance(read, FetchRead)
     assert partition_error(read) == expected
@@ -117,7 +120,7 @@ def test_a_fenced_follower_fetch_neither_moves_the_high_watermark_nor_joins_the_
     """A follower still on the previous epoch may have a diverged log: its position
     must not count until it has truncated and fetches at our epoch."""
     manager.apply_cluster_view(view(State(ME, EPOCH, (ME, 2), (ME, 2, 3))))
-    manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
     partition = manager.partitions()[TP]
     for replica in (2, 3):
         read = manager.fetch(consume(1, replica_id=replica, current_leader_epoch=EPOCH - 1))
@@ -135,7 +138,7 @@ def test_list_offsets_and_offset_for_leader_epoch_are_fenced_too(
     manager: ReplicaManager,
 ) -> None:
     manager.apply_cluster_view(view(State(ME, EPOCH, (ME,), (ME, 2))))
-    manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
     with pytest.raises(FencedLeaderEpoch):
         manager.offset_for_timestamp(TP, LATEST_TIMESTAMP, current_leader_epoch=EPOCH - 1)
     with pytest.raises(UnknownLeaderEpoch):

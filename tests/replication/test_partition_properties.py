@@ -38,11 +38,11 @@ from hypothesis.stateful import (
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.errors import NotEnoughReplicas
-from odradek.replication import AppendResult, Partition
+from odradek.replication import Acks, AppendResult, Partition
 from odradek.replication.delayed_produce import AwaitingReplication, settle
 from odradek.replication.partition import FollowerProgress
 from odradek.types import LeaderEpoch, TopicPartition
-from tests.replication.cluster_view import ME, TP, led_partition
+from tests.replication.cluster_view import ME, TP, brokers, led_partition
 from tests.storage.helpers import batch
 
 FOLLOWERS = (2, 3)
@@ -118,11 +118,11 @@ class LeaderMachine(RuleBasedStateMachine):
         leader.maybe_advance_high_watermark()
 
     # What the broker does ------------------------------------------------------------------
-    @rule(count=st.integers(1, 3), acks=st.sampled_from([1, -1]))
-    def append(self, count: int, acks: int) -> None:
+    @rule(count=st.integers(1, 3), acks=st.sampled_from([Acks.LEADER, Acks.ALL]))
+    def append(self, count: int, acks: Acks) -> None:
         leader = self.leader
         end = leader.log_end_offset
-        if acks == -1 and len(leader.isr) < self.min_insync:
+        if acks is Acks.ALL and len(leader.isr) < self.min_insync:
             try:
                 leader.append_as_leader(batch([b"v"] * count), acks)
             except NotEnoughReplicas:
@@ -132,7 +132,7 @@ class LeaderMachine(RuleBasedStateMachine):
         info = leader.append_as_leader(batch([b"v"] * count), acks)
         assert (info.first_offset, info.last_offset) == (end, end + count - 1)
         leader.maybe_advance_high_watermark()
-        if acks == -1:
+        if acks is Acks.ALL:
             self.writes.append(WaitingWrite(
                 info.last_offset + 1, {TP: AppendResult(base_offset=info.first_offset)},
                 {TP: AwaitingReplication.after(leader, info.last_offset)},
@@ -243,7 +243,7 @@ class LeaderMachine(RuleBasedStateMachine):
         self.settle_writes()
 
     def start_isr_write(self, new_isr: tuple[int, ...]) -> None:
-        self.leader.pending_isr = new_isr
+        self.leader.pending_isr = brokers(*new_isr)
         self.pending_write_stale = False
 
     def settle_writes(self) -> None:

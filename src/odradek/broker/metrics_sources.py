@@ -16,7 +16,8 @@ from collections.abc import Collection, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from odradek.metrics.lag import GroupOffsets, LogOffsets
-from odradek.metrics.sources import ControllerState, PartitionState
+from odradek.metrics.sources import ControllerState, ReplicaSnapshot
+from odradek.types import TopicPartition
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -52,20 +53,20 @@ class ReplicaPartitions:
     def __init__(self, replica_manager: ReplicaManager) -> None:
         self._replicas = replica_manager
 
-    def partitions(self) -> list[PartitionState]:
+    def partitions(self) -> list[ReplicaSnapshot]:
         """On the loop, once per scrape and partition: positional fields, no keyword
         matching, nothing but attribute reads (this is the part of a scrape that holds the
         broker's event loop)."""
         fetchers = self._replicas.fetchers
         leader_ends = fetchers.leader_end_offsets() if fetchers is not None else {}
-        states: list[PartitionState] = []
+        states: list[ReplicaSnapshot] = []
         append = states.append
         for key, partition in self._replicas.partitions().items():
             partition_log = partition.log
             leader = partition.is_leader
             if leader:
                 producers = partition_log.producer_state
-                append(PartitionState(
+                append(ReplicaSnapshot(
                     partition.topic, partition.index, partition_log.size_bytes(),
                     len(partition_log.segments), partition_log.log_start_offset,
                     partition_log.log_end_offset, True, len(partition.replicas),
@@ -73,7 +74,7 @@ class ReplicaPartitions:
                     partition_log.last_stable_offset, producers.open_transactions,
                     producers.oldest_open_txn_timestamp))
                 continue
-            append(PartitionState(
+            append(ReplicaSnapshot(
                 partition.topic, partition.index, partition_log.size_bytes(),
                 len(partition_log.segments), partition_log.log_start_offset,
                 partition_log.log_end_offset, False, len(partition.replicas),
@@ -123,7 +124,7 @@ class CoordinatorGroups:
         for group in self._coordinator.loaded_groups():
             yield GroupOffsets(
                 group=group.group_id, state=group.state.value, members=len(group.members),
-                committed={(tp[0], tp[1]): offset.offset for tp, offset in group.offsets.items()})
+                committed={tp: offset.offset for tp, offset in group.offsets.items()})
 
 
 class BrokerLogOffsets:
@@ -144,20 +145,20 @@ class BrokerLogOffsets:
         self._remote = remote
         self._age = 0.0
 
-    def refresh(self, partitions: Collection[tuple[str, int]]
+    def refresh(self, partitions: Collection[TopicPartition]
                 ) -> concurrent.futures.Future[None] | None:
         if self._remote is None:
             return None
         hosted = self._replicas.partitions()
         return self._remote.refresh([key for key in partitions if key not in hosted])
 
-    def offsets(self, partitions: Collection[tuple[str, int]]
-                ) -> Mapping[tuple[str, int], LogOffsets]:
+    def offsets(self, partitions: Collection[TopicPartition]
+                ) -> Mapping[TopicPartition, LogOffsets]:
         hosted = self._replicas.partitions()
         found = {}
         elsewhere = []
         for key in partitions:
-            partition = hosted.get(key)  # type: ignore[call-overload]  # (topic, partition)
+            partition = hosted.get(key)
             if partition is not None:
                 partition_log = partition.log
                 found[key] = LogOffsets(partition_log.log_start_offset,

@@ -27,14 +27,13 @@ from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.control_records import ControlType, control_type_of_key
 from odradek.protocol.errors import error_for_code
 from odradek.protocol.records import Record, decode_batches, encode_batch
-from odradek.replication import AppendResults, ReplicaManager
+from odradek.replication import Acks, AppendResults, ReplicaManager
 from odradek.storage import PartitionLog
 from odradek.types import TopicPartition
 
 __all__ = ["ReplicatedOffsetsLog"]
 
 _READ_CHUNK_BYTES = 1 << 20
-_ALL_IN_SYNC = -1
 
 
 class ReplicatedOffsetsLog:
@@ -67,7 +66,7 @@ class ReplicatedOffsetsLog:
             batch = encode_batch(records, producer_id=producer[0], producer_epoch=producer[1],
                                  is_transactional=True)
         outcome = self._replica_manager.append_records(
-            {key: batch}, acks=_ALL_IN_SYNC, timeout_ms=self._commit_timeout_ms,
+            {key: batch}, acks=Acks.ALL, timeout_ms=self._commit_timeout_ms,
             from_coordinator=True,  # no producer sequence on a TxnOffsetCommit batch
         )
         if isinstance(outcome, asyncio.Future):

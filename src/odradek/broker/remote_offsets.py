@@ -37,12 +37,12 @@ from odradek.client.connection import Connection, NodeAddress
 from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.metrics.lag import LogOffsets
 from odradek.protocol.api_versions import ApiKey
+from odradek.types import TopicPartition
 
 __all__ = ["RemoteLogOffsets"]
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 _EARLIEST, _LATEST = -2, -1
 _CONSUMER = -1  # replica_id of a consumer: offsets up to the high watermark
 
@@ -207,5 +207,5 @@ def _offsets(response: Any) -> Mapping[TopicPartition, int]:  # ListOffsets, any
     for topic in response.topics:
         for part in topic.partitions:
             if int(part.error_code) == ErrorCode.none and int(part.offset) >= 0:
-                found[(topic.name, int(part.partition_index))] = int(part.offset)
+                found[TopicPartition(topic.name, int(part.partition_index))] = int(part.offset)
     return found

@@ -27,6 +27,7 @@ from odradek.clock import wall_ms
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.control_records import ControlType, TxnMarker, encode_marker_batch
+from odradek.replication import Acks
 from odradek.types import TopicPartition
 
 from .context import BrokerServices
@@ -56,7 +57,7 @@ async def append_markers_locally(services: BrokerServices, marker: TxnMarker,
     """
     batch = encode_marker_batch(marker, wall_ms())
     outcome = services.replica_manager.append_records(
-        dict.fromkeys(partitions, batch), acks=-1,
+        dict.fromkeys(partitions, batch), acks=Acks.ALL,
         timeout_ms=services.sections.network.request_timeout_ms, from_coordinator=True,
     )
     results = await outcome if isinstance(outcome, asyncio.Future) else outcome

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import click
+
+from odradek.clock import monotonic_s
 
 from .output import (
     bootstrap_option,
@@ -103,17 +104,17 @@ def consume(bootstrap: str, security: dict[str, Any], topic: str, group: str | N
                 except ValueError:
                     raise click.BadParameter("must be an offset, earliest or latest",
                                              param_hint="--offset") from None
-        last_record = time.monotonic()
+        last_record = monotonic_s()
         while max_messages is None or seen < max_messages:
             records = consumer.poll(timeout_ms=500,
                                     max_records=None if max_messages is None
                                     else max_messages - seen)
             if not records:
                 if timeout_ms is not None and \
-                        (time.monotonic() - last_record) * 1000 >= timeout_ms:
+                        (monotonic_s() - last_record) * 1000 >= timeout_ms:
                     break
                 continue
-            last_record = time.monotonic()
+            last_record = monotonic_s()
             lines = []
             for r in records:
                 if output == "json":

@@ -29,11 +29,11 @@ import collections
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.clock import monotonic_s
 from odradek.protocol.records import BATCH_HEADER_SIZE
 
 from .batch_codec import RecordsBuilder
@@ -247,10 +247,6 @@ class ProducerBatch:
                     logging.getLogger(__name__).exception("delivery callback failed")
 
 
-class BufferExhausted(KafkaClientError):
-    """``buffer.memory`` stayed full for ``max.block.ms``."""
-
-
 class RecordAccumulator:
     def __init__(self, batch_size: int, linger_ms: float, buffer_memory: int,
                  delivery_timeout_ms: int) -> None:
@@ -293,7 +289,7 @@ class RecordAccumulator:
                     or (batch.size + key_size + value_size + 32 > self.batch_size
                     and batch.record_count > 0)):
                 rolled = batch is not None
-                batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout,
+                batch = ProducerBatch(tp, monotonic_s(), self.delivery_timeout,
                                       next(self._ordinals))
                 queue.append(batch)
                 self.incomplete.add(batch)
@@ -342,7 +338,7 @@ class RecordAccumulator:
             queue = self.batches.get(tp)
             if queue is None:
                 queue = self.batches[tp] = collections.deque()
-            batch = ProducerBatch(tp, time.monotonic(), self.delivery_timeout,
+            batch = ProducerBatch(tp, monotonic_s(), self.delivery_timeout,
                                   next(self._ordinals))
             builder = batch.builder
             builder.buffer = bytearray(records)

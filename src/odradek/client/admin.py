@@ -9,13 +9,13 @@ refuses (the message names every failed entity), so a script can simply call and
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 from odradek.security.acl import AclBinding, AclFilter
 
@@ -221,8 +221,8 @@ class AsyncAdminClient:
             await self._wait_topics({t.name for t in topics}, present=True)
 
     async def _wait_topics(self, names: set[str], present: bool, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        deadline = monotonic_s() + timeout
+        while monotonic_s() < deadline:
             metadata = await self.client.refresh_metadata(names)
             if present and all(
                     metadata.topics.get(n) and metadata.topics[n].error_code == ErrorCode.none
@@ -261,8 +261,8 @@ class AsyncAdminClient:
                   for r in response.results if r.error_code]
         _check(errors, "CreatePartitions")
         if not validate_only:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+            deadline = monotonic_s() + 30
+            while monotonic_s() < deadline:
                 metadata = await self.client.refresh_metadata(list(new_counts))
                 if all(len(metadata.available_partitions(t)) >= c
                        for t, c in new_counts.items()):

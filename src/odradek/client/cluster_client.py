@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 
 from .connection import Connection, NodeAddress
@@ -124,14 +124,14 @@ class ClusterClient:
         # Back off after a failure so a dead broker is not hammered by every caller.
         failed_at = self._failures.get(address.node_id)
         if failed_at is not None:
-            delay = self.retry_backoff - (time.monotonic() - failed_at)
+            delay = self.retry_backoff - (monotonic_s() - failed_at)
             if delay > 0:
                 await asyncio.sleep(delay)
         try:
             conn = await Connection.open(address, self.client_id, self.connect_timeout,
                                          self.security)
         except KafkaClientError:
-            self._failures[address.node_id] = time.monotonic()
+            self._failures[address.node_id] = monotonic_s()
             self._stale = True
             raise
         self._failures.pop(address.node_id, None)
@@ -223,7 +223,7 @@ class ClusterClient:
 
     @property
     def needs_refresh(self) -> bool:
-        return self._stale or time.monotonic() - self._last_refresh > self.metadata_max_age
+        return self._stale or monotonic_s() - self._last_refresh > self.metadata_max_age
 
     async def refresh_metadata(self, topics: Iterable[str] | None = None) -> ClusterMetadata:
         """Fetch metadata for the tracked topics (plus ``topics``); coalesced when concurrent."""
@@ -268,7 +268,7 @@ class ClusterClient:
             raise ConnectionFailed(f"metadata refresh failed: {last}") from last
         self.metadata = ClusterMetadata.from_response(response, self.metadata,
                                                       full=names is None)
-        self._last_refresh = time.monotonic()
+        self._last_refresh = monotonic_s()
         # Connections to brokers that left the cluster are closed.
         for node_id in list(self._connections):
             if node_id not in self.metadata.brokers:
@@ -280,12 +280,12 @@ class ClusterClient:
     async def wait_for_topics(self, topics: Iterable[str], timeout: float) -> ClusterMetadata:
         """Refresh until every topic has metadata with leaders (or ``timeout`` passes)."""
         wanted = set(topics)
-        deadline = time.monotonic() + timeout
+        deadline = monotonic_s() + timeout
         while True:
             metadata = await self.refresh_metadata(wanted)
             if all(metadata.available_partitions(t) for t in wanted):
                 return metadata
-            if time.monotonic() >= deadline:
+            if monotonic_s() >= deadline:
                 return metadata
             await asyncio.sleep(self.retry_backoff)
 
@@ -333,7 +333,7 @@ class ClusterClient:
             conns.append(self._bootstrap_conn)
         for conn in conns:
             conn.close()
-        deadline = time.monotonic() + timeout
+        deadline = monotonic_s() + timeout
         for conn in conns:
-            await conn.wait_closed(max(deadline - time.monotonic(), 0))
+            await conn.wait_closed(max(deadline - monotonic_s(), 0))
         self._connections.clear()

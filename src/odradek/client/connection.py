@@ -20,11 +20,11 @@ import asyncio
 import collections
 import logging
 import struct
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import build
 from odradek.protocol.messages import decode_response, encode_request, request_type
@@ -83,7 +83,7 @@ class Connection:
         conn = cls(address, client_id, stream.reader, stream.writer)
         if stream.session_lifetime_ms > 0:
             lifetime_s = stream.session_lifetime_ms / 1000
-            conn._retire_at = time.monotonic() + _RETIRE_FRACTION * lifetime_s
+            conn._retire_at = monotonic_s() + _RETIRE_FRACTION * lifetime_s
         conn._read_task = asyncio.get_running_loop().create_task(conn._read_loop())
         try:
             await asyncio.wait_for(conn._negotiate(), timeout)
@@ -139,7 +139,7 @@ class Connection:
         idle, so callers open a new (newly authenticated) connection instead of being
         disconnected by the broker (odradek does not re-authenticate in place)."""
         if self._retire_at is not None and self._closed is None and not self._pending \
-                and time.monotonic() >= self._retire_at:
+                and monotonic_s() >= self._retire_at:
             self.close(ConnectionFailed(f"{self.address}: SASL session lifetime is over"))
         return self._closed is not None
 
@@ -287,8 +287,3 @@ def _parse_api_versions(frame: bytes, version: int) -> Any:  # kio response type
                 raise _ApiVersionsDowngrade(min(int(entry.max_version), version - 1))
         raise _ApiVersionsDowngrade(0)
     return decode_response(frame, ApiKey.API_VERSIONS, version)[1]
-
-
-def build_request(api_key: int, version: int, body: Mapping[str, Any]) -> Any:
-    """The kio entity for ``body`` (exposed for tests)."""
-    return build(request_type(api_key, version), body)

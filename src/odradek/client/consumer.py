@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from odradek.clock import monotonic_s
 
 from .aio import wait_event
 from .batch_codec import ConsumerRecord
 from .cluster_client import ClusterClient
-from .errors import BrokerResponseError, KafkaClientError, NoOffsetForPartition
+from .errors import KafkaClientError, NoOffsetForPartition
 from .fetcher import Fetcher
 from .group import GroupMembership
 from .metadata import TopicPartition
@@ -93,7 +94,7 @@ class AsyncConsumer:
         self._manual = False
         self._started = False
         self._closed = False
-        self._last_commit = time.monotonic()
+        self._last_commit = monotonic_s()
         self._committed_positions: dict[TopicPartition, int] = {}
         if topics:
             self.subscribe(list(topics))
@@ -333,7 +334,7 @@ class AsyncConsumer:
     async def _maybe_auto_commit(self) -> None:
         if not self.enable_auto_commit or self._group is None or not self._group.stable:
             return
-        now = time.monotonic()
+        now = monotonic_s()
         if now - self._last_commit < self.auto_commit_interval:
             return
         self._last_commit = now
@@ -352,13 +353,13 @@ class AsyncConsumer:
         if not self._started:
             await self.start()
         limit = max_records or self.max_poll_records
-        deadline = time.monotonic() + timeout_ms / 1000
+        deadline = monotonic_s() + timeout_ms / 1000
         fetcher = self.fetcher
         while True:
             if self._group is not None:
-                remaining = max(deadline - time.monotonic(), 0)
+                remaining = max(deadline - monotonic_s(), 0)
                 if not await self._group.ensure_active(remaining):
-                    if time.monotonic() >= deadline:
+                    if monotonic_s() >= deadline:
                         return []
                     continue
                 await self._maybe_auto_commit()
@@ -373,7 +374,7 @@ class AsyncConsumer:
                     s.position is None for s in fetcher.assignment.values()):
                 await self._reset_positions()
                 fetcher.wake()
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic_s()
             if remaining <= 0:
                 return []
             if not fetcher.assignment and self._group is None:
@@ -406,8 +407,3 @@ class AsyncConsumer:
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self.stream()
-
-
-def check_topic_exists(metadata_error: int, topic: str) -> None:
-    if metadata_error:
-        raise BrokerResponseError(metadata_error, f"topic {topic!r}")

@@ -32,13 +32,16 @@ from .errors import BrokerResponseError, KafkaClientError
 from .metadata import TopicPartition
 from .read_committed import aborted_batch_offsets
 
-__all__ = ["Fetcher", "PartitionState"]
+__all__ = ["AssignedPartition", "Fetcher"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class PartitionState:
+class AssignedPartition:
+    """What the consumer tracks for one partition assigned to it: the next offset to fetch,
+    whether the application paused it, the watermarks of the last answer, a pending reset."""
+
     position: int | None = None
     paused: bool = False
     high_watermark: int = -1
@@ -69,7 +72,7 @@ class Fetcher:
         self.max_partition_fetch_bytes = max_partition_fetch_bytes
         self.isolation_level = isolation_level
         self.check_crcs = check_crcs
-        self.assignment: dict[TopicPartition, PartitionState] = {}
+        self.assignment: dict[TopicPartition, AssignedPartition] = {}
         self._completed: collections.deque[_CompletedFetch] = collections.deque()
         self._buffered: set[TopicPartition] = set()
         self._in_flight: dict[int, asyncio.Task[None]] = {}
@@ -88,7 +91,7 @@ class Fetcher:
             if tp not in wanted:
                 del self.assignment[tp]
         for tp in wanted:
-            self.assignment.setdefault(tp, PartitionState())
+            self.assignment.setdefault(tp, AssignedPartition())
         self._completed = collections.deque(c for c in self._completed if c.tp in wanted)
         self._buffered = {c.tp for c in self._completed}
         self.client.add_topics({tp.topic for tp in wanted})
@@ -114,7 +117,7 @@ class Fetcher:
             self._completed = collections.deque(c for c in self._completed if c.tp != tp)
             self._buffered.discard(tp)
 
-    def _state(self, tp: TopicPartition) -> PartitionState:
+    def _state(self, tp: TopicPartition) -> AssignedPartition:
         try:
             return self.assignment[tp]
         except KeyError:
@@ -176,7 +179,7 @@ class Fetcher:
                 if state.position is None or fetch.next_offset > state.position:
                     state.position = fetch.next_offset
                 self._remove(i)
-        if not any(not self.assignment.get(c.tp, PartitionState(paused=True)).paused
+        if not any(not self.assignment.get(c.tp, AssignedPartition(paused=True)).paused
                    for c in completed):
             self.data_ready.clear()
         return out

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 
 from .assignors import (
@@ -82,7 +82,7 @@ class GroupMembership:
         self.assignment: list[TopicPartition] = []
         self.needs_rejoin = True
         self.coordinator: int | None = None
-        self.last_poll = time.monotonic()
+        self.last_poll = monotonic_s()
         self._on_assigned = on_assigned
         self._on_revoked = on_revoked
         self._on_lost = on_lost
@@ -99,7 +99,7 @@ class GroupMembership:
 
     async def ensure_active(self, timeout: float) -> bool:
         """Run (or keep waiting for) a rebalance; True once the member is stable."""
-        self.last_poll = time.monotonic()
+        self.last_poll = monotonic_s()
         if self._heartbeat is None:
             self._heartbeat = asyncio.get_running_loop().create_task(self._heartbeat_loop())
         if not self.needs_rejoin:
@@ -248,7 +248,7 @@ class GroupMembership:
             await asyncio.sleep(self.heartbeat_interval)
             if self.generation < 0 or (self._rebalance and not self._rebalance.done()):
                 continue
-            if time.monotonic() - self.last_poll > self.max_poll_interval:
+            if monotonic_s() - self.last_poll > self.max_poll_interval:
                 log.warning("poll() not called for max.poll.interval.ms: leaving group %s",
                             self.group_id)
                 await self.leave()

@@ -8,12 +8,12 @@ offset whose record timestamp is >= it, or offset -1 when no record is that new.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 
 from .cluster_client import STALE_METADATA_CODES, ClusterClient
@@ -46,7 +46,7 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
     remaining = dict(query)
     result: dict[TopicPartition, OffsetAndTimestamp | None] = {}
     last_error: BaseException | None = None
-    deadline = time.monotonic() + (client.request_timeout if timeout is None else timeout)
+    deadline = monotonic_s() + (client.request_timeout if timeout is None else timeout)
     attempt = 0
     while remaining:
         fresh = attempt > 0 or not client.metadata.knows({tp.topic for tp in remaining})
@@ -85,7 +85,7 @@ async def list_offsets(client: ClusterClient, query: Mapping[TopicPartition, int
         client.invalidate()
         attempt += 1
         pause = client.retry_backoff * min(attempt, 10)
-        if time.monotonic() + pause > deadline:
+        if monotonic_s() + pause > deadline:
             raise last_error or BrokerResponseError(ErrorCode.leader_not_available,
                                                     f"offsets for {sorted(remaining)}")
         await asyncio.sleep(pause)

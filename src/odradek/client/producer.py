@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from odradek.clock import wall_ms
+from odradek.clock import monotonic_s, wall_ms
 
 from .accumulator import DeliveryCallback, RecordAccumulator, RecordFuture
 from .aio import Wakeup, wait_event
@@ -112,7 +111,7 @@ class AsyncProducer:
         try:
             self._wakeup.set()
             bound = self._flush_bound() if timeout is None else timeout
-            if not await self._wait_idle(time.monotonic() + bound):
+            if not await self._wait_idle(monotonic_s() + bound):
                 raise TimeoutError(
                     f"producer flush: {len(acc.incomplete)} batches "
                     f"({sum(b.record_count for b in list(acc.incomplete))} records) still "
@@ -136,7 +135,7 @@ class AsyncProducer:
             self._wakeup.set()
             if not self.accumulator.has_incomplete:
                 break
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic_s()
             if remaining <= 0 or not await wait_event(self.sender.idle, remaining):
                 return not self.accumulator.has_incomplete
         return True
@@ -199,10 +198,10 @@ class AsyncProducer:
         self.check_sendable()
         if not self._partitions(topic, self.client.metadata)[0]:
             await self._wait_for_topic(topic)
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        deadline = monotonic_s() + self.config.max_block_ms / 1000
         while not self.accumulator.has_space():
             self.sender.space.clear()
-            if not await wait_event(self.sender.space, deadline - time.monotonic()):
+            if not await wait_event(self.sender.space, deadline - monotonic_s()):
                 raise KafkaClientError("buffer.memory full for max.block.ms")
         future, wake = self.append(topic, value, key, headers, partition, timestamp,
                                    on_delivery)
@@ -261,12 +260,12 @@ class AsyncProducer:
     async def _wait_aborted(self) -> None:
         """Wait for the in-flight batches of an aborted transaction (a retry they come
         back as is dropped too), within ``max.block.ms``."""
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        deadline = monotonic_s() + self.config.max_block_ms / 1000
         while self.accumulator.has_incomplete:
             self.sender.drop_queued(TransactionAbortable("the transaction was aborted"))
             if not self.accumulator.has_incomplete:
                 return
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic_s()
             if remaining <= 0:
                 raise TimeoutError("abort_transaction: batches still in flight after "
                                    "max.block.ms")
@@ -281,14 +280,14 @@ class AsyncProducer:
         return await future
 
     async def _wait_for_topic(self, topic: str) -> None:
-        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        deadline = monotonic_s() + self.config.max_block_ms / 1000
         self.client.add_topics([topic])
         while True:
             metadata = await self.client.refresh_metadata([topic])
             info = metadata.topics.get(topic)
             if info is not None and info.error_code == ErrorCode.none and info.partitions:
                 return
-            if time.monotonic() >= deadline:
+            if monotonic_s() >= deadline:
                 code = info.error_code if info is not None else ErrorCode.none
                 raise BrokerResponseError(code or ErrorCode.unknown_topic_or_partition,
                                           f"topic {topic!r} not available after "

@@ -18,10 +18,10 @@ are the caller's to judge: the start is below the log start offset (deleted by r
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.records import CorruptBatch, iter_batch_headers
 
@@ -252,7 +252,7 @@ class RangeReader:
                 position = chunk.log_start_offset
                 continue
             # Nothing at ``position`` yet: the high watermark is below the planned end.
-            now = time.monotonic()
+            now = monotonic_s()
             stalled_since = stalled_since or now
             if now - stalled_since > poll_timeout:
                 raise KafkaClientError(

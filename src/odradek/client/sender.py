@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import epoch_millis
 
@@ -122,7 +122,7 @@ class Sender:
                 await asyncio.sleep(0)
 
     async def _send_ready(self) -> float:
-        now = time.monotonic()
+        now = monotonic_s()
         backoff = self.config.retry_backoff_ms / 1000
         for batch in self.accumulator.expired(now):
             self._expire(batch)
@@ -235,7 +235,7 @@ class Sender:
             try:
                 # Bounded by the request timeout *and* the earliest delivery deadline, so
                 # no batch outlives delivery.timeout.ms while its request hangs.
-                deadline = min(time.monotonic() + self.config.request_timeout_ms / 1000 + 5,
+                deadline = min(monotonic_s() + self.config.request_timeout_ms / 1000 + 5,
                                min(batch.deadline for batch in batches))
                 # An open connection is used at once (``wait_for`` would add a task and a
                 # loop iteration before the batch is even written).
@@ -303,7 +303,7 @@ class Sender:
             self._wakeup.set()
 
     def retry_or_fail(self, batch: ProducerBatch, error: BaseException) -> None:
-        now = time.monotonic()
+        now = monotonic_s()
         if self.txn is not None and isinstance(error, BrokerResponseError) and (
                 error.code in _RESEQUENCE or error.code == ErrorCode.producer_fenced):
             retriable = False  # the transaction fails (fatally when fenced)
@@ -421,4 +421,4 @@ class Sender:
 
 
 def _remaining(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.001)
+    return max(deadline - monotonic_s(), 0.001)

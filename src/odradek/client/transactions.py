@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_s
 from odradek.protocol.api_versions import ApiKey
 
 from .errors import BrokerResponseError, KafkaClientError
@@ -114,7 +114,7 @@ class TransactionManager:
         """Send to the coordinator until the answer is not retriable or ``max.block.ms``
         passes. Returns the response once its error (``error_of``) is NONE; raises
         :class:`BrokerResponseError` for any other answer."""
-        deadline = time.monotonic() + self.max_block
+        deadline = monotonic_s() + self.max_block
         attempt = 0
         last: BaseException | None = None
         while True:
@@ -141,7 +141,7 @@ class TransactionManager:
                     self._coordinator = None
             attempt += 1
             delay = min(self.backoff * attempt, 1.0)
-            if time.monotonic() + delay >= deadline:
+            if monotonic_s() + delay >= deadline:
                 raise TimeoutError(f"{what} for transactional.id {self.transactional_id!r} "
                                    f"not done within max.block.ms: {last}")
             log.debug("%s: %s; retrying in %.2fs", what, last, delay)

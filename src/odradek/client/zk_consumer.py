@@ -39,7 +39,6 @@ import atexit
 import contextlib
 import logging
 import random
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -48,6 +47,7 @@ from kazoo.exceptions import KazooException, NodeExistsError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import WatchedEvent
 
+from odradek.clock import monotonic_s
 from odradek.cluster.zk import SessionEvent, ZkSession, ZooKeeperUnavailable
 
 from .aio import wait_event
@@ -383,12 +383,12 @@ class AsyncZooKeeperConsumer:
         to the rebalance backoff: a partition just added is in ZooKeeper before it has a
         leader, and has no starting offset to read until it has one."""
         assert self._fetch is not None
-        deadline = time.monotonic() + max(self.rebalance_backoff, 1.0)
+        deadline = monotonic_s() + max(self.rebalance_backoff, 1.0)
         while True:
             metadata = await self._fetch.client.refresh_metadata({tp.topic for tp in partitions})
             missing = [f"{tp.topic}-{tp.partition}" for tp in partitions
                        if metadata.leader_for(tp) < 0]
-            if not missing or time.monotonic() >= deadline or self._changed.is_set():
+            if not missing or monotonic_s() >= deadline or self._changed.is_set():
                 return missing
             await asyncio.sleep(_LEADER_POLL_S)  # a bounded poll, not a synchronisation
 
@@ -486,12 +486,12 @@ class AsyncZooKeeperConsumer:
         self._mark_processed()
         fetch = self._fetch
         assert fetch is not None
-        deadline = time.monotonic() + timeout_ms / 1000
+        deadline = monotonic_s() + timeout_ms / 1000
         while True:
             if self._error is not None:
                 error, self._error = self._error, None
                 raise error
-            remaining = deadline - time.monotonic()
+            remaining = deadline - monotonic_s()
             if remaining <= 0:
                 return []
             slice_s = min(remaining, _POLL_SLICE_S)

@@ -31,15 +31,15 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import WatchedEvent
 
+from odradek.clock import wall_ms
 from odradek.cluster import znodes
 
 from .assignors import Subscription, assign_range
@@ -68,10 +68,6 @@ Watcher = Callable[[WatchedEvent], None]
 
 # ---------------------------------------------------------------------------- paths
 
-def group_path(group: str) -> str:
-    return f"/consumers/{group}"
-
-
 def ids_path(group: str) -> str:
     return f"/consumers/{group}/ids"
 
@@ -88,10 +84,6 @@ def owner_path(group: str, tp: TopicPartition) -> str:
     return f"/consumers/{group}/owners/{tp.topic}/{tp.partition}"
 
 
-def offsets_path(group: str, topic: str) -> str:
-    return f"/consumers/{group}/offsets/{topic}"
-
-
 def offset_path(group: str, tp: TopicPartition) -> str:
     return f"/consumers/{group}/offsets/{tp.topic}/{tp.partition}"
 
@@ -102,7 +94,7 @@ def make_consumer_id(group: str, consumer_id: str | None = None) -> str:
     """Kafka 0.8's ``consumerIdString``: ``<group>_<consumer.id>``, where an unset
     ``consumer.id`` becomes ``<hostname>-<ms>-<8 hex digits>``."""
     if consumer_id is None:
-        consumer_id = f"{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+        consumer_id = f"{socket.gethostname()}-{wall_ms()}-{uuid.uuid4().hex[:8]}"
     if not consumer_id or "/" in consumer_id:
         raise ValueError(f"consumer id must be non-empty and without '/': {consumer_id!r}")
     return f"{group}_{consumer_id}"
@@ -325,9 +317,3 @@ def read_broker_bootstrap(client: KazooClient) -> list[str]:
         if info.port > 0:
             out.append(f"{info.host}:{info.port}")
     return out
-
-
-def owned_by(assignment: Mapping[str, Sequence[TopicPartition]], threads: Iterable[str]
-             ) -> dict[TopicPartition, str]:
-    """``{partition: thread}`` for the given threads of one consumer."""
-    return {tp: thread for thread in threads for tp in assignment.get(thread, ())}

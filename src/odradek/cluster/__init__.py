@@ -14,7 +14,7 @@ from odradek.cluster.model import (
     BrokerId,
     BrokerInfo,
     Endpoint,
-    PartitionState,
+    PartitionRegistration,
     TopicMetadata,
     TopicPartition,
 )
@@ -34,7 +34,7 @@ __all__ = [
     "ClusterView",
     "Controller",
     "Endpoint",
-    "PartitionState",
+    "PartitionRegistration",
     "SessionEvent",
     "TopicMetadata",
     "TopicPartition",

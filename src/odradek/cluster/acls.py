@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import EventType, WatchedEvent
 
+from odradek.clock import wall_ms
 from odradek.cluster import acl_znodes as paths
 from odradek.cluster.zk import SessionEvent, ZkSession
 from odradek.protocol.errors import UnknownServerError
@@ -119,7 +119,7 @@ def alter_acls(client: KazooClient, pattern: ResourcePattern,
 
 
 def _purge_old_notifications(client: KazooClient, directory: str) -> None:
-    cutoff_ms = (time.time() - _NOTIFICATION_TTL_S) * 1000
+    cutoff_ms = wall_ms() - _NOTIFICATION_TTL_S * 1000
     with contextlib.suppress(KazooException):
         for child in client.get_children(directory):
             try:

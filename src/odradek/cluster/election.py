@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from odradek.cluster.model import NO_LEADER, PartitionState
+from odradek.cluster.model import NO_LEADER, PartitionRegistration
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
 
 
-def is_unclean(current: PartitionState, decided: LeaderAndIsr) -> bool:
+def is_unclean(current: PartitionRegistration, decided: LeaderAndIsr) -> bool:
     """Did ``decided`` hand leadership to a replica outside the ISR (Kafka's unclean
     election: records acknowledged by the old ISR may be lost)?"""
     return (decided.leader != NO_LEADER and decided.leader != current.leader
@@ -59,7 +59,7 @@ def initial_leader_and_isr(replicas: Sequence[int], live: Set[int]) -> LeaderAnd
 
 
 def next_leader_and_isr(
-    current: PartitionState, live: Set[int], *, unclean: bool = False
+    current: PartitionRegistration, live: Set[int], *, unclean: bool = False
 ) -> LeaderAndIsr | None:
     """The state ``current`` should move to given the live brokers, or None if unchanged."""
     live_isr = tuple(r for r in current.isr if r in live)
@@ -81,7 +81,7 @@ def next_leader_and_isr(
 
 
 def decide(
-    current: PartitionState,
+    current: PartitionRegistration,
     live: Set[int],
     shutting_down: Set[int] = frozenset(),
     *,
@@ -104,7 +104,7 @@ def decide(
 
 
 def preferred_leader_and_isr(
-    current: PartitionState, live: Set[int], shutting_down: Set[int] = frozenset()
+    current: PartitionRegistration, live: Set[int], shutting_down: Set[int] = frozenset()
 ) -> LeaderAndIsr | None:
     """Leadership back to the first replica, or None if it leads already or cannot."""
     if not current.replicas or current.leader == current.replicas[0]:
@@ -116,7 +116,7 @@ def preferred_leader_and_isr(
 
 
 def unclean_leader_and_isr(
-    current: PartitionState, live: Set[int], shutting_down: Set[int] = frozenset()
+    current: PartitionRegistration, live: Set[int], shutting_down: Set[int] = frozenset()
 ) -> LeaderAndIsr | None:
     """ElectLeaders' UNCLEAN type: a clean choice if there is one, else any live replica."""
     electable = live - shutting_down
@@ -124,7 +124,7 @@ def unclean_leader_and_isr(
 
 
 def reassignment_complete_leader_and_isr(
-    current: PartitionState, target: Sequence[int], live: Set[int]
+    current: PartitionRegistration, target: Sequence[int], live: Set[int]
 ) -> LeaderAndIsr | None:
     """The state that ends a reassignment to ``target``, or None while it cannot end yet
     (some target replica is not in the ISR, or no target replica can lead)."""

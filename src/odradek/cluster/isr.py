@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
 
 from odradek.cluster import znodes
-from odradek.cluster.model import PartitionState
+from odradek.cluster.model import PartitionRegistration
 from odradek.cluster.zk import ZkSession
 
 __all__ = ["IsrWriteResult", "IsrWriter"]
@@ -44,7 +44,7 @@ class IsrWriteResult:
 
     ok: bool
     zk_version: int = -1
-    current: PartitionState | None = None
+    current: PartitionRegistration | None = None
 
 
 class IsrWriter:

@@ -69,8 +69,9 @@ class BrokerInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionState:
-    """Assignment plus leadership of one partition.
+class PartitionRegistration:
+    """Assignment plus leadership of one partition, as registered in ZooKeeper (Kafka's
+    ``LeaderIsrAndControllerEpoch`` with the replica list; KRaft's ``PartitionRegistration``).
 
     ``replicas`` comes from ``/brokers/topics/<t>``; the rest from
     ``/brokers/topics/<t>/partitions/<p>/state``. A partition the controller has not yet
@@ -95,5 +96,5 @@ class PartitionState:
 class TopicMetadata:
     name: str
     topic_id: uuid.UUID
-    partitions: Mapping[int, PartitionState] = field(default_factory=frozen_mapping)
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=frozen_mapping)
     config: Mapping[str, str] = field(default_factory=frozen_mapping)

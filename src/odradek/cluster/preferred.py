@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from odradek.cluster.model import PartitionState, TopicPartition
+from odradek.cluster.model import PartitionRegistration, TopicPartition
 
 
-def imbalance_by_broker(states: Mapping[TopicPartition, PartitionState]) -> dict[int, float]:
+def imbalance_by_broker(states: Mapping[TopicPartition, PartitionRegistration]) -> dict[int, float]:
     """``{preferred broker: fraction of its preferred partitions it does not lead}``."""
     preferred: dict[int, int] = {}
     misplaced: dict[int, int] = {}
@@ -35,7 +35,7 @@ def imbalance_by_broker(states: Mapping[TopicPartition, PartitionState]) -> dict
 
 
 def partitions_to_rebalance(
-    states: Mapping[TopicPartition, PartitionState],
+    states: Mapping[TopicPartition, PartitionRegistration],
     live: Set[int],
     imbalance_percentage: int,
     shutting_down: Set[int] = frozenset(),

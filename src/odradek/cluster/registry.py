@@ -125,12 +125,6 @@ class BrokerRegistry:
             )
         return int(stat.czxid)
 
-    async def deregister(self) -> None:
-        """Remove our registration now (controlled shutdown) instead of at session close."""
-        self._info = None
-        with contextlib.suppress(NoNodeError):
-            await self.session.call(self.session.client.delete, znodes.broker_path(self.broker_id))
-
     def _on_session_event(self, event: SessionEvent) -> None:
         idle = self._reregister is None or self._reregister.done()
         if event is SessionEvent.NEW_SESSION and self._info is not None and idle:

@@ -33,7 +33,7 @@ from odradek.cluster.assignment import (
     assign_replicas,
     validate_assignment,
 )
-from odradek.cluster.model import NO_LEADER, PartitionState, TopicMetadata, frozen_mapping
+from odradek.cluster.model import NO_LEADER, PartitionRegistration, TopicMetadata, frozen_mapping
 from odradek.cluster.zk import ZkSession
 from odradek.protocol.errors import (
     InvalidConfig,
@@ -74,7 +74,7 @@ def _pending_metadata(
     config: Mapping[str, str],
 ) -> TopicMetadata:
     partitions = {
-        p: PartitionState(NO_LEADER, -1, (), tuple(replicas), -1)
+        p: PartitionRegistration(NO_LEADER, -1, (), tuple(replicas), -1)
         for p, replicas in sorted(assignment.items())
     }
     return TopicMetadata(name, topic_id, frozen_mapping(partitions), frozen_mapping(config))

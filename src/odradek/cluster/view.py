@@ -42,7 +42,7 @@ from odradek.cluster.client_quotas import read_all_client_quotas, read_client_qu
 from odradek.cluster.model import (
     NO_LEADER,
     BrokerInfo,
-    PartitionState,
+    PartitionRegistration,
     TopicMetadata,
     TopicPartition,
     frozen_mapping,
@@ -367,7 +367,7 @@ class _Reader:
         previous = self.topics.get(name)
         if previous is not None and topic_id != previous.topic_id:
             previous = None  # deleted and re-created under the same name
-        partitions: dict[int, PartitionState] = {}
+        partitions: dict[int, PartitionRegistration] = {}
         for p, replicas in sorted(assignment.items()):
             known = previous.partitions.get(p) if previous else None
             if known is not None and known.replicas == replicas:
@@ -379,10 +379,11 @@ class _Reader:
             name, topic_id or uuid.UUID(int=0), frozen_mapping(partitions), config
         )
 
-    def _partition_state(self, topic: str, p: int, replicas: Sequence[int]) -> PartitionState:
+    def _partition_state(self, topic: str, p: int,
+                         replicas: Sequence[int]) -> PartitionRegistration:
         got = self._get(znodes.partition_state_path(topic, p))
         if got is None:
-            return PartitionState(NO_LEADER, -1, (), tuple(replicas), -1)
+            return PartitionRegistration(NO_LEADER, -1, (), tuple(replicas), -1)
         return znodes.decode_partition_state(got[0], replicas, got[1].version)
 
     def _read_state(self, topic: str, p: int) -> None:

@@ -43,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from odradek.clock import wall_ms
-from odradek.cluster.model import BrokerInfo, Endpoint, PartitionState
+from odradek.cluster.model import BrokerInfo, Endpoint, PartitionRegistration
 
 CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
@@ -286,9 +286,10 @@ def encode_partition_state(
     )
 
 
-def decode_partition_state(data: bytes, replicas: Sequence[int], zk_version: int) -> PartitionState:
+def decode_partition_state(data: bytes, replicas: Sequence[int],
+                           zk_version: int) -> PartitionRegistration:
     obj = _loads(data)
-    return PartitionState(
+    return PartitionRegistration(
         leader=int(obj["leader"]),
         leader_epoch=int(obj["leader_epoch"]),
         isr=tuple(int(b) for b in obj["isr"]),
@@ -358,11 +359,6 @@ def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> byt
     )
 
 
-def decode_isr_change_notification(data: bytes) -> list[tuple[str, int]]:
-    obj = _loads(data) or {}
-    return [(str(e["topic"]), int(e["partition"])) for e in obj.get("partitions", [])]
-
-
 # -- admin requests and notifications ---------------------------------------------------
 
 
@@ -385,12 +381,6 @@ def decode_reassignment(data: bytes | None) -> dict[tuple[str, int], tuple[int, 
         (str(e["topic"]), int(e["partition"])): tuple(int(b) for b in e.get("replicas") or ())
         for e in obj.get("partitions") or ()
     }
-
-
-def encode_partition_list(partitions: Sequence[tuple[str, int]]) -> bytes:
-    return _dumps(
-        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
-    )
 
 
 def decode_partition_list(data: bytes | None) -> list[tuple[str, int]]:

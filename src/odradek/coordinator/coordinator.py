@@ -157,10 +157,6 @@ class GroupCoordinator:
             timer.cancel()
         self._deliver(slot.shard.unload(self._clock()))
 
-    def is_loading(self, partition: int) -> bool:
-        slot = self._slots.get(partition)
-        return slot is not None and not slot.loaded
-
     async def _load(self, partition: int, slot: _Slot) -> None:
         records: list[Record] = []
         for count, record in enumerate(self.offsets_log.read_all(partition), 1):
@@ -646,4 +642,3 @@ class _AppendTimedOut(KafkaError):
 
 class _AppendFailed(KafkaError):
     code = ErrorCode.unknown_server_error
-

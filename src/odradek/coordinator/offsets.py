@@ -55,15 +55,6 @@ class OffsetAndMetadata(NamedTuple):
     commit_timestamp_ms: int
     expire_timestamp_ms: int = -1
 
-    def to_value(self) -> OffsetCommitValue:
-        return OffsetCommitValue(
-            offset=self.offset,
-            metadata=self.metadata,
-            commit_timestamp=self.commit_timestamp_ms,
-            leader_epoch=self.leader_epoch,
-            expire_timestamp=self.expire_timestamp_ms,
-        )
-
     @classmethod
     def from_value(cls, value: OffsetCommitValue) -> OffsetAndMetadata:
         return cls(

@@ -29,13 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from odradek.clock import wall_ms
+from odradek.clock import monotonic_s, wall_ms
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.types import TopicPartition
 
@@ -205,9 +204,6 @@ class TransactionCoordinator:
             raise _Refused(ErrorCode.coordinator_load_in_progress)
         return slot
 
-    def is_coordinator_for(self, transactional_id: str) -> bool:
-        return self.partition_for(transactional_id) in self._slots
-
     # Requests ------------------------------------------------------------------------------
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
                                expected: tuple[int, int] | None = None) -> InitResult:
@@ -310,12 +306,12 @@ class TransactionCoordinator:
     async def _complete(self, slot: _Slot, prepared: TxnMetadata) -> None:
         """Markers for a Prepare{Commit,Abort}, then Complete{Commit,Abort}."""
         commit = prepared.status == TxnStatus.PREPARE_COMMIT
-        began = time.monotonic()
+        began = monotonic_s()
         await self._markers.write_markers(
             prepared.producer_id, prepared.producer_epoch, commit,
             self._coordinator_epoch(slot.shard.partition), prepared.partitions,
         )
-        self._observer.markers_written(time.monotonic() - began)
+        self._observer.markers_written(monotonic_s() - began)
         async with slot.lock(prepared.transactional_id):
             current = slot.shard.get(prepared.transactional_id)
             if current != prepared:

@@ -41,7 +41,6 @@ __all__ = [
     "HistogramChild",
     "MetricFamily",
     "format_bound",
-    "gauge_metric",
 ]
 
 
@@ -181,8 +180,3 @@ class MetricFamily:
         for values, child in children.items():
             metric.add_metric(list(values), child.value)
         return metric
-
-
-def gauge_metric(spec: MetricSpec) -> GaugeMetricFamily:
-    """An empty gauge family for a scraped spec (filled by a collector)."""
-    return GaugeMetricFamily(spec.name, spec.help, labels=spec.labels)

@@ -53,6 +53,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
 
+from odradek.types import TopicPartition
+
 from .catalog_types import Feed, Kind, MetricSpec
 from .exposition import GaugeRows
 from .limits import SeriesLimit
@@ -73,7 +75,6 @@ __all__ = [
     "sink_marker_group",
 ]
 
-TopicPartition = tuple[str, int]
 _T = TypeVar("_T")
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 ROW = ("group", "topic", "partition")
@@ -284,8 +285,9 @@ class LagCollector:
         wanted: list[tuple[int, str, int, int]] = []  # (row index, topic, partition, position)
         for key in kept:
             group, topic, partition = key
-            committed = by_group[group][(topic, partition)]
-            log = offsets.get((topic, partition))
+            tp = TopicPartition(topic, partition)
+            committed = by_group[group][tp]
+            log = offsets.get(tp)
             if log is None:
                 rows.append(LagRow(group, topic, partition, committed, None, None, None))
                 continue

@@ -85,8 +85,5 @@ class SeriesLimit:
             self._admitted[metric] &= keep
             self._refused[metric] &= keep
 
-    def admitted_count(self, metric: str) -> int:
-        return len(self._admitted[metric])
-
     def collect(self) -> Metric:
         return self._dropped.collect()

@@ -10,11 +10,11 @@ thread-safe because kazoo callbacks and executor threads call them).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from odradek.clock import wall_s
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import ErrorCode
 
@@ -294,7 +294,7 @@ class CleanerMetrics(_Recorder):
         self._duration.labels().observe(seconds)
         self._read.labels().inc(read_bytes)
         self._written.labels().inc(written_bytes)
-        self._last.labels().set(time.time() if ended_at is None else ended_at)
+        self._last.labels().set(wall_s() if ended_at is None else ended_at)
 
     def failed(self) -> None:
         self._errors.labels().inc()

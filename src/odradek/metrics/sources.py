@@ -26,14 +26,14 @@ __all__ = [
     "ControllerSource",
     "ControllerState",
     "PartitionSource",
-    "PartitionState",
     "PurgatorySource",
     "QuotaSource",
+    "ReplicaSnapshot",
     "TransactionSource",
 ]
 
 
-class PartitionState(NamedTuple):
+class ReplicaSnapshot(NamedTuple):
     """One partition replica hosted by this broker, as the metrics see it.
 
     A named tuple, not a frozen dataclass: one is built per partition per scrape **on the
@@ -66,7 +66,7 @@ class PartitionState(NamedTuple):
 class PartitionSource(Protocol):
     """Lists every partition replica this broker hosts (the replica manager)."""
 
-    def partitions(self) -> Iterable[PartitionState]: ...
+    def partitions(self) -> Iterable[ReplicaSnapshot]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,13 +23,13 @@ import asyncio
 import concurrent.futures
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
+from odradek.clock import wall_s
 from odradek.quota import QuotaState, QuotaType
 
 from . import catalog as m
@@ -41,9 +41,9 @@ from .sources import (
     ControllerSource,
     ControllerState,
     PartitionSource,
-    PartitionState,
     PurgatorySource,
     QuotaSource,
+    ReplicaSnapshot,
     TransactionSource,
 )
 
@@ -69,7 +69,7 @@ class StateSources:
 
 @dataclass(frozen=True)
 class _Snapshot:
-    partitions: tuple[PartitionState, ...] | None
+    partitions: tuple[ReplicaSnapshot, ...] | None
     controller: ControllerState | None
     purgatory: dict[str, int] | None
     quotas: tuple[QuotaState, ...] | None
@@ -234,7 +234,7 @@ def _guard(what: str, read: Callable[[], _T]) -> _T | None:
         return None
 
 
-def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metric | GaugeRows]:
+def _partition_families(partitions: tuple[ReplicaSnapshot, ...]) -> Iterator[Metric | GaugeRows]:
     size, segments, start, end = (_gauge(spec) for spec in (
         m.LOG_SIZE, m.LOG_SEGMENTS, m.LOG_START_OFFSET, m.LOG_END_OFFSET))
     replicas, isr, under = (_gauge(spec) for spec in (
@@ -275,7 +275,7 @@ def _partition_families(partitions: tuple[PartitionState, ...]) -> Iterator[Metr
 
 
 def _transaction_partition_families(
-    partitions: tuple[PartitionState, ...], lso_lag_limit: SeriesLimit | None
+    partitions: tuple[ReplicaSnapshot, ...], lso_lag_limit: SeriesLimit | None
 ) -> Iterator[GaugeRows]:
     """Open transactions and the oldest one's age over the partitions led here, and (with
     per-topic labels on, capped by topics) each led partition's LSO lag."""
@@ -286,7 +286,7 @@ def _transaction_partition_families(
             open_count += p.open_transactions
             if oldest < 0 or 0 <= p.oldest_open_transaction_ms < oldest:
                 oldest = p.oldest_open_transaction_ms
-    age = max(0.0, time.time() - oldest / 1000) if oldest >= 0 else 0.0
+    age = max(0.0, wall_s() - oldest / 1000) if oldest >= 0 else 0.0
     for spec, value in ((m.OPEN_TRANSACTIONS, float(open_count)),
                         (m.OLDEST_OPEN_TRANSACTION, age)):
         family = _gauge(spec)

@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
-from .messages import request_type, response_type
+from .messages import response_type
 from .schema import FieldShape, field_shapes
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "build_response",
     "epoch_millis",
     "millis",
-    "request_module",
     "response_module",
     "timestamp_or_none",
 ]
@@ -51,10 +50,6 @@ _Convert = Callable[[Any], Any]
 def response_module(api_key: int, version: int) -> ModuleType:
     """The kio module of one response version (its classes share names across versions)."""
     return sys.modules[response_type(api_key, version).__module__]
-
-
-def request_module(api_key: int, version: int) -> ModuleType:
-    return sys.modules[request_type(api_key, version).__module__]
 
 
 def build(entity: type[T], data: Mapping[str, Any] | None = None, /, **fields: Any) -> T:

@@ -78,7 +78,6 @@ MAGIC_OFFSET = 16
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_AND_EPOCH = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
-_LENGTH = struct.Struct(">qi")
 _CRC = struct.Struct(">I")
 _ATTRIBUTES = struct.Struct(">h")
 _MAX_TIMESTAMP = struct.Struct(">q")
@@ -216,11 +215,6 @@ def validate_batches(buf: bytes | bytearray | memoryview) -> list[tuple[int, Bat
             raise CorruptBatch("negative record count or offset delta", pos)
         batches.append((pos, header))
     return batches
-
-
-def batch_crc_is_valid(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
-    view = memoryview(buf)
-    return bool(_crc32c.crc32c(view[pos + CRC_START : pos + header.size]) == header.crc)
 
 
 def is_legacy_message_set(buf: bytes | bytearray | memoryview) -> bool:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import enum
 import logging
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from odradek.clock import monotonic_s
 
 from .entities import (
     CONSUMER_BYTE_RATE,
@@ -104,7 +105,7 @@ class _Sensor:
 
 
 def _monotonic_ms() -> float:
-    return time.monotonic() * 1000.0
+    return monotonic_s() * 1000.0
 
 
 class QuotaManager:

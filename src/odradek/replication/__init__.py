@@ -5,6 +5,7 @@ Request handlers and the group coordinator's offsets log call :class:`ReplicaMan
 never touch a partition's log themselves. Modules, in dependency order (none imports a
 later one, none imports the replica manager):
 
+* ``acks``            — the Produce ``acks`` values (:class:`Acks`)
 * ``purgatory``       — delayed operations watching partition keys (Kafka's purgatory)
 * ``partition``       — one partition: its log, leader/follower state, HW, ISR, fencing
 * ``delayed_produce`` — acks=-1 appends waiting for the high watermark
@@ -15,12 +16,14 @@ later one, none imports the replica manager):
 * ``replica_manager`` — the entry points, and leadership following the cluster view
 """
 
+from .acks import Acks
 from .delayed_produce import AppendResult, AppendResults
 from .partition import Partition
 from .reads import FetchParams, FetchRead, PartitionFetch
 from .replica_manager import LeadershipListener, ReplicaManager
 
 __all__ = [
+    "Acks",
     "AppendResult",
     "AppendResults",
     "FetchParams",

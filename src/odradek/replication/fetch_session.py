@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.fetch_response import FetchPartitionResult, FetchTopicResult
+from odradek.types import TopicPartition
 
 from .reads import PartitionFetch
 
@@ -72,8 +73,6 @@ INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_MS = 120_000
 _MAX_EPOCH = 2**31 - 1
-
-PartitionKey = tuple[str, int]
 
 
 def next_epoch(epoch: int) -> int:
@@ -122,7 +121,7 @@ class FetchSession:
 
     id: int
     privileged: bool  # a follower's session
-    partitions: dict[PartitionKey, CachedPartition]
+    partitions: dict[TopicPartition, CachedPartition]
     created_ms: int
     last_used_ms: int
     epoch: int = 1
@@ -132,13 +131,13 @@ class FetchSession:
         return self.privileged, len(self.partitions)
 
     def update(self, wanted: Iterable[PartitionFetch],
-               forgotten: Iterable[PartitionKey]) -> set[PartitionKey]:
+               forgotten: Iterable[TopicPartition]) -> set[TopicPartition]:
         """Apply an incremental request: new positions, new partitions (at the end), and
         forgotten ones removed. Returns the keys the request named."""
-        touched: set[PartitionKey] = set()
+        touched: set[TopicPartition] = set()
         partitions = self.partitions
         for fetch in wanted:
-            key = (fetch.topic, fetch.partition)
+            key = TopicPartition(fetch.topic, fetch.partition)
             touched.add(key)
             cached = partitions.get(key)
             if cached is None:
@@ -180,7 +179,7 @@ class FetchSessionCache:
         return sum(len(s.partitions) for s in self.sessions.values())
 
     def new_context(self, *, session_id: int, epoch: int, wanted: Sequence[PartitionFetch],
-                    forgotten: Sequence[PartitionKey], from_follower: bool,
+                    forgotten: Sequence[TopicPartition], from_follower: bool,
                     now_ms: int) -> FetchContext | SessionError:
         """The context of one Fetch request (see the table in the module doc)."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):  # a full fetch
@@ -208,7 +207,7 @@ class FetchSessionCache:
         return FetchContext(tuple(c.fetch for c in session.partitions.values()),
                             session=session, touched=touched)
 
-    def create(self, privileged: bool, partitions: dict[PartitionKey, CachedPartition],
+    def create(self, privileged: bool, partitions: dict[TopicPartition, CachedPartition],
                now_ms: int) -> FetchSession | None:
         """A new session, if there is room or a session to evict; None otherwise."""
         if len(self.sessions) >= self.max_slots and not self._evict_for(
@@ -266,7 +265,7 @@ class FetchContext:
     def __init__(self, partitions: tuple[PartitionFetch, ...], *,
                  cache: FetchSessionCache | None = None, privileged: bool = False,
                  now_ms: int = 0, session: FetchSession | None = None,
-                 touched: set[PartitionKey] | None = None) -> None:
+                 touched: set[TopicPartition] | None = None) -> None:
         self.partitions = partitions
         self._cache = cache
         self._privileged = privileged
@@ -285,7 +284,7 @@ class FetchContext:
         session = self._session
         if session is None:
             return False
-        key = (fetch.topic, fetch.partition)
+        key = TopicPartition(fetch.topic, fetch.partition)
         if key in self._touched:
             return False
         cached = session.partitions.get(key)
@@ -301,10 +300,11 @@ class FetchContext:
         cache = self._cache
         if cache is None:
             return topics, INVALID_SESSION_ID
-        partitions: dict[PartitionKey, CachedPartition] = {}
-        results = {(t.topic, p.partition_index): p for t in topics for p in t.partitions}
+        partitions: dict[TopicPartition, CachedPartition] = {}
+        results = {TopicPartition(t.topic, p.partition_index): p
+                   for t in topics for p in t.partitions}
         for fetch in self.partitions:
-            key = (fetch.topic, fetch.partition)
+            key = TopicPartition(fetch.topic, fetch.partition)
             cached = partitions[key] = CachedPartition(fetch)
             result = results.get(key)
             if result is not None:
@@ -330,7 +330,7 @@ class FetchContext:
             name = topic.topic
             sent = []
             for result in topic.partitions:
-                key = (name, result.partition_index)
+                key = TopicPartition(name, result.partition_index)
                 cached = partitions.get(key)
                 if cached is None or cached.told(result):
                     sent.append(result)

@@ -52,7 +52,7 @@ from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.fetch_request import FetchPosition, encode_fetch_request
-from odradek.types import BrokerId, TopicPartition
+from odradek.types import BrokerId, LeaderEpoch, TopicPartition
 
 from .fetch_session_handler import FetchSessionHandler
 from .partition import Partition
@@ -165,10 +165,6 @@ class ReplicaFetcherManager:
         if fetcher.idle:
             del self._fetchers[fetcher_key]
             fetcher.stop()
-
-    def fetcher_for(self, key: TopicPartition) -> ReplicaFetcher | None:
-        fetcher_key = self._assigned.get(key)
-        return self._fetchers.get(fetcher_key) if fetcher_key is not None else None
 
     async def shutdown(self) -> None:
         fetchers = list(self._fetchers.values())
@@ -320,7 +316,7 @@ class ReplicaFetcher:
 
     # Truncation --------------------------------------------------------------------------
     async def _truncate(self, connection: Connection, states: list[FollowerFetchState]) -> None:
-        asking: list[tuple[FollowerFetchState, int]] = []
+        asking: list[tuple[FollowerFetchState, LeaderEpoch]] = []
         for state in states:
             epoch = state.partition.log.leader_epoch_cache.latest_epoch
             if epoch == _UNDEFINED:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from odradek.clock import monotonic_ms
+from odradek.types import BrokerId
 
 from .partition import Partition
 
@@ -73,7 +74,7 @@ class IsrManager:
                 await task
 
     # Triggers ----------------------------------------------------------------------------
-    def expand(self, partition: Partition, replica_id: int) -> None:
+    def expand(self, partition: Partition, replica_id: BrokerId) -> None:
         if self._busy(partition):
             return
         new_isr = (*partition.isr, replica_id)
@@ -114,14 +115,14 @@ class IsrManager:
         now = monotonic_ms() if now is None else now
         return now < partition.isr_retry_after_ms
 
-    def _submit(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    def _submit(self, partition: Partition, new_isr: tuple[BrokerId, ...]) -> None:
         partition.pending_isr = new_isr
         task = asyncio.create_task(self._write(partition, new_isr),
                                    name=f"isr {partition.topic}-{partition.index}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+    async def _write(self, partition: Partition, new_isr: tuple[BrokerId, ...]) -> None:
         generation, epoch, version = (
             partition.leader_generation, partition.leader_epoch, partition.zk_version
         )

@@ -41,6 +41,8 @@ from odradek.storage import AppendInfo, PartitionLog
 from odradek.storage.log_reader import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
+from .acks import Acks
+
 __all__ = [
     "NO_LEADER",
     "UNKNOWN_OFFSET",
@@ -92,8 +94,8 @@ class Partition:
     log: PartitionLog
     broker_id: BrokerId
     leader_epoch: LeaderEpoch = NO_EPOCH
-    isr: tuple[int, ...] = ()
-    replicas: tuple[int, ...] = ()
+    isr: tuple[BrokerId, ...] = ()
+    replicas: tuple[BrokerId, ...] = ()
     min_insync_replicas: int = 1
     is_leader: bool = False
     topic_id: object = None
@@ -103,7 +105,7 @@ class Partition:
     leader_epoch_start_offset: Offset = _LOG_START
     leader_generation: int = 0  # +1 each time we become leader after not leading
     followers: dict[int, FollowerProgress] = field(default_factory=dict)
-    pending_isr: tuple[int, ...] | None = None  # an ISR write in flight
+    pending_isr: tuple[BrokerId, ...] | None = None  # an ISR write in flight
     isr_retry_after_ms: int = 0  # monotonic
     key: TopicPartition = field(init=False)
 
@@ -127,7 +129,7 @@ class Partition:
         return Offset(self.log.log_start_offset)
 
     @property
-    def maximal_isr(self) -> tuple[int, ...]:
+    def maximal_isr(self) -> tuple[BrokerId, ...]:
         """The ISR plus replicas a pending write is adding (never minus those it removes)."""
         if self.pending_isr is None:
             return self.isr
@@ -164,14 +166,14 @@ class Partition:
 
     # Leader: writes and the high watermark ----------------------------------------------
     def append_as_leader(
-        self, records: bytes | memoryview | None, acks: int, *, from_coordinator: bool = False
+        self, records: bytes | memoryview | None, acks: Acks, *, from_coordinator: bool = False
     ) -> AppendInfo:
         """Append a producer's batches (whole, as received) at our epoch. The caller then
         moves the HW (it may move at once when we are the whole ISR) and wakes waiters.
         ``from_coordinator``: a coordinator's own write (WriteTxnMarkers' markers, the only
         control batches a leader accepts, or a TxnOffsetCommit batch, which has no sequence)."""
         self.check_leader()
-        if acks == -1:
+        if acks == Acks.ALL:
             self.check_enough_replicas()
         if not records:
             raise CorruptRecord("produce request carries no records")
@@ -230,7 +232,7 @@ class Partition:
             and progress.log_end_offset >= self.leader_epoch_start_offset
         )
 
-    def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[int, ...]:
+    def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> tuple[BrokerId, ...]:
         """ISR followers that lack some of our log and have not caught up within
         ``replica.lag.time.max.ms`` (Kafka's ``ReplicaState.isCaughtUp``: a follower with
         our whole log stays, however long ago it fetched)."""
@@ -286,7 +288,7 @@ class Partition:
             return UNKNOWN_OFFSET, -1
         return Offset(int(found[0])), int(found[1])
 
-    def end_offset_for_leader_epoch(self, epoch: int) -> tuple[LeaderEpoch, Offset]:
+    def end_offset_for_leader_epoch(self, epoch: LeaderEpoch) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch: the largest epoch <= ``epoch`` we know, and where it ends."""
         found_epoch, end_offset = self.log.end_offset_for_leader_epoch(epoch)
         return LeaderEpoch(found_epoch), Offset(end_offset)

@@ -39,7 +39,6 @@ from kio.schema.errors import ErrorCode
 from odradek.client.security import PLAINTEXT, ClientSecurity
 from odradek.clock import monotonic_ms
 from odradek.protocol.errors import (
-    InvalidRequiredAcks,
     NotLeaderOrFollower,
     UnknownTopicOrPartition,
     response_error,
@@ -47,6 +46,7 @@ from odradek.protocol.errors import (
 from odradek.storage import LogConfig, PartitionLog
 from odradek.types import BrokerId, LeaderEpoch, Offset, TopicPartition
 
+from .acks import Acks
 from .delayed_fetch import DelayedFetch
 from .delayed_produce import (
     AppendResult,
@@ -80,9 +80,6 @@ log = logging.getLogger(__name__)
 
 LeadershipListener = Callable[[str, int, bool], None]
 """``(topic, partition, is_leader)``: told when this broker starts or stops leading."""
-
-_VALID_ACKS = (-1, 0, 1)
-
 
 class ReplicaManager:
     """Owns the partitions of this broker, the purgatories they wake, and replication.
@@ -208,25 +205,21 @@ class ReplicaManager:
         self,
         entries: Mapping[TopicPartition, bytes | memoryview | None],
         *,
-        acks: int,
+        acks: Acks,
         timeout_ms: int,
         from_coordinator: bool = False,
     ) -> AppendResults | asyncio.Future[AppendResults]:
         """Append each partition's batches (whole, as received) to the partitions we lead.
 
-        With acks 0 or 1, or when nothing needs to wait, the results come back at once;
-        so do acks=-1 appends the HW covered at once (we are the whole ISR). Otherwise the
-        appended partitions wait until the HW covers them (or ``timeout_ms``), and a future
-        of the results comes back. ``from_coordinator``:
+        With ``Acks.NONE`` or ``Acks.LEADER``, or when nothing needs to wait, the results
+        come back at once; so do ``Acks.ALL`` appends the HW covered at once (we are the whole
+        ISR). Otherwise the appended partitions wait until the HW covers them (or
+        ``timeout_ms``), and a future of the results comes back. ``from_coordinator``:
         a coordinator's own write (see :meth:`Partition.append_as_leader`).
         """
         results: AppendResults = {}
         waiting: dict[TopicPartition, AwaitingReplication] = {}
-        valid_acks = acks in _VALID_ACKS
         for key, records in entries.items():
-            if not valid_acks:
-                results[key] = _failed(InvalidRequiredAcks(f"acks={acks}"), key)
-                continue
             try:
                 partition = self.leader_partition(key.topic, key.partition)
                 info = partition.append_as_leader(
@@ -241,7 +234,7 @@ class ReplicaManager:
             results[key] = AppendResult(base_offset=info.first_offset,
                                         log_append_time=info.log_append_time,
                                         log_start_offset=info.log_start_offset)
-            if acks == -1:
+            if acks == Acks.ALL:
                 waiting[key] = AwaitingReplication.after(partition, info.last_offset)
         if not waiting or settle(results, waiting):
             return results  # nothing to wait for, or the HW covered it at once
@@ -301,7 +294,7 @@ class ReplicaManager:
         if partition.record_follower_fetch(replica_id, offset):
             self.after_high_watermark_change(partition.key)
         if self.isr_manager is not None and partition.can_join_isr(replica_id):
-            self.isr_manager.expand(partition, replica_id)
+            self.isr_manager.expand(partition, BrokerId(replica_id))
 
     # Other reads and writes of led partitions ---------------------------------------------
     def offset_for_timestamp(
@@ -327,7 +320,7 @@ class ReplicaManager:
     ) -> tuple[LeaderEpoch, Offset]:
         """OffsetForLeaderEpoch, answered by the leader."""
         partition = self.leader_partition(key.topic, key.partition, current_leader_epoch)
-        return partition.end_offset_for_leader_epoch(leader_epoch)
+        return partition.end_offset_for_leader_epoch(LeaderEpoch(leader_epoch))
 
     def log_dir_sizes(
         self, wanted: Iterable[TopicPartition] | None = None
@@ -423,8 +416,8 @@ class ReplicaManager:
             # Same term: adopt a newer state znode (our own ISR write coming back, or a
             # write we could not confirm), never an older one.
             if zk_version > partition.zk_version or zk_version < 0:
-                partition.isr = tuple(state.isr)
-                partition.replicas = tuple(state.replicas)
+                partition.isr = tuple(map(BrokerId, state.isr))
+                partition.replicas = tuple(map(BrokerId, state.replicas))
                 partition.zk_version = zk_version
                 self.after_isr_change(partition)
             return
@@ -434,8 +427,8 @@ class ReplicaManager:
         now = monotonic_ms()
         partition.leader = self.broker_id
         partition.leader_epoch = LeaderEpoch(state.leader_epoch)
-        partition.isr = tuple(state.isr)
-        partition.replicas = tuple(state.replicas)
+        partition.isr = tuple(map(BrokerId, state.isr))
+        partition.replicas = tuple(map(BrokerId, state.replicas))
         partition.zk_version = zk_version
         partition.controller_epoch = int(getattr(state, "controller_epoch", -1))
         partition.pending_isr = None
@@ -466,8 +459,8 @@ class ReplicaManager:
             and partition.leader == state.leader
             and partition.leader_epoch == state.leader_epoch
         )
-        partition.isr = tuple(state.isr)
-        partition.replicas = tuple(state.replicas)
+        partition.isr = tuple(map(BrokerId, state.isr))
+        partition.replicas = tuple(map(BrokerId, state.replicas))
         partition.zk_version = int(getattr(state, "zk_version", -1))
         partition.controller_epoch = int(getattr(state, "controller_epoch", -1))
         if same_term:

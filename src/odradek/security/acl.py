@@ -15,7 +15,7 @@ ALLOW of ALTER_CONFIGS implies DESCRIBE_CONFIGS (denies imply nothing).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Self
 
@@ -32,7 +32,6 @@ __all__ = [
     "ResourcePattern",
     "ResourceType",
     "decide",
-    "matching_patterns",
 ]
 
 WILDCARD = "*"
@@ -101,7 +100,6 @@ class Permission(_Named):
 
 STORED_RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
                          ResourceType.TRANSACTIONAL_ID, ResourceType.DELEGATION_TOKEN)
-CONCRETE_OPERATIONS = tuple(op for op in Operation if op > Operation.ANY)
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 """An ``authorized_operations`` field the request did not ask for (Kafka's Int.MinValue)."""
@@ -177,12 +175,6 @@ class AccessControlEntry:
 class AclBinding:
     pattern: ResourcePattern
     entry: AccessControlEntry
-
-
-def matching_patterns(patterns: Iterable[ResourcePattern], resource_type: ResourceType,
-                      name: str) -> list[ResourcePattern]:
-    """The stored patterns that cover a concrete resource (literal, wildcard, prefixes)."""
-    return [p for p in patterns if p.matches(resource_type, name)]
 
 
 def _matching_entries(acls: Mapping[ResourcePattern, frozenset[AccessControlEntry]],

@@ -40,6 +40,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark import TaskContext
 
+from odradek.clock import monotonic_s
 from odradek.metrics.lag import sink_marker_group
 
 from .options import SinkOptions
@@ -78,12 +79,12 @@ def committed_batches(admin: Any, group: str, timeout: float = 30.0) -> int:
     # the client only in steps that talk to the cluster (spark/source.py)
     from ._internals import BrokerResponseError, ErrorCode
 
-    deadline = time.monotonic() + timeout
+    deadline = monotonic_s() + timeout
     while True:
         try:
             offsets = admin.list_group_offsets(group, require_stable=True)
         except BrokerResponseError as exc:
-            if exc.code != ErrorCode.unstable_offset_commit or time.monotonic() > deadline:
+            if exc.code != ErrorCode.unstable_offset_commit or monotonic_s() > deadline:
                 raise
             time.sleep(0.05)
             continue

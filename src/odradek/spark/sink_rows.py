@@ -3,11 +3,12 @@ and the exactly-once one (:mod:`.exactly_once`), and the error both raise."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+
+from odradek.clock import wall_ms
 
 from ._internals import BATCH_HEADER_SIZE
 from .arrow_produce import encode_rows, topic_rows
@@ -35,7 +36,7 @@ def send_rows(producer: Any, options: SinkOptions, batches: Iterator[pa.RecordBa
     for batch in batches:
         if not batch.num_rows:
             continue
-        timestamp = time.time_ns() // 1_000_000
+        timestamp = wall_ms()
         try:
             for topic, rows in topic_rows(batch, options.topic):
                 if topic not in topics:

@@ -19,7 +19,6 @@ is logged and skipped.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -31,6 +30,8 @@ from pyspark.sql.streaming.datasource import (
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
+
+from odradek.clock import monotonic_s
 
 from ._internals import TopicPartition
 from .options import SourceOptions
@@ -54,7 +55,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = options
         self._resolver: OffsetResolver | None = None
         self._target: Offsets | None = None  # Trigger.AvailableNow's end
-        self._last_batch = time.monotonic()
+        self._last_batch = monotonic_s()
 
     # Spark pickles the reader to ship ``read`` to executors: no sockets in the pickle.
     def __getstate__(self) -> dict[str, Any]:
@@ -97,7 +98,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         base.update(self.resolver.earliest(new))
         latest = self._latest(tps, base)
         waiting = sum(max(0, latest[tp] - base[tp]) for tp in tps)
-        now = time.monotonic()
+        now = monotonic_s()
         minimum = self.opts.min_offsets_per_trigger
         if (minimum and not isinstance(limit, ReadAllAvailable) and waiting < minimum
                 and (now - self._last_batch) * 1000 < self.opts.max_trigger_delay_ms):

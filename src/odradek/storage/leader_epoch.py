@@ -24,19 +24,25 @@ from pathlib import Path
 from typing import NamedTuple
 
 from odradek.storage.checkpoint import write_atomically
+from odradek.types import LeaderEpoch, Offset
 
 __all__ = ["EpochEntry", "LeaderEpochFileCache"]
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "leader-epoch-checkpoint"
-UNDEFINED_EPOCH = -1
-UNDEFINED_EPOCH_OFFSET = -1
+UNDEFINED_EPOCH = LeaderEpoch(-1)
+UNDEFINED_EPOCH_OFFSET = Offset(-1)
 
 
 class EpochEntry(NamedTuple):
-    epoch: int
-    start_offset: int
+    epoch: LeaderEpoch
+    start_offset: Offset
+
+
+def _entry(line: str) -> EpochEntry:
+    epoch, start_offset = line.split()
+    return EpochEntry(LeaderEpoch(int(epoch)), Offset(int(start_offset)))
 
 
 class LeaderEpochFileCache:
@@ -54,7 +60,7 @@ class LeaderEpochFileCache:
             if int(lines[0]) != 0:
                 raise ValueError(f"version {lines[0]}")
             count = int(lines[1])
-            entries = [EpochEntry(*map(int, line.split())) for line in lines[2 : 2 + count]]
+            entries = [_entry(line) for line in lines[2 : 2 + count]]
             if len(entries) != count:
                 raise ValueError("entry count")
             return entries
@@ -72,7 +78,7 @@ class LeaderEpochFileCache:
         return list(self._entries)
 
     @property
-    def latest_epoch(self) -> int:
+    def latest_epoch(self) -> LeaderEpoch:
         entries = self._entries
         return entries[-1].epoch if entries else UNDEFINED_EPOCH
 
@@ -95,7 +101,7 @@ class LeaderEpochFileCache:
                 for entry in entries
                 if entry.epoch < epoch and entry.start_offset < start_offset
             ]
-            self._entries.append(EpochEntry(epoch, start_offset))
+            self._entries.append(EpochEntry(LeaderEpoch(epoch), Offset(start_offset)))
             self._write()
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -133,7 +139,7 @@ class LeaderEpochFileCache:
             covering = [entry for entry in entries if entry.start_offset <= start_offset]
             if not covering:
                 return
-            kept = [EpochEntry(covering[-1].epoch, start_offset)]
+            kept = [EpochEntry(covering[-1].epoch, Offset(start_offset))]
             kept += [entry for entry in entries if entry.start_offset > start_offset]
             if kept != entries:
                 self._entries = kept

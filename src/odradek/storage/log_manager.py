@@ -31,13 +31,12 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
-from odradek.clock import wall_ms
+from odradek.clock import monotonic_s, wall_ms
 from odradek.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -146,13 +145,13 @@ class LogManager:
         self._closed = False
         self._scheduler = Scheduler() if background else None
         self._observer = observer
-        started = time.monotonic()
+        started = monotonic_s()
         loaded = {True: 0, False: 0}  # partitions after a clean / an unclean shutdown
         for directory in self.log_dirs:
             clean, count = self._load_dir(directory)
             loaded[clean] += count
         if observer is not None:
-            observer.recovered(time.monotonic() - started, clean=loaded[True],
+            observer.recovered(monotonic_s() - started, clean=loaded[True],
                                unclean=loaded[False])
             for partition_log in self._logs.values():
                 partition_log.flush_observer = observer
@@ -203,7 +202,7 @@ class LogManager:
             recovery_points, log_starts, clean = {}, {}, False
         high_watermarks = self._read_optional(directory / REPLICATION_OFFSET_CHECKPOINT)
         self._cleaner_offsets.update(self._read_optional(directory / CLEANER_OFFSET_CHECKPOINT))
-        started = time.monotonic()
+        started = monotonic_s()
         for child in sorted(directory.iterdir()):
             if not child.is_dir():
                 continue
@@ -231,7 +230,7 @@ class LogManager:
             "loaded %d logs from %s in %.3f s (%s shutdown)",
             sum(1 for d in self._log_dir_of.values() if d == directory),
             directory,
-            time.monotonic() - started,
+            monotonic_s() - started,
             "clean" if clean else "unclean",
         )
         return clean, sum(1 for d in self._log_dir_of.values() if d == directory)
@@ -340,7 +339,7 @@ class LogManager:
             horizon_due = horizon is not None and horizon <= current
             if not horizon_due and not needs_cleaning(partition_log, first_dirty, current):
                 continue
-            began = time.monotonic()
+            began = monotonic_s()
             result = clean_log(
                 partition_log,
                 first_dirty,
@@ -355,7 +354,7 @@ class LogManager:
                 else:
                     self._marker_horizons[key] = next_horizon
             if result is not None and self._observer is not None:
-                self._observer.cleaned(time.monotonic() - began, read_bytes=result.bytes_read,
+                self._observer.cleaned(monotonic_s() - began, read_bytes=result.bytes_read,
                                        written_bytes=result.bytes_written)
             if result is not None:
                 self._cleaner_offsets[key] = result.first_dirty_offset
@@ -437,10 +436,6 @@ class LogManager:
             self._checkpoint_log_start_offsets()
             self._checkpoint_high_watermarks()
             self._checkpoint_cleaner_offsets()
-
-    def flush_all(self) -> None:
-        for partition_log in self.all_logs():
-            partition_log.flush()
 
     # ------------------------------------------------------------------ meta.properties
 

@@ -180,7 +180,3 @@ class MmapIndex:
     def delete(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)
-
-    def rename_to(self, path: Path) -> None:
-        os.replace(self.path, path)
-        self.path = path

@@ -50,7 +50,6 @@ import logging
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -301,14 +300,6 @@ class ProducerStateManager:
         pairs = [(entry.current_txn_first_offset, NO_MARKER) for entry in open_entries]
         pairs += [(txn.first_offset, txn.marker_offset) for txn in self._unreplicated]
         self.unstable = tuple(sorted(pairs))
-
-    def update_all(self, headers: Iterable[BatchHeader]) -> None:
-        for header in headers:
-            self.update(header)
-
-    def last_offset_of(self, producer_id: int) -> int:
-        entry = self.producers.get(producer_id)
-        return entry.last_offset if entry else -1
 
     def truncate_head(self, log_start_offset: int) -> None:
         """Forget producers whose last batch is below the new log start (retention)."""

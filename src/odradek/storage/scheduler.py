@@ -11,8 +11,9 @@ import heapq
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable
+
+from odradek.clock import monotonic_s
 
 __all__ = ["Scheduler"]
 
@@ -40,7 +41,7 @@ class Scheduler:
         with self._condition:
             if self._stopped:
                 return
-            due = time.monotonic() + delay_ms / 1000
+            due = monotonic_s() + delay_ms / 1000
             heapq.heappush(self._tasks, (due, next(self._counter), task, period_ms, name))
             self._condition.notify()
 
@@ -48,9 +49,9 @@ class Scheduler:
         while True:
             with self._condition:
                 while not self._stopped and (
-                    not self._tasks or self._tasks[0][0] > time.monotonic()
+                    not self._tasks or self._tasks[0][0] > monotonic_s()
                 ):
-                    timeout = self._tasks[0][0] - time.monotonic() if self._tasks else None
+                    timeout = self._tasks[0][0] - monotonic_s() if self._tasks else None
                     self._condition.wait(timeout)
                 if self._stopped:
                     return

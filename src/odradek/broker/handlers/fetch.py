@@ -50,6 +50,7 @@ from odradek.replication import FetchParams, FetchRead, PartitionFetch
 from odradek.replication.fetch_session import FetchContext, SessionError
 from odradek.replication.reads import Authorized
 from odradek.security.acl import CLUSTER_NAME, Operation, ResourceType
+from odradek.types import TopicPartition
 
 from ..context import RequestContext
 from ..outcomes import Deferred
@@ -104,7 +105,7 @@ def handle_fetch(
             session_id=int(request.session_id),  # type: ignore[union-attr]
             epoch=int(request.session_epoch),  # type: ignore[union-attr]
             wanted=wanted, forgotten=[
-                (topic.topic, int(index))
+                TopicPartition(topic.topic, int(index))
                 for topic in request.forgotten_topics_data  # type: ignore[union-attr]
                 for index in topic.partitions
             ],

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 
 from odradek.protocol.builder import millis
+from odradek.protocol.errors import InvalidRequiredAcks
 from odradek.protocol.fetch_response import EncodedResponse
 from odradek.protocol.produce_response import (
     PartitionProduceResult,
     encode_produce_response,
     throttle_offset,
 )
-from odradek.replication import AppendResults
+from odradek.replication import Acks, AppendResult, AppendResults
 from odradek.security.acl import Operation, ResourceType
 from odradek.types import TopicPartition
 
@@ -43,7 +44,6 @@ __all__ = ["handle_produce"]
 def handle_produce(
     ctx: RequestContext, request: ProduceRequest
 ) -> EncodedResponse | Marker | Deferred[AppendResults]:
-    acks = int(request.acks)
     entries = {}
     denied: dict[TopicPartition, ErrorCode] = {}
     transactional_id = request.transactional_id
@@ -63,12 +63,17 @@ def handle_produce(
                 entries[key] = partition_data.records
             else:
                 denied[key] = code
-    if not entries and acks != 0:
+    try:
+        acks = Acks.from_wire(int(request.acks))
+    except InvalidRequiredAcks as exc:  # every partition refused, as Kafka answers
+        refused = AppendResult(exc.code, message=str(exc))
+        return _response(ctx, dict.fromkeys(entries, refused), denied)
+    if not entries and acks != Acks.NONE:
         return _response(ctx, {}, denied)
     outcome = ctx.services.replica_manager.append_records(
         entries, acks=acks, timeout_ms=millis(request.timeout)
     )
-    if acks == 0:
+    if acks == Acks.NONE:
         assert not isinstance(outcome, asyncio.Future)  # acks=0 never waits
         failed = bool(denied) or any(result.error != ErrorCode.none
                                      for result in outcome.values())

@@ -39,7 +39,7 @@ from kazoo.protocol.states import WatchedEvent
 from odradek.cluster import znodes
 from odradek.cluster.controller.errors import ControllerMoved
 from odradek.cluster.election import LeaderAndIsr
-from odradek.cluster.model import NO_LEADER, BrokerInfo, PartitionState, TopicPartition
+from odradek.cluster.model import NO_LEADER, BrokerInfo, PartitionRegistration, TopicPartition
 from odradek.cluster.reassignment import ReplicaAssignment
 from odradek.cluster.topic_znode import TopicZnode, read_topic_znode
 from odradek.cluster.zk import ZkSession
@@ -233,7 +233,7 @@ def all_partitions(client: KazooClient) -> list[TopicPartition]:
 
 def read_state(
     client: KazooClient, tp: TopicPartition
-) -> tuple[PartitionState, ReplicaAssignment] | None:
+) -> tuple[PartitionRegistration, ReplicaAssignment] | None:
     """The partition's state (``zk_version`` -1 when not initialised) and replica lists, or
     None when the partition does not exist."""
     topic = read_topic_znode(client, tp.topic)
@@ -243,4 +243,4 @@ def read_state(
     with contextlib.suppress(NoNodeError):
         data, stat = client.get(znodes.partition_state_path(tp.topic, tp.partition))
         return znodes.decode_partition_state(data, assigned.replicas, stat.version), assigned
-    return PartitionState(NO_LEADER, -1, (), assigned.replicas, -1), assigned
+    return PartitionRegistration(NO_LEADER, -1, (), assigned.replicas, -1), assigned

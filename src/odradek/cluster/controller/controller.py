@@ -29,13 +29,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kazoo.exceptions import ConnectionLoss, KazooException, SessionExpiredError
 from kazoo.protocol.states import WatchedEvent
 
+from odradek.clock import monotonic_s
 from odradek.cluster.controller import (
     broker_failure,
     candidacy,
@@ -74,7 +74,7 @@ class _Wake(asyncio.Event):
 
     def set(self) -> None:
         if not self.is_set():
-            self.raised_at = time.monotonic()
+            self.raised_at = monotonic_s()
         super().set()
 
 
@@ -252,7 +252,7 @@ class Controller:
             await self._wake.wait()
             self._wake.clear()
             if self.on_event_taken is not None:
-                self.on_event_taken(time.monotonic() - self._wake.raised_at)
+                self.on_event_taken(monotonic_s() - self._wake.raised_at)
             try:
                 if self._need_election:
                     self._need_election = False

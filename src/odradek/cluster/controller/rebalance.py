@@ -16,7 +16,7 @@ from kazoo.exceptions import NoNodeError
 from odradek.cluster import znodes
 from odradek.cluster.controller.context import ControllerContext, all_partitions, read_state
 from odradek.cluster.controller.leader_election import elect_partitions
-from odradek.cluster.model import PartitionState, TopicPartition
+from odradek.cluster.model import PartitionRegistration, TopicPartition
 from odradek.cluster.preferred import partitions_to_rebalance
 
 __all__ = ["auto_rebalance", "run_preferred_request"]
@@ -48,7 +48,7 @@ def auto_rebalance(ctx: ControllerContext) -> None:
     if client.exists(znodes.REASSIGN_PARTITIONS) is not None:
         return
     brokers = ctx.read_liveness(watch=False)
-    states: dict[TopicPartition, PartitionState] = {}
+    states: dict[TopicPartition, PartitionRegistration] = {}
     for tp in all_partitions(client):
         read = read_state(client, tp)
         if read is None:
