@@ -153,6 +153,7 @@ class PartitionLog(SegmentDeletion):
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
+        self.on_log_start_change = None
         self.closed = False
 
     def _draw_roll_jitter(self) -> int:

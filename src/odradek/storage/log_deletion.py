@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from odradek.clock import wall_ms
 from odradek.protocol.errors import OffsetOutOfRange
@@ -39,6 +39,9 @@ class SegmentDeletion(LogReader):
     producer_state: ProducerStateManager
     _lock: threading.RLock
     _pending_deletes: list[tuple[int, LogSegment]]
+    # Told when the log start moves (under the lock, on whichever thread moved it): the
+    # replica manager's fetch sessions must tell their clients.
+    on_log_start_change: Callable[[], None] | None
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start to ``offset`` (<= high watermark); returns the
@@ -58,6 +61,8 @@ class SegmentDeletion(LogReader):
         self._log_start_offset = offset
         self.leader_epoch_cache.truncate_from_start(offset)
         self.producer_state.truncate_head(offset)
+        if self.on_log_start_change is not None:
+            self.on_log_start_change()
 
     def delete_segments_below_log_start(self) -> int:
         """Delete segments whose every offset is below the log start (never the active one)."""

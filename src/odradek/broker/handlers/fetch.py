@@ -93,7 +93,7 @@ def handle_fetch(ctx: RequestContext, request: Any,
                 (topic.topic, int(index))
                 for topic in request.forgotten_topics_data for index in topic.partitions
             ],
-            from_follower=replica_id >= 0, now_ms=monotonic_ms())
+            replica_id=replica_id, now_ms=monotonic_ms())
         if isinstance(context, SessionError):
             return encode_fetch_response(version, correlation_id, denied,
                                          error_code=context.code)
@@ -108,8 +108,7 @@ def handle_fetch(ctx: RequestContext, request: Any,
         isolation_level=int(request.isolation_level),
     )
     outcome = replica_manager.fetch(
-        params, unchanged=context.unchanged if context.incremental else None,
-        authorized=authorized)
+        params, session=context if context.incremental else None, authorized=authorized)
     if isinstance(outcome, asyncio.Future):
         return Deferred(outcome,
                         functools.partial(_respond, ctx, quotas, context, denied=denied))
