@@ -11,6 +11,8 @@ version is handled here, once:
 * SyncGroup passes protocol type/name only from v5 (older clients do not send them).
 * LeaveGroup v0-v2 name a single member and carry its error at the top level; v3+ batch
   members (KIP-345) with per-member errors.
+* Heartbeat, which every member sends every few seconds, is laid out directly
+  (:mod:`odradek.protocol.heartbeat_response`).
 
 JoinGroup and SyncGroup park until the rest of the group arrives; the coordinator bounds
 every such wait, and the connection keeps later responses in order behind them.
@@ -25,6 +27,9 @@ from kio.schema.errors import ErrorCode
 from odradek.coordinator import JoinRequest
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, millis, response_module
+from odradek.protocol.fetch_response import EncodedResponse
+from odradek.protocol.heartbeat_response import encode_heartbeat_response
+from odradek.protocol.heartbeat_response import throttle_offset as heartbeat_throttle_offset
 
 from ..context import RequestContext
 
@@ -104,15 +109,18 @@ async def handle_sync_group(ctx: RequestContext, request: Any) -> Any:
     )
 
 
-def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+def handle_heartbeat(ctx: RequestContext, request: Any) -> EncodedResponse:
     error = ctx.services.coordinator.heartbeat(
         str(request.group_id),
         request.member_id,
         getattr(request, "group_instance_id", None),
         int(request.generation_id),
     )
-    module = response_module(ApiKey.HEARTBEAT, ctx.api_version)
-    return build(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
+    version = ctx.api_version
+    frame = encode_heartbeat_response(version, ctx.header.correlation_id, error)
+    offset = heartbeat_throttle_offset(version)
+    return EncodedResponse([frame], (error,) if error else (),
+                           throttle_at=None if offset is None else (0, offset))
 
 
 def handle_leave_group(ctx: RequestContext, request: Any) -> Any:
