@@ -25,7 +25,7 @@ from odradek.protocol.metadata_response import (
 
 INT32 = st.integers(-(2**31), 2**31 - 1)
 NODE = st.integers(-1, 2**31 - 1)
-NODES = st.lists(NODE, max_size=5)
+NODES = st.lists(NODE, max_size=5).map(tuple)
 NAME = st.text(min_size=1, max_size=200)  # varint lengths > 127 too
 brokers = st.lists(st.builds(MetadataBroker, node_id=NODE, host=NAME,
                              port=st.integers(0, 65535), rack=st.one_of(st.none(), NAME)),
@@ -96,7 +96,7 @@ def test_a_topic_without_a_name_is_null_from_v12() -> None:
 def test_a_quota_written_in_place_is_kios_throttle_time(version: int) -> None:
     brokers = [MetadataBroker(1, "localhost", 9092)]
     topic = MetadataTopic(0, "t", uuid.UUID(int=7), False,
-                          [MetadataPartition(0, 0, 1, 3, [1], [1])])
+                          [MetadataPartition(0, 0, 1, 3, (1,), (1,))])
     frame = encode_metadata_response(version, 7, brokers, "c", 1, [topic])
     offset = throttle_offset(version)
     assert offset is not None

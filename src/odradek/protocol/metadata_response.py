@@ -24,6 +24,7 @@ instead. Layout (Kafka's ``MetadataResponse.json``):
 
 from __future__ import annotations
 
+import functools
 import struct
 import uuid
 from collections.abc import Sequence
@@ -70,9 +71,9 @@ class MetadataPartition(NamedTuple):
     partition_index: int
     leader_id: int
     leader_epoch: int
-    replica_nodes: Sequence[int]
-    isr_nodes: Sequence[int]
-    offline_replicas: Sequence[int] = ()
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
 
 
 class MetadataTopic(NamedTuple):
@@ -90,7 +91,10 @@ def _nullable(value: str | None, flexible: bool) -> bytes:
     return string_field(value, flexible)
 
 
-def _int32s(values: Sequence[int], flexible: bool) -> bytes:
+@functools.lru_cache(maxsize=4096)
+def _int32s(values: tuple[int, ...], flexible: bool) -> bytes:
+    """A broker id array; a cluster has few distinct replica sets, so each is laid out
+    once."""
     return array_length(len(values), flexible) + struct.pack(f">{len(values)}i", *values)
 
 
