@@ -197,15 +197,23 @@ def _session_fetch(manager: ReplicaManager, session_id: int, epoch: int, offset:
                    now_ms: int, replica_id: int = 2) -> tuple[FetchContext, FetchRead]:
     """A follower's Fetch of ``t-0`` in a session, as the Fetch handler runs it (``offset``
     None: an incremental fetch naming nothing)."""
+    found, read = _session_fetch_or_wait(manager, session_id, epoch, offset, now_ms,
+                                         replica_id)
+    assert isinstance(read, FetchRead)
+    return found, read
+
+
+def _session_fetch_or_wait(
+    manager: ReplicaManager, session_id: int, epoch: int, offset: int | None, now_ms: int,
+    replica_id: int = 2, max_wait_ms: int = 0,
+) -> tuple[FetchContext, FetchRead | asyncio.Future[FetchRead]]:
     wanted = () if offset is None else (PartitionFetch("t", 0, offset, 1 << 20),)
     found = manager.fetch_sessions.new_context(
         session_id=session_id, epoch=epoch, wanted=wanted, forgotten=(),
         replica_id=replica_id, now_ms=now_ms)
     assert isinstance(found, FetchContext)
-    params = FetchParams(replica_id, 1, 1 << 20, 0, found.partitions)
-    read = manager.fetch(params, session=found if found.incremental else None)
-    assert isinstance(read, FetchRead)
-    return found, read
+    params = FetchParams(replica_id, 1, 1 << 20, max_wait_ms, found.partitions)
+    return found, manager.fetch(params, session=found if found.incremental else None)
 
 
 def test_an_idle_session_fetch_visits_no_partition_until_one_changes(
@@ -276,5 +284,29 @@ def test_a_log_start_moved_by_a_storage_thread_reaches_a_clean_session(
         moved, read = _session_fetch(manager, session_id, 2, None, 2, replica_id=-1)
         [topic] = moved.respond(read.topics)[0]
         assert topic.partitions[0].log_start_offset == 1
+
+    asyncio.run(body())
+
+
+def test_a_parked_session_fetch_is_woken_by_a_change_to_a_clean_partition(
+    manager: ReplicaManager,
+) -> None:
+    """A long poll of a session watches the session, not each partition: a change to any of
+    them must still answer it at once."""
+
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))
+        manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+        full, read = _session_fetch(manager, 0, 0, 1, 0)
+        _topics, session_id = full.respond(read.topics)
+        settle, read = _session_fetch(manager, session_id, 1, None, 1)
+        assert settle.respond(read.topics)[0] == []
+        parked, waiting = _session_fetch_or_wait(manager, session_id, 2, None, 2,
+                                                 max_wait_ms=30_000)
+        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        manager.append_records({TP: batch([b"b"])}, acks=1, timeout_ms=1000)
+        found = await asyncio.wait_for(waiting, 1)
+        [topic] = parked.respond(found.topics)[0]
+        assert topic.partitions[0].records is not None
 
     asyncio.run(body())

@@ -16,8 +16,8 @@ whenever the partition changes (:meth:`FetchSessionCache.partition_changed`: an 
 new high watermark or log start, a change of leadership or epoch — the replica manager
 calls it wherever it wakes waiting fetches). It becomes clean only when a visit finds
 that the client already knows everything it would say and there is nothing to read
-(:meth:`FetchContext.unchanged`); a partition answered with records or an error stays
-dirty. So the answer is the one a walk over every partition would give.
+(:meth:`FetchContext.unchanged`); a partition answered (records, an error, new offsets)
+is dirty again. So the answer is the one a walk over every partition would give.
 
 A follower's fetch also tells the leader where the follower is (the ISR's "caught up"
 rule, :meth:`~.partition.Partition.record_follower_fetch`). A clean partition in a
@@ -66,7 +66,7 @@ This module holds no I/O and no clock of its own: times come in as arguments.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -269,12 +269,13 @@ class FetchSessionCache:
             self._drop(session)
             self._changed()
 
-    def partition_changed(self, key: PartitionKey) -> None:
+    def partition_changed(self, key: PartitionKey) -> tuple[FetchSession, ...]:
         """``key`` changed (see the module doc): every session holding it visits it again
-        at its next fetch."""
+        at its next fetch. Returns those sessions (a fetch of theirs parked in the fetch
+        purgatory watches the session: :attr:`FetchContext.watch_key`)."""
         watching = self._watchers.get(key)
         if not watching:
-            return
+            return ()
         caught_up = self.on_caught_up
         for session in watching:
             dirty = session.dirty
@@ -282,6 +283,7 @@ class FetchSessionCache:
                 dirty.add(key)
                 if caught_up is not None and session.replica_id >= 0:
                     caught_up(key, session.replica_id, session.last_used_ms)
+        return tuple(watching)
 
     def _watch(self, session: FetchSession, keys: Iterable[PartitionKey]) -> None:
         watchers = self._watchers
@@ -364,6 +366,12 @@ class FetchContext:
     def incremental(self) -> bool:
         return self._session is not None
 
+    @property
+    def watch_key(self) -> Hashable:
+        """What a parked incremental fetch watches in the fetch purgatory instead of each of
+        its partitions: the session, which every change to one of them wakes."""
+        return self._session
+
     def to_read(self, authorized: Callable[[str], bool] | None = None
                 ) -> Sequence[PartitionFetch]:
         """The partitions to visit now, in fetch order: for an incremental fetch the dirty
@@ -435,6 +443,7 @@ class FetchContext:
     def _incremental(self, session: FetchSession,
                      topics: list[FetchTopicResult]) -> list[FetchTopicResult]:
         partitions = session.partitions
+        dirty = session.dirty
         kept: list[FetchTopicResult] = []
         for topic in topics:
             name = topic.topic
@@ -444,9 +453,12 @@ class FetchContext:
                 cached = partitions.get(key)
                 if cached is None or cached.told(result):
                     sent.append(result)
-                    if cached is not None:  # answered: to the end of the order
+                    if cached is not None:
+                        # Answered: to the end of the order, and visited again next time
+                        # (a READ refused on a clean partition must be taken back too).
                         del partitions[key]
                         partitions[key] = cached
+                        dirty.add(key)
             if sent:
                 kept.append(FetchTopicResult(name, sent))
         return kept

@@ -24,7 +24,7 @@ such a partition is left out of the answer without being read (:mod:`.fetch_sess
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,6 +68,12 @@ class PartitionFetch:
 
 class SessionReads(Protocol):
     """What an incremental fetch session decides about a read (:class:`.FetchContext`)."""
+
+    @property
+    def watch_key(self) -> Hashable:
+        """The one key a parked fetch of the session watches (woken by any change to one
+        of the session's partitions)."""
+        ...
 
     def to_read(self, authorized: Authorized | None = None) -> Sequence[PartitionFetch]:
         """The partitions of ``FetchParams.partitions`` to visit now, in order."""

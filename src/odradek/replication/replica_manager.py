@@ -32,7 +32,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -271,7 +271,9 @@ class ReplicaManager:
         operation = DelayedFetch(
             params, read, lambda: has_new_data(params, self.leader_partition, session)
         )
-        keys = {TopicPartition(p.topic, p.partition) for p in params.partitions}
+        keys: Iterable[Hashable] = (
+            {TopicPartition(p.topic, p.partition) for p in params.partitions}
+            if session is None else (session.watch_key,))
         # The read just found too little, in this loop turn: watch without testing again.
         waiting = self.fetch_purgatory.watch(operation, keys, params.max_wait_ms / 1000)
         if self._traffic is not None:
@@ -361,14 +363,14 @@ class ReplicaManager:
     def after_append(self, partition: Partition) -> None:
         """Wake whoever waits on this partition: new data, maybe a new HW."""
         partition.maybe_advance_high_watermark()
-        self.fetch_sessions.partition_changed(partition.key)
-        self.fetch_purgatory.check(partition.key)
-        self.produce_purgatory.check(partition.key)
+        self.after_high_watermark_change(partition.key)
 
     def after_high_watermark_change(self, key: TopicPartition) -> None:
         """The HW moved, or leadership did: fetches and acks=all writes look again."""
-        self.fetch_sessions.partition_changed(key)
-        self.fetch_purgatory.check(key)
+        fetch_purgatory = self.fetch_purgatory
+        for session in self.fetch_sessions.partition_changed(key):
+            fetch_purgatory.check(session)
+        fetch_purgatory.check(key)
         self.produce_purgatory.check(key)
 
     def _after_log_start_change(self, key: TopicPartition) -> None:
