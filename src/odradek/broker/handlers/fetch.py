@@ -11,8 +11,9 @@ copied into the response's one ``sendmsg``, see ``socket_channel``).
 
 From v7 a fetch may belong to an incremental fetch session (KIP-227,
 :mod:`odradek.replication.fetch_session`): the session's context says which partitions to
-read (an incremental request names only those that changed), lets the read skip partitions
-with nothing new, and cuts the answer to what the client does not know yet. A session error
+visit (only those that changed on either side since the client last heard of them), lets
+the read skip partitions with nothing new, and cuts the answer to what the client does not
+know yet. A session error
 (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is answered at once, with no
 partitions.
 
