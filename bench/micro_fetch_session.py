@@ -69,8 +69,9 @@ def _request(session_id: int, epoch: int, positions: dict[tuple[str, int], int],
             last_fetched_epoch=i32(-1), log_start_offset=i64(-1),
             partition_max_bytes=i32(1 << 20)))
     return FetchRequest(
-        cluster_id=None, replica_id=KioBrokerId(FOLLOWER), max_wait=i32Timedelta.parse(
-            timedelta(milliseconds=max_wait_ms)), min_bytes=i32(1), max_bytes=i32(50 << 20), isolation_level=i8(0),
+        cluster_id=None, replica_id=KioBrokerId(FOLLOWER),
+        max_wait=i32Timedelta.parse(timedelta(milliseconds=max_wait_ms)), min_bytes=i32(1),
+        max_bytes=i32(50 << 20), isolation_level=i8(0),
         session_id=i32(session_id), session_epoch=i32(epoch),
         topics=tuple(FetchTopic(topic=TopicName(t), partitions=tuple(p))
                      for t, p in by_topic.items()),
