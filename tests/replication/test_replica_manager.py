@@ -19,7 +19,18 @@ from odradek.replication import FetchParams, FetchRead, Partition, PartitionFetc
 from odradek.replication.fetch_session import FetchContext
 from odradek.storage import LogManager
 from odradek.types import TopicPartition
-from tests.replication.cluster_view import ME, TP, State, Topic, consume, partition_error
+from tests.replication.cluster_view import (
+    ME,
+    TP,
+    State,
+    StateZnode,
+    Topic,
+    consume,
+    new_manager,
+    partition_error,
+    view,
+    written,
+)
 from tests.storage.helpers import batch, settings, small_config
 
 
@@ -308,5 +319,36 @@ def test_a_parked_session_fetch_is_woken_by_a_change_to_a_clean_partition(
         found = await asyncio.wait_for(waiting, 1)
         [topic] = parked.respond(found.topics)[0]
         assert topic.partitions[0].records is not None
+
+    asyncio.run(body())
+
+
+def test_a_follower_outside_the_isr_retries_its_way_back_through_idle_session_fetches(
+    tmp_path: Path,
+) -> None:
+    """The ISR expansion a caught-up follower's fetch triggers may fail (ZooKeeper moved)
+    or be deferred; its next idle fetches must retry it, though nothing else changes."""
+
+    async def body() -> None:
+        znode = StateZnode(version=5)  # the first write is refused: we hold version 0
+        manager, logs = new_manager(tmp_path, isr_writer=znode)
+        try:
+            manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME, 2))))
+            partition = manager.partitions()[TP]
+            manager.append_records({TP: batch([b"a"])}, acks=1, timeout_ms=1000)
+            full, read = _session_fetch(manager, 0, 0, 1, 0)  # caught up: asks to join
+            _topics, session_id = full.respond(read.topics)
+            await written(partition)
+            assert partition.isr == (ME,), "the refused write changed nothing"
+            deferred, read = _session_fetch(manager, session_id, 1, None, 1)  # backing off
+            deferred.respond(read.topics)
+            partition.isr_retry_after_ms = 0
+            znode.version = 0
+            retried, read = _session_fetch(manager, session_id, 2, None, 2)
+            retried.respond(read.topics)
+            await written(partition)
+            assert partition.isr == (ME, 2)
+        finally:
+            logs.shutdown()
 
     asyncio.run(body())

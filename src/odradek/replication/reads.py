@@ -184,7 +184,10 @@ def _read_one(
         # a diverged follower, and must never count towards the high watermark.
         on_follower_fetch(partition, params.replica_id, fetch_offset)
     partition_log = partition.log
+    # A follower outside the ISR is not skipped: each of its fetches must try its way back
+    # in (an expansion refused or deferred is retried), so it never turns clean.
     if (unchanged is not None and fetch_offset >= upper
+            and (not from_follower or params.replica_id in partition.isr)
             and unchanged(wanted, partition_log.high_watermark,
                           partition_log.last_stable_offset, partition_log.log_start_offset)):
         return None, 0
