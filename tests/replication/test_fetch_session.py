@@ -2,14 +2,19 @@
 
 The model test plays a client that keeps a session the way Apache Kafka's Java consumer
 (``FetchSessionHandler``) does against the broker's cache, while partitions grow, their
-high watermark and log start move, partitions join and leave and sessions are evicted: after
-every answer the client must know exactly what a sessionless full fetch would have told it.
+high watermark and log start move, leadership moves (and a new leader's log is shorter),
+READ permission comes and goes, partitions join and leave and sessions are evicted: after
+every answer the client must know exactly what a sessionless full fetch would have told it,
+and the answer must be the one a walk over every partition of the session would give,
+though the fetch visited only the dirty ones.
 The real Java consumer and odradek's own follower run against a broker in
 tests/broker/test_fetch_sessions_wire.py.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import settings
@@ -53,7 +58,7 @@ def context(cache: FetchSessionCache, session_id: int, epoch: int,
             *, follower: bool = False, now_ms: int = 0) -> FetchContext:
     found = cache.new_context(session_id=session_id, epoch=epoch, wanted=wanted,
                               forgotten=[TopicPartition(*k) for k in forgotten],
-                              from_follower=follower, now_ms=now_ms)
+                              replica_id=2 if follower else -1, now_ms=now_ms)
     assert isinstance(found, FetchContext), found
     return found
 
@@ -86,12 +91,12 @@ def test_a_full_fetch_at_epoch_0_opens_a_session_that_expects_epoch_1() -> None:
 def test_unknown_session_and_wrong_epoch_are_kafkas_errors() -> None:
     cache = FetchSessionCache()
     missing = cache.new_context(session_id=12345, epoch=1, wanted=(), forgotten=(),
-                                from_follower=False, now_ms=0)
+                                replica_id=-1, now_ms=0)
     assert isinstance(missing, SessionError)
     assert missing.code == ErrorCode.fetch_session_id_not_found
     session_id = open_session(cache, ("t", 0))
     wrong = cache.new_context(session_id=session_id, epoch=2, wanted=(), forgotten=(),
-                              from_follower=False, now_ms=0)
+                              replica_id=-1, now_ms=0)
     assert isinstance(wrong, SessionError)
     assert wrong.code == ErrorCode.invalid_fetch_session_epoch
 
@@ -223,6 +228,7 @@ class Truth:
     end: int = 0
     high_watermark: int = 0
     log_start: int = 0
+    leader: bool = True
 
 
 @dataclass
@@ -263,22 +269,48 @@ class SessionModel(RuleBasedStateMachine):
     def start(self) -> None:
         self.cache = FetchSessionCache(max_slots=1)
         self.truth = {key: Truth() for key in KEYS}
-        self.client = Client(known={KEYS[0]: Known()})
+        self.client = Client(known={key: Known() for key in KEYS})
+        self.denied: set[str] = set()
         self.now = 0
 
+    # Each change to a partition tells the cache, as the replica manager does.
     @rule(key=st.sampled_from(KEYS), records=st.integers(1, 3))
     def append(self, key: Key, records: int) -> None:
         self.truth[key].end += records
+        self.cache.partition_changed(TopicPartition(*key))
 
     @rule(key=st.sampled_from(KEYS))
     def replicate(self, key: Key) -> None:
         truth = self.truth[key]
         truth.high_watermark = truth.end
+        self.cache.partition_changed(TopicPartition(*key))
 
     @rule(key=st.sampled_from(KEYS))
     def retention(self, key: Key) -> None:
         truth = self.truth[key]
         truth.log_start = truth.high_watermark
+        self.cache.partition_changed(TopicPartition(*key))
+
+    @rule(key=st.sampled_from(KEYS))
+    def lose_leadership(self, key: Key) -> None:
+        self.truth[key].leader = False
+        self.cache.partition_changed(TopicPartition(*key))
+
+    @rule(key=st.sampled_from(KEYS), shorter_by=st.integers(0, 3))
+    def elect(self, key: Key, shorter_by: int) -> None:
+        """Leadership comes back, on a log truncated towards its high watermark."""
+        truth = self.truth[key]
+        truth.leader = True
+        truth.end = max(truth.high_watermark, truth.end - shorter_by)
+        self.cache.partition_changed(TopicPartition(*key))
+
+    @rule(topic=st.sampled_from(sorted({t for t, _ in KEYS})), allowed=st.booleans())
+    def authorize(self, topic: str, allowed: bool) -> None:
+        """READ on a topic is granted or revoked (ACLs tell no partition)."""
+        if allowed:
+            self.denied.discard(topic)
+        else:
+            self.denied.add(topic)
 
     @rule(key=st.sampled_from(KEYS))
     def subscribe(self, key: Key) -> None:
@@ -309,15 +341,19 @@ class SessionModel(RuleBasedStateMachine):
         found = self.cache.new_context(session_id=client.session_id, epoch=client.epoch,
                                        wanted=wanted,
                                        forgotten=[TopicPartition(*k) for k in forgotten],
-                                       from_follower=False, now_ms=self.now)
+                                       replica_id=-1, now_ms=self.now)
         if isinstance(found, SessionError):  # evicted: start over with a full fetch
             client.session_id, client.epoch, client.sent = 0, INITIAL_EPOCH, {}
             return
-        results = self._read(found)
-        topics, session_id = found.respond(results)
+        walk_all = copy.deepcopy(found)  # the same session, read in full
+        topics, session_id = found.respond(self._read(found, found.to_read(self._authorized)))
+        expected, expected_id = walk_all.respond(self._read(walk_all, walk_all.partitions))
+        assert topics == expected, "visiting only dirty partitions answered differently"
+        assert session_id == expected_id or not found.incremental  # a new one: random ids
         full = client.session_id == 0
         client.parked.clear()  # forgotten now (or never in a new session)
         out_of_range: set[Key] = set()
+        failed: set[Key] = set()
         for topic in topics:
             for part in topic.partitions:
                 key = (topic.topic, part.partition_index)
@@ -325,6 +361,10 @@ class SessionModel(RuleBasedStateMachine):
                 assert known is not None, f"answered {key}, which the client does not fetch"
                 if part.error_code == ErrorCode.offset_out_of_range:
                     out_of_range.add(key)
+                    continue
+                if part.error_code in (ErrorCode.not_leader_or_follower,
+                                       ErrorCode.topic_authorization_failed):
+                    failed.add(key)  # the client keeps its position and retries
                     continue
                 assert not part.error_code, part
                 assert part.records is None or isinstance(part.records, bytes)
@@ -350,16 +390,36 @@ class SessionModel(RuleBasedStateMachine):
             if key in out_of_range:
                 known.position = truth.log_start  # auto.offset.reset=earliest
                 continue
+            if key in failed:
+                continue
             assert (known.position, known.high_watermark, known.log_start) == (
                 truth.end, truth.high_watermark, truth.log_start), (key, known, truth)
 
-    def _read(self, found: FetchContext) -> list[FetchTopicResult]:
-        """What the reads layer does: out of range is an error; nothing new and nothing the
-        client does not know is skipped; otherwise the records up to the end."""
+    @rule()
+    def fetch_twice(self) -> None:
+        """Back to back (the second one finds partitions clean): twice as many fetches as
+        any other step, so that changes meet sessions with clean partitions often."""
+        self.fetch_once()
+        self.fetch_once()
+
+    def _authorized(self, topic: str) -> bool:
+        return topic not in self.denied
+
+    def _read(self, found: FetchContext,
+              visit: Sequence[PartitionFetch]) -> list[FetchTopicResult]:
+        """What the reads layer does over ``visit``: a refused topic, a partition we do not
+        lead and an offset out of range are errors; nothing new and nothing the client does
+        not know is skipped; otherwise the records up to the end."""
         topics: dict[str, list[FetchPartitionResult]] = {}
-        for wanted in found.partitions:
+        for wanted in visit:
             truth = self.truth[(wanted.topic, wanted.partition)]
-            if not truth.log_start <= wanted.fetch_offset <= truth.end:
+            if wanted.topic in self.denied:
+                result = FetchPartitionResult(wanted.partition,
+                                              ErrorCode.topic_authorization_failed)
+            elif not truth.leader:
+                result = FetchPartitionResult(wanted.partition,
+                                              ErrorCode.not_leader_or_follower)
+            elif not truth.log_start <= wanted.fetch_offset <= truth.end:
                 result = FetchPartitionResult(wanted.partition, ErrorCode.offset_out_of_range)
             elif (wanted.fetch_offset >= truth.end and found.incremental and found.unchanged(
                     wanted, truth.high_watermark, truth.high_watermark, truth.log_start)):
@@ -374,7 +434,7 @@ class SessionModel(RuleBasedStateMachine):
         return [FetchTopicResult(t, parts) for t, parts in topics.items()]
 
 
-SessionModel.TestCase.settings = settings(max_examples=60, stateful_step_count=40,
+SessionModel.TestCase.settings = settings(max_examples=100, stateful_step_count=40,
                                           deadline=None)
 test_a_client_keeps_a_lossless_view_through_a_session = SessionModel.TestCase
 
@@ -430,7 +490,7 @@ def test_a_follower_and_the_leaders_cache_agree_through_a_session() -> None:
                                   wanted=wanted, forgotten=[
                                       TopicPartition(t, i)
                                       for t, ids in request.forgotten for i in ids],
-                                  from_follower=True, now_ms=0)
+                                  replica_id=2, now_ms=0)
         assert isinstance(found, FetchContext)
         read = []
         for want in found.partitions:

@@ -13,11 +13,31 @@ from pathlib import Path
 import pytest
 from kio.schema.errors import ErrorCode
 
+from odradek.clock import monotonic_ms
 from odradek.config_sections import ReplicationConfig
-from odradek.replication import Acks, FetchRead, ReplicaManager
+from odradek.replication import (
+    Acks,
+    FetchParams,
+    FetchRead,
+    Partition,
+    PartitionFetch,
+    ReplicaManager,
+)
+from odradek.replication.fetch_session import FetchContext
 from odradek.storage import LogManager
 from odradek.types import TopicPartition
-from tests.replication.cluster_view import ME, TP, State, Topic, consume, partition_error
+from tests.replication.cluster_view import (
+    ME,
+    TP,
+    State,
+    StateZnode,
+    Topic,
+    consume,
+    new_manager,
+    partition_error,
+    view,
+    written,
+)
 from tests.storage.helpers import batch, settings, small_config
 
 
@@ -187,5 +207,155 @@ def test_a_consumer_between_the_high_watermark_and_the_log_end_reads_nothing_and
         assert isinstance(follower, FetchRead) and partition_error(follower) == ErrorCode.none
         read = await asyncio.wait_for(pending, 1)
         assert read.total_bytes > 0 and read.topics[0].partitions[0].high_watermark == 4
+
+    asyncio.run(body())
+
+
+def _session_fetch(manager: ReplicaManager, session_id: int, epoch: int, offset: int | None,
+                   now_ms: int, replica_id: int = 2) -> tuple[FetchContext, FetchRead]:
+    """A follower's Fetch of ``t-0`` in a session, as the Fetch handler runs it (``offset``
+    None: an incremental fetch naming nothing)."""
+    found, read = _session_fetch_or_wait(manager, session_id, epoch, offset, now_ms,
+                                         replica_id)
+    assert isinstance(read, FetchRead)
+    return found, read
+
+
+def _session_fetch_or_wait(
+    manager: ReplicaManager, session_id: int, epoch: int, offset: int | None, now_ms: int,
+    replica_id: int = 2, max_wait_ms: int = 0,
+) -> tuple[FetchContext, FetchRead | asyncio.Future[FetchRead]]:
+    wanted = () if offset is None else (PartitionFetch("t", 0, offset, 1 << 20),)
+    found = manager.fetch_sessions.new_context(
+        session_id=session_id, epoch=epoch, wanted=wanted, forgotten=(),
+        replica_id=replica_id, now_ms=now_ms)
+    assert isinstance(found, FetchContext)
+    params = FetchParams(replica_id, 1, 1 << 20, max_wait_ms, found.partitions)
+    return found, manager.fetch(params, session=found if found.incremental else None)
+
+
+def test_an_idle_session_fetch_visits_no_partition_until_one_changes(
+    manager: ReplicaManager,
+) -> None:
+    lead(manager, isr=(ME, 2))
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
+    full, _ = _session_fetch(manager, 0, 0, 1, 0)
+    _topics, session_id = full.respond(_.topics)
+    visited: list[tuple[str, int]] = []
+    lookup = manager.leader_partition
+
+    def counting(topic: str, partition: int, current_leader_epoch: int = -1) -> Partition:
+        visited.append((topic, partition))
+        return lookup(topic, partition, current_leader_epoch)
+
+    manager.leader_partition = counting  # type: ignore[method-assign]
+    first, read = _session_fetch(manager, session_id, 1, None, 1)  # settles what it knows
+    assert first.respond(read.topics)[0] == [] and visited == [("t", 0)]
+    for epoch in (2, 3, 4):
+        idle, read = _session_fetch(manager, session_id, epoch, None, epoch)
+        assert idle.respond(read.topics)[0] == []
+    assert visited == [("t", 0)], "an idle session's fetch looked at a partition"
+    manager.append_records({TP: batch([b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
+    visited.clear()
+    changed, read = _session_fetch(manager, session_id, 5, None, 5)
+    [topic] = changed.respond(read.topics)[0]
+    assert visited == [("t", 0)] and topic.partitions[0].records is not None
+
+
+def test_a_follower_polling_an_idle_leader_in_a_session_stays_in_sync(
+    manager: ReplicaManager,
+) -> None:
+    """Idle fetches do not visit the partition, yet each one keeps the follower caught up
+    (Kafka's rule): a later append must not find it lagging since its last visit."""
+    lead(manager, isr=(ME, 2))
+    manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
+    start = monotonic_ms()
+    full, read = _session_fetch(manager, 0, 0, 1, start)
+    _topics, session_id = full.respond(read.topics)
+    first, read = _session_fetch(manager, session_id, 1, None, start)  # the last visit
+    first.respond(read.topics)
+    lag_ms = 10_000
+    idle, read = _session_fetch(manager, session_id, 2, None, start + 3 * lag_ms)
+    idle.respond(read.topics)
+    manager.append_records({TP: batch([b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
+    partition = manager.partitions()[TP]
+    assert 2 not in partition.out_of_sync_replicas(start + 3 * lag_ms + 1, lag_ms)
+    assert 2 in partition.out_of_sync_replicas(start + 5 * lag_ms, lag_ms)
+
+
+def test_a_log_start_moved_by_a_storage_thread_reaches_a_clean_session(
+    manager: ReplicaManager,
+) -> None:
+    """Retention runs on a LogManager thread: the move is handed to the loop, and the
+    session's next fetch tells the client the new log start."""
+
+    async def body() -> None:
+        lead(manager, isr=(ME,))
+        manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
+        manager.append_records({TP: batch([b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
+        full, read = _session_fetch(manager, 0, 0, 2, 0, replica_id=-1)
+        _topics, session_id = full.respond(read.topics)
+        settle, read = _session_fetch(manager, session_id, 1, None, 1, replica_id=-1)
+        assert settle.respond(read.topics)[0] == []
+        await asyncio.to_thread(manager.partitions()[TP].log.delete_records_before, 1)
+        await asyncio.sleep(0)
+        moved, read = _session_fetch(manager, session_id, 2, None, 2, replica_id=-1)
+        [topic] = moved.respond(read.topics)[0]
+        assert topic.partitions[0].log_start_offset == 1
+
+    asyncio.run(body())
+
+
+def test_a_parked_session_fetch_is_woken_by_a_change_to_a_clean_partition(
+    manager: ReplicaManager,
+) -> None:
+    """A long poll of a session watches the session, not each partition: a change to any of
+    them must still answer it at once."""
+
+    async def body() -> None:
+        lead(manager, isr=(ME, 2))
+        manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
+        full, read = _session_fetch(manager, 0, 0, 1, 0)
+        _topics, session_id = full.respond(read.topics)
+        settle, read = _session_fetch(manager, session_id, 1, None, 1)
+        assert settle.respond(read.topics)[0] == []
+        parked, waiting = _session_fetch_or_wait(manager, session_id, 2, None, 2,
+                                                 max_wait_ms=30_000)
+        assert isinstance(waiting, asyncio.Future) and not waiting.done()
+        manager.append_records({TP: batch([b"b"])}, acks=Acks.LEADER, timeout_ms=1000)
+        found = await asyncio.wait_for(waiting, 1)
+        [topic] = parked.respond(found.topics)[0]
+        assert topic.partitions[0].records is not None
+
+    asyncio.run(body())
+
+
+def test_a_follower_outside_the_isr_retries_its_way_back_through_idle_session_fetches(
+    tmp_path: Path,
+) -> None:
+    """The ISR expansion a caught-up follower's fetch triggers may fail (ZooKeeper moved)
+    or be deferred; its next idle fetches must retry it, though nothing else changes."""
+
+    async def body() -> None:
+        znode = StateZnode(version=5)  # the first write is refused: we hold version 0
+        manager, logs = new_manager(tmp_path, isr_writer=znode)
+        try:
+            manager.apply_cluster_view(view(State(ME, 3, (ME,), (ME, 2))))
+            partition = manager.partitions()[TP]
+            manager.append_records({TP: batch([b"a"])}, acks=Acks.LEADER, timeout_ms=1000)
+            full, read = _session_fetch(manager, 0, 0, 1, 0)  # caught up: asks to join
+            _topics, session_id = full.respond(read.topics)
+            await written(partition)
+            assert partition.isr == (ME,), "the refused write changed nothing"
+            deferred, read = _session_fetch(manager, session_id, 1, None, 1)  # backing off
+            deferred.respond(read.topics)
+            partition.isr_retry_after_ms = 0
+            znode.version = 0
+            retried, read = _session_fetch(manager, session_id, 2, None, 2)
+            retried.respond(read.topics)
+            await written(partition)
+            assert partition.isr == (ME, 2)
+        finally:
+            logs.shutdown()
 
     asyncio.run(body())

@@ -6,8 +6,28 @@ asks about 50 idle partitions on each of its fetches, hundreds of times a second
 session the leader remembers, per partition, the fetch position and what it last told the
 client; a request then lists only partitions whose position changed (plus those to add, and
 ``forgotten_topics_data`` to drop), and the answer carries only partitions with something to
-say: records, an error, or a new high watermark, last stable offset or log start offset. A
-partition with nothing new is not even read (:meth:`FetchContext.unchanged`).
+say: records, an error, or a new high watermark, last stable offset or log start offset.
+
+**Dirty partitions.** A partition with nothing new is not even looked at. Each session
+keeps the set of its partitions that may have something to say (``FetchSession.dirty``);
+an incremental fetch visits only those (:meth:`FetchContext.to_read`). A partition is
+dirty when it joins the session, when the request names it (its position moved), and
+whenever the partition changes (:meth:`FetchSessionCache.partition_changed`: an append, a
+new high watermark or log start, a change of leadership or epoch — the replica manager
+calls it wherever it wakes waiting fetches). It becomes clean only when a visit finds
+that the client already knows everything it would say and there is nothing to read
+(:meth:`FetchContext.unchanged`); a partition answered (records, an error, new offsets)
+is dirty again. So the answer is the one a walk over every partition would give.
+
+A follower's fetch also tells the leader where the follower is (the ISR's "caught up"
+rule, :meth:`~.partition.Partition.record_follower_fetch`). A clean partition in a
+follower's session is one where the follower had the leader's whole log at its last visit,
+and nothing changed since: the follower was caught up at every fetch of the session since
+then. That is recorded lazily, once, when the partition turns dirty or the session ends
+(``on_caught_up`` with the session's last fetch time), instead of on every fetch.
+
+The cache's methods run on the broker's event loop (a change on another thread is handed
+to it by the caller).
 
 The wire rules, as Kafka's ``FetchManager`` applies them (``session_id``, ``session_epoch``):
 
@@ -46,7 +66,7 @@ This module holds no I/O and no clock of its own: times come in as arguments.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -120,11 +140,17 @@ class FetchSession:
     """One client's session: its partitions in fetch order, and the epoch it expects."""
 
     id: int
-    privileged: bool  # a follower's session
+    replica_id: int  # a follower's broker id; -1 for a consumer
     partitions: dict[TopicPartition, CachedPartition]
     created_ms: int
     last_used_ms: int
     epoch: int = 1
+    dirty: set[TopicPartition] = field(default_factory=set)  # see the module doc
+
+    @property
+    def privileged(self) -> bool:
+        """A follower's session (worth more than a consumer's when the cache is full)."""
+        return self.replica_id >= 0
 
     def worth(self) -> tuple[bool, int]:
         """What a session is worth keeping (privileged first, then more partitions)."""
@@ -133,7 +159,7 @@ class FetchSession:
     def update(self, wanted: Iterable[PartitionFetch],
                forgotten: Iterable[TopicPartition]) -> set[TopicPartition]:
         """Apply an incremental request: new positions, new partitions (at the end), and
-        forgotten ones removed. Returns the keys the request named."""
+        forgotten ones removed. Returns the keys the request named (all dirty now)."""
         touched: set[TopicPartition] = set()
         partitions = self.partitions
         for fetch in wanted:
@@ -147,6 +173,8 @@ class FetchSession:
         for key in forgotten:
             partitions.pop(key, None)
             touched.discard(key)
+            self.dirty.discard(key)
+        self.dirty |= touched
         return touched
 
 
@@ -161,6 +189,10 @@ class SessionError:
 SessionListener = Callable[[int, int], None]
 """``(sessions, partitions cached)``: the cache's size changed (the metrics' gauges)."""
 
+CaughtUpListener = Callable[[TopicPartition, int, int], None]
+"""``(partition, replica_id, at_ms)``: the follower ``replica_id`` had the partition's whole
+log at each of its fetches up to ``at_ms`` (see "dirty partitions" in the module doc)."""
+
 
 @dataclass
 class FetchSessionCache:
@@ -172,22 +204,26 @@ class FetchSessionCache:
         default=lambda: random.randint(1, _MAX_EPOCH), repr=False)
     on_change: SessionListener | None = None
     on_evict: Callable[[], None] | None = None
+    on_caught_up: CaughtUpListener | None = None
     sessions: dict[int, FetchSession] = field(default_factory=dict)
+    # partition -> the sessions holding it, told when it changes
+    _watchers: dict[TopicPartition, set[FetchSession]] = field(default_factory=dict, repr=False)
 
     @property
     def partitions_cached(self) -> int:
         return sum(len(s.partitions) for s in self.sessions.values())
 
     def new_context(self, *, session_id: int, epoch: int, wanted: Sequence[PartitionFetch],
-                    forgotten: Sequence[TopicPartition], from_follower: bool,
+                    forgotten: Sequence[TopicPartition], replica_id: int,
                     now_ms: int) -> FetchContext | SessionError:
-        """The context of one Fetch request (see the table in the module doc)."""
+        """The context of one Fetch request (see the table in the module doc);
+        ``replica_id``: the follower's broker id, -1 for a consumer."""
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):  # a full fetch
             if session_id != INVALID_SESSION_ID:
                 self.remove(session_id)
             if epoch == FINAL_EPOCH or self.max_slots <= 0:
                 return FetchContext(tuple(wanted))
-            return FetchContext(tuple(wanted), cache=self, privileged=from_follower,
+            return FetchContext(tuple(wanted), cache=self, replica_id=replica_id,
                                 now_ms=now_ms)
         session = self.sessions.get(session_id)
         if session is None:
@@ -198,32 +234,83 @@ class FetchSessionCache:
                                 f"fetch session {session_id} expected epoch {session.epoch}, "
                                 f"got {epoch}")
         touched = session.update(wanted, forgotten)
+        self._unwatch(session, forgotten)
         if not session.partitions:
             self.remove(session_id)
             return FetchContext(())
+        self._watch(session, touched)
         session.epoch = next_epoch(session.epoch)
         session.last_used_ms = now_ms
         self._changed()
         return FetchContext(tuple(c.fetch for c in session.partitions.values()),
                             session=session, touched=touched)
 
-    def create(self, privileged: bool, partitions: dict[TopicPartition, CachedPartition],
+    def create(self, replica_id: int, partitions: dict[TopicPartition, CachedPartition],
                now_ms: int) -> FetchSession | None:
-        """A new session, if there is room or a session to evict; None otherwise."""
+        """A new session, if there is room or a session to evict; None otherwise. All its
+        partitions start dirty."""
         if len(self.sessions) >= self.max_slots and not self._evict_for(
-                (privileged, len(partitions)), now_ms):
+                (replica_id >= 0, len(partitions)), now_ms):
             return None
         session_id = self.random_id()
         while session_id in self.sessions or session_id == INVALID_SESSION_ID:
             session_id = self.random_id()
-        session = FetchSession(session_id, privileged, partitions, now_ms, now_ms)
+        session = FetchSession(session_id, replica_id, partitions, now_ms, now_ms,
+                               dirty=set(partitions))
         self.sessions[session_id] = session
+        self._watch(session, partitions)
         self._changed()
         return session
 
     def remove(self, session_id: int) -> None:
-        if self.sessions.pop(session_id, None) is not None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self._drop(session)
             self._changed()
+
+    def partition_changed(self, key: TopicPartition) -> tuple[FetchSession, ...]:
+        """``key`` changed (see the module doc): every session holding it visits it again
+        at its next fetch. Returns those sessions (a fetch of theirs parked in the fetch
+        purgatory watches the session: :attr:`FetchContext.watch_key`)."""
+        watching = self._watchers.get(key)
+        if not watching:
+            return ()
+        caught_up = self.on_caught_up
+        for session in watching:
+            dirty = session.dirty
+            if key not in dirty:
+                dirty.add(key)
+                if caught_up is not None and session.replica_id >= 0:
+                    caught_up(key, session.replica_id, session.last_used_ms)
+        return tuple(watching)
+
+    def _watch(self, session: FetchSession, keys: Iterable[TopicPartition]) -> None:
+        watchers = self._watchers
+        for key in keys:
+            found = watchers.get(key)
+            if found is None:
+                watchers[key] = {session}
+            else:
+                found.add(session)
+
+    def _unwatch(self, session: FetchSession, keys: Iterable[TopicPartition]) -> None:
+        watchers = self._watchers
+        for key in keys:
+            found = watchers.get(key)
+            if found is not None:
+                found.discard(session)
+                if not found:
+                    del watchers[key]
+
+    def _drop(self, session: FetchSession) -> None:
+        """A session leaves the cache: what its clean partitions said of a follower stands
+        (see the module doc), and no partition tells it of changes any more."""
+        caught_up = self.on_caught_up
+        if caught_up is not None and session.replica_id >= 0:
+            for key in session.partitions:
+                if key not in session.dirty:
+                    caught_up(key, session.replica_id, session.last_used_ms)
+        self._unwatch(session, session.partitions)
 
     def _evict_for(self, worth: tuple[bool, int], now_ms: int) -> bool:
         sessions = self.sessions.values()
@@ -244,6 +331,7 @@ class FetchSessionCache:
 
     def _evict(self, session: FetchSession) -> bool:
         del self.sessions[session.id]
+        self._drop(session)
         if self.on_evict is not None:
             self.on_evict()
         return True
@@ -260,15 +348,15 @@ class FetchContext:
     ``session``), a full fetch that opens a session (``cache``), and an incremental fetch
     (``session``)."""
 
-    __slots__ = ("_cache", "_now_ms", "_privileged", "_session", "_touched", "partitions")
+    __slots__ = ("_cache", "_now_ms", "_replica_id", "_session", "_touched", "partitions")
 
     def __init__(self, partitions: tuple[PartitionFetch, ...], *,
-                 cache: FetchSessionCache | None = None, privileged: bool = False,
+                 cache: FetchSessionCache | None = None, replica_id: int = -1,
                  now_ms: int = 0, session: FetchSession | None = None,
                  touched: set[TopicPartition] | None = None) -> None:
-        self.partitions = partitions
+        self.partitions = partitions  # everything the fetch is about (the session's all)
         self._cache = cache
-        self._privileged = privileged
+        self._replica_id = replica_id
         self._now_ms = now_ms
         self._session = session
         self._touched = touched or set()
@@ -277,10 +365,36 @@ class FetchContext:
     def incremental(self) -> bool:
         return self._session is not None
 
+    @property
+    def watch_key(self) -> Hashable:
+        """What a parked incremental fetch watches in the fetch purgatory instead of each of
+        its partitions: the session, which every change to one of them wakes."""
+        return self._session
+
+    def to_read(self, authorized: Callable[[str], bool] | None = None
+                ) -> Sequence[PartitionFetch]:
+        """The partitions to visit now, in fetch order: for an incremental fetch the dirty
+        ones, and those of topics ``authorized`` refuses (each is answered with its error,
+        as a walk over every partition would); otherwise all of :attr:`partitions`."""
+        session = self._session
+        if session is None:
+            return self.partitions
+        dirty = session.dirty
+        items = session.partitions.items()
+        if authorized is not None:
+            topics = {t for t, _ in session.partitions}
+            refused = {t for t in topics if not authorized(t)}
+            if refused:
+                return [c.fetch for k, c in items if k in dirty or k[0] in refused]
+        if not dirty:
+            return ()
+        return [c.fetch for k, c in items if k in dirty]
+
     def unchanged(self, fetch: PartitionFetch, high_watermark: int, last_stable_offset: int,
                   log_start_offset: int) -> bool:
         """For an incremental fetch: the client already knows all the partition would say
-        (it has nothing to read at ``fetch``, which is called only then): skip reading it."""
+        (it has nothing to read at ``fetch``, which is called only then): skip reading it,
+        and leave it out of the session's next fetches until it changes."""
         session = self._session
         if session is None:
             return False
@@ -288,9 +402,12 @@ class FetchContext:
         if key in self._touched:
             return False
         cached = session.partitions.get(key)
-        return (cached is not None and cached.high_watermark == high_watermark
+        if (cached is not None and cached.high_watermark == high_watermark
                 and cached.last_stable_offset == last_stable_offset
-                and cached.log_start_offset == log_start_offset)
+                and cached.log_start_offset == log_start_offset):
+            session.dirty.discard(key)
+            return True
+        return False
 
     def respond(self, topics: list[FetchTopicResult]) -> tuple[list[FetchTopicResult], int]:
         """The answer to send and its session id; updates the session with what it tells."""
@@ -309,7 +426,7 @@ class FetchContext:
             result = results.get(key)
             if result is not None:
                 cached.told(result)
-        created = cache.create(self._privileged, partitions, self._now_ms)
+        created = cache.create(self._replica_id, partitions, self._now_ms)
         return topics, created.id if created is not None else INVALID_SESSION_ID
 
     def throttled(self) -> int:
@@ -320,11 +437,13 @@ class FetchContext:
             return INVALID_SESSION_ID
         for cached in session.partitions.values():
             cached.high_watermark = -1
+        session.dirty.update(session.partitions)
         return session.id
 
     def _incremental(self, session: FetchSession,
                      topics: list[FetchTopicResult]) -> list[FetchTopicResult]:
         partitions = session.partitions
+        dirty = session.dirty
         kept: list[FetchTopicResult] = []
         for topic in topics:
             name = topic.topic
@@ -334,9 +453,12 @@ class FetchContext:
                 cached = partitions.get(key)
                 if cached is None or cached.told(result):
                     sent.append(result)
-                    if cached is not None:  # answered: to the end of the order
+                    if cached is not None:
+                        # Answered: to the end of the order, and visited again next time
+                        # (a READ refused on a clean partition must be taken back too).
                         del partitions[key]
                         partitions[key] = cached
+                        dirty.add(key)
             if sent:
                 kept.append(FetchTopicResult(name, sent))
         return kept

@@ -220,6 +220,15 @@ class Partition:
         progress.last_fetch_ms = now
         return moved and self.maybe_advance_high_watermark()
 
+    def record_caught_up(self, replica_id: int, at_ms: int) -> None:
+        """The follower fetched with our whole log at ``at_ms`` (and at every fetch since
+        the last one recorded): what :meth:`record_follower_fetch` would have noted of the
+        fetches a fetch session answered without visiting this partition."""
+        progress = self.followers.get(replica_id)
+        if progress is not None:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, at_ms)
+            progress.last_fetch_ms = max(progress.last_fetch_ms, at_ms)
+
     def can_join_isr(self, replica_id: int) -> bool:
         """Kafka's expansion rule: the follower reached the HW and this epoch's start."""
         progress = self.followers.get(replica_id)

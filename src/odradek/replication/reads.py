@@ -15,16 +15,18 @@ connection sends with ``sendfile``.
 
 Two hooks come from the Fetch handler: ``authorized(topic)``, the consumer's READ permission
 (a refused partition is answered TOPIC_AUTHORIZATION_FAILED, and, as in Kafka, does not by
-itself end a long poll), and ``unchanged``, an incremental fetch session's test that the
-client already knows everything a partition with nothing to read would say: such a partition
-is left out of the answer without being read (:mod:`.fetch_session`).
+itself end a long poll), and ``session``, an incremental fetch session's view: which of its
+partitions to visit at all (those that may have changed, ``to_read``), and its test that the
+client already knows everything a partition with nothing to read would say (``unchanged``):
+such a partition is left out of the answer without being read (:mod:`.fetch_session`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -33,7 +35,14 @@ from odradek.protocol.fetch_response import FetchPartitionResult, FetchTopicResu
 
 from .partition import Partition
 
-__all__ = ["FetchParams", "FetchRead", "PartitionFetch", "has_new_data", "read_partitions"]
+__all__ = [
+    "FetchParams",
+    "FetchRead",
+    "PartitionFetch",
+    "SessionReads",
+    "has_new_data",
+    "read_partitions",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +52,6 @@ errors otherwise (the epoch fenced first)."""
 
 FollowerFetchListener = Callable[[Partition, int, int], None]
 """``(partition, replica_id, fetch_offset)``: a follower's position, checked in range."""
-
-Unchanged = Callable[["PartitionFetch", int, int, int], bool]
-"""``(wanted, high_watermark, last_stable_offset, log_start_offset)`` of a partition with
-nothing to read: True when the client knows it all already (skip it)."""
 
 Authorized = Callable[[str], bool]
 """``topic -> bool``: may the client read it."""
@@ -59,6 +64,26 @@ class PartitionFetch:
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+
+
+class SessionReads(Protocol):
+    """What an incremental fetch session decides about a read (:class:`.FetchContext`)."""
+
+    @property
+    def watch_key(self) -> Hashable:
+        """The one key a parked fetch of the session watches (woken by any change to one
+        of the session's partitions)."""
+        ...
+
+    def to_read(self, authorized: Authorized | None = None) -> Sequence[PartitionFetch]:
+        """The partitions of ``FetchParams.partitions`` to visit now, in order."""
+        ...
+
+    def unchanged(self, wanted: PartitionFetch, high_watermark: int, last_stable_offset: int,
+                  log_start_offset: int) -> bool:
+        """For a partition with nothing to read: True when the client knows it all
+        already (skip it)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +116,10 @@ class FetchRead:
 
 def read_partitions(
     params: FetchParams, lookup: LeaderLookup, on_follower_fetch: FollowerFetchListener,
-    *, unchanged: Unchanged | None = None, authorized: Authorized | None = None,
+    *, session: SessionReads | None = None, authorized: Authorized | None = None,
 ) -> FetchRead:
-    """Read every wanted partition, in request order, within the byte limits."""
+    """Read every wanted partition (with a ``session``: those it says to visit), in request
+    order, within the byte limits."""
     remaining = params.max_bytes
     total = 0
     errored = False
@@ -101,7 +127,12 @@ def read_partitions(
     refused = 0
     topics: list[FetchTopicResult] = []
     by_topic: dict[str, list[FetchPartitionResult]] = {}
-    for wanted in params.partitions:
+    unchanged = None
+    visit: Sequence[PartitionFetch] = params.partitions
+    if session is not None:
+        unchanged = session.unchanged
+        visit = session.to_read(authorized)
+    for wanted in visit:
         parts = by_topic.get(wanted.topic)
         if parts is None:
             parts = by_topic[wanted.topic] = []
@@ -127,7 +158,7 @@ def read_partitions(
             first_with_data = False
             total += size
             remaining = max(remaining - size, 0)
-    if unchanged is not None:
+    if session is not None:
         topics = [topic for topic in topics if topic.partitions]
     if refused and refused == len(params.partitions):
         errored = True  # nothing it may read: no reason to wait
@@ -141,7 +172,7 @@ def _read_one(
     min_one_batch: bool,
     lookup: LeaderLookup,
     on_follower_fetch: FollowerFetchListener,
-    unchanged: Unchanged | None,
+    unchanged: Callable[[PartitionFetch, int, int, int], bool] | None,
 ) -> tuple[FetchPartitionResult | None, int]:
     partition = lookup(wanted.topic, wanted.partition, wanted.current_leader_epoch)
     from_follower = params.from_follower
@@ -153,7 +184,10 @@ def _read_one(
         # a diverged follower, and must never count towards the high watermark.
         on_follower_fetch(partition, params.replica_id, fetch_offset)
     partition_log = partition.log
+    # A follower outside the ISR is not skipped: each of its fetches must try its way back
+    # in (an expansion refused or deferred is retried), so it never turns clean.
     if (unchanged is not None and fetch_offset >= upper
+            and (not from_follower or params.replica_id in partition.isr)
             and unchanged(wanted, partition_log.high_watermark,
                           partition_log.last_stable_offset, partition_log.log_start_offset)):
         return None, 0
@@ -181,10 +215,11 @@ def _read_one(
     return result, (region.length if region is not None else 0)
 
 
-def has_new_data(params: FetchParams, lookup: LeaderLookup) -> bool:
-    """Cheap pre-check before re-reading: did any wanted partition move past its offset
-    (or out from under it: an error is an answer too)?"""
-    for wanted in params.partitions:
+def has_new_data(params: FetchParams, lookup: LeaderLookup,
+                 session: SessionReads | None = None) -> bool:
+    """Cheap pre-check before re-reading: did any wanted partition (with a ``session``: any
+    it would visit) move past its offset (or out from under it: an error is an answer too)?"""
+    for wanted in params.partitions if session is None else session.to_read():
         try:
             partition = lookup(wanted.topic, wanted.partition, wanted.current_leader_epoch)
             partition.check_fetch_offset(wanted.fetch_offset, params.from_follower)

@@ -28,9 +28,11 @@ writes its followers do not have.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -64,7 +66,7 @@ from .reads import (
     Authorized,
     FetchParams,
     FetchRead,
-    Unchanged,
+    SessionReads,
     has_new_data,
     read_partitions,
 )
@@ -106,6 +108,8 @@ class ReplicaManager:
         self.fetch_purgatory = Purgatory("fetch")
         self.fetch_sessions = FetchSessionCache(
             replication.max_incremental_fetch_session_cache_slots)
+        self.fetch_sessions.on_caught_up = self._follower_caught_up
+        self._loop: asyncio.AbstractEventLoop | None = None  # where partitions are changed
         self.produce_purgatory = Purgatory("produce")
         self.replication = replication
         self._partitions: dict[TopicPartition, Partition] = {}
@@ -243,24 +247,26 @@ class ReplicaManager:
         return self.produce_purgatory.watch(operation, list(waiting), timeout_ms / 1000)
 
     # Fetch -------------------------------------------------------------------------------
-    def fetch(self, params: FetchParams, *, unchanged: Unchanged | None = None,
+    def fetch(self, params: FetchParams, *, session: SessionReads | None = None,
               authorized: Authorized | None = None) -> FetchRead | asyncio.Future[FetchRead]:
         """Read the wanted partitions; answer at once when there is enough data (or an
         error, or no wait allowed), else long-poll until data arrives or ``max_wait_ms``.
-        ``unchanged`` and ``authorized``: see :func:`.reads.read_partitions`."""
+        ``session`` and ``authorized``: see :func:`.reads.read_partitions`."""
 
         def read() -> FetchRead:
             return read_partitions(params, self.leader_partition, self._record_follower_fetch,
-                                   unchanged=unchanged, authorized=authorized)
+                                   session=session, authorized=authorized)
 
         found = read()
         if found.satisfies(params) or params.max_wait_ms <= 0 or not params.partitions:
             self._count_fetched(params, found)
             return found
         operation = DelayedFetch(
-            params, read, lambda: has_new_data(params, self.leader_partition)
+            params, read, lambda: has_new_data(params, self.leader_partition, session)
         )
-        keys = {TopicPartition(p.topic, p.partition) for p in params.partitions}
+        keys: Iterable[Hashable] = (
+            {TopicPartition(p.topic, p.partition) for p in params.partitions}
+            if session is None else (session.watch_key,))
         # The read just found too little, in this loop turn: watch without testing again.
         waiting = self.fetch_purgatory.watch(operation, keys, params.max_wait_ms / 1000)
         if self._traffic is not None:
@@ -288,6 +294,13 @@ class ReplicaManager:
                     size += len(records) if isinstance(records, bytes) else records.length
             if size:
                 traffic.fetched(topic.topic, size)
+
+    def _follower_caught_up(self, key: tuple[str, int], replica_id: int, at_ms: int) -> None:
+        """A follower's session had ``key``'s whole log at every fetch up to ``at_ms``
+        without visiting it (:mod:`.fetch_session`): its progress says so now."""
+        partition = self._partitions.get(cast(TopicPartition, key))
+        if partition is not None and partition.is_leader:
+            partition.record_caught_up(replica_id, at_ms)
 
     def _record_follower_fetch(self, partition: Partition, replica_id: int, offset: int) -> None:
         """A follower's Fetch at ``offset`` (validated in range): HW, then ISR expansion."""
@@ -338,15 +351,34 @@ class ReplicaManager:
         return sizes
 
     # Changes to the log ------------------------------------------------------------------
+    # Each of these marks the partition dirty in the fetch sessions holding it first, so
+    # that a waiting fetch re-tested here visits it.
     def after_append(self, partition: Partition) -> None:
         """Wake whoever waits on this partition: new data, maybe a new HW."""
         partition.maybe_advance_high_watermark()
-        self.fetch_purgatory.check(partition.key)
-        self.produce_purgatory.check(partition.key)
+        self.after_high_watermark_change(partition.key)
 
     def after_high_watermark_change(self, key: TopicPartition) -> None:
-        self.fetch_purgatory.check(key)
+        """The HW moved, or leadership did: fetches and acks=all writes look again."""
+        fetch_purgatory = self.fetch_purgatory
+        for session in self.fetch_sessions.partition_changed(key):
+            fetch_purgatory.check(session)
+        fetch_purgatory.check(key)
         self.produce_purgatory.check(key)
+
+    def _after_log_start_change(self, key: TopicPartition) -> None:
+        """The log start moved (DeleteRecords on the loop, or retention on a storage
+        thread, which hands it to the loop): fetch sessions tell their clients."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                loop.call_soon_threadsafe(self.fetch_sessions.partition_changed, key)
+                return
+        self.fetch_sessions.partition_changed(key)
 
     def after_isr_change(self, partition: Partition) -> None:
         """The ISR changed (our write landed, or a newer state was read): HW and waiters."""
@@ -405,6 +437,9 @@ class ReplicaManager:
             broker_id=self.broker_id, topic_id=topic_id,
             min_insync_replicas=config.min_insync_replicas,
         )
+        with contextlib.suppress(RuntimeError):  # no loop: tests that drive it directly
+            self._loop = asyncio.get_running_loop()
+        partition_log.on_log_start_change = functools.partial(self._after_log_start_change, key)
         self._partitions[key] = partition
         return partition
 

@@ -165,6 +165,7 @@ class PartitionLog:
             leader_epoch_cache=self.leader_epoch_cache,
             producer_state=self.producer_state,
             file_delete_delay_ms=config.file_delete_delay_ms,
+            on_log_start_change=self._log_start_changed,
         )
         self.read = reader.read
         self.aborted_transactions = reader.aborted_transactions
@@ -181,7 +182,13 @@ class PartitionLog:
         self.last_flush_ms = wall_ms()
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
+        # Told when the log start moves (DeleteRecords, retention): fetch sessions' business.
+        self.on_log_start_change: Callable[[], None] | None = None
         self.closed = False
+
+    def _log_start_changed(self) -> None:
+        if self.on_log_start_change is not None:
+            self.on_log_start_change()
 
     # ------------------------------------------------------------------ offsets (lock-free)
 

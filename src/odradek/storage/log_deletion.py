@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from odradek.clock import wall_ms
 from odradek.protocol.errors import OffsetOutOfRange
@@ -53,6 +53,7 @@ class SegmentDeletion:
         leader_epoch_cache: LeaderEpochFileCache,
         producer_state: ProducerStateManager,
         file_delete_delay_ms: int,
+        on_log_start_change: Callable[[], None],
     ) -> None:
         self._reader = reader
         self._lock = lock
@@ -60,6 +61,9 @@ class SegmentDeletion:
         self._producer_state = producer_state
         self.file_delete_delay_ms = file_delete_delay_ms  # follows the topic's config
         self._pending: list[tuple[int, LogSegment]] = []  # (unlink due ms, segment)
+        # Told when the log start moves (under the lock, on whichever thread moved it): the
+        # replica manager's fetch sessions must tell their clients.
+        self._on_log_start_change = on_log_start_change
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: advance the log start to ``offset`` (<= high watermark); returns the
@@ -80,6 +84,7 @@ class SegmentDeletion:
         self._reader.log_start_offset = offset
         self._leader_epoch_cache.truncate_from_start(offset)
         self._producer_state.truncate_head(offset)
+        self._on_log_start_change()
 
     def delete_segments_below_log_start(self) -> int:
         """Delete segments whose every offset is below the log start (never the active one)."""

@@ -11,8 +11,9 @@ copied into the response's one ``sendmsg``, see ``socket_channel``).
 
 From v7 a fetch may belong to an incremental fetch session (KIP-227,
 :mod:`odradek.replication.fetch_session`): the session's context says which partitions to
-read (an incremental request names only those that changed), lets the read skip partitions
-with nothing new, and cuts the answer to what the client does not know yet. A session error
+visit (only those that changed on either side since the client last heard of them), lets
+the read skip partitions with nothing new, and cuts the answer to what the client does not
+know yet. A session error
 (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH) is answered at once, with no
 partitions.
 
@@ -109,7 +110,7 @@ def handle_fetch(
                 for topic in request.forgotten_topics_data  # type: ignore[union-attr]
                 for index in topic.partitions
             ],
-            from_follower=replica_id >= 0, now_ms=monotonic_ms())
+            replica_id=replica_id, now_ms=monotonic_ms())
         if isinstance(context, SessionError):
             return encode_fetch_response(version, correlation_id, (),
                                          error_code=context.code)
@@ -124,8 +125,7 @@ def handle_fetch(
         isolation_level=int(request.isolation_level),
     )
     outcome = replica_manager.fetch(
-        params, unchanged=context.unchanged if context.incremental else None,
-        authorized=authorized)
+        params, session=context if context.incremental else None, authorized=authorized)
     if isinstance(outcome, asyncio.Future):
         return Deferred(outcome,
                         functools.partial(_respond, ctx, quotas, context))

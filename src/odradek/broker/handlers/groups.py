@@ -11,6 +11,8 @@ version is handled here, once:
 * SyncGroup passes protocol type/name only from v5 (older clients do not send them).
 * LeaveGroup v0-v2 name a single member and carry its error at the top level; v3+ batch
   members (KIP-345) with per-member errors.
+* Heartbeat, which every member sends every few seconds, is laid out directly
+  (:mod:`odradek.protocol.heartbeat_response`).
 
 Each needs READ on the group, else it is answered GROUP_AUTHORIZATION_FAILED (Kafka's rule).
 JoinGroup and SyncGroup park until the rest of the group arrives; the coordinator bounds
@@ -28,6 +30,9 @@ from odradek.coordinator import JoinRequest
 from odradek.coordinator.results import JoinResult, SyncResult
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
+from odradek.protocol.fetch_response import EncodedResponse
+from odradek.protocol.heartbeat_response import encode_heartbeat_response
+from odradek.protocol.heartbeat_response import throttle_offset as heartbeat_throttle_offset
 from odradek.security.acl import Operation, ResourceType
 
 from ..context import RequestContext
@@ -134,15 +139,19 @@ async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> R
     )
 
 
-def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> ResponsePayload:
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> EncodedResponse:
+    """Laid out directly, byte-identical to kio (:mod:`odradek.protocol.heartbeat_response`)."""
     error = ctx.services.group_coordinator.heartbeat(
         str(request.group_id),
         request.member_id,
         getattr(request, "group_instance_id", None),
         int(request.generation_id),
     ) if _may_read(ctx, request) else _DENIED
-    module = response_module(ApiKey.HEARTBEAT, ctx.api_version)
-    return build_response(module.HeartbeatResponse, throttle_time=NO_THROTTLE, error_code=error)
+    version = ctx.api_version
+    frame = encode_heartbeat_response(version, ctx.header.correlation_id, error)
+    offset = heartbeat_throttle_offset(version)
+    return EncodedResponse([frame], (error,) if error else (),
+                           throttle_at=None if offset is None else (0, offset))
 
 
 def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> ResponsePayload:

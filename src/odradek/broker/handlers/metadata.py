@@ -11,6 +11,9 @@ listed; a named topic it may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED
 not; a missing one is auto-created only with CREATE on the cluster or the topic (without it:
 UNKNOWN_TOPIC_OR_PARTITION). ``topic_authorized_operations`` and
 ``cluster_authorized_operations`` are filled when the request asks for them.
+
+The answer is laid out directly (:mod:`odradek.protocol.metadata_response`, byte-identical
+to kio's), with or without an authorizer.
 """
 
 from __future__ import annotations
@@ -21,11 +24,16 @@ from collections.abc import Awaitable, Container, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
-from kio.static.protocol import ResponsePayload
 
-from odradek.protocol.api_versions import ApiKey
-from odradek.protocol.builder import NO_THROTTLE, build, build_response, response_module
 from odradek.protocol.errors import KafkaError, TopicAlreadyExists, error_code_of
+from odradek.protocol.fetch_response import EncodedResponse
+from odradek.protocol.metadata_response import (
+    MetadataBroker,
+    MetadataPartition,
+    MetadataTopic,
+    encode_metadata_response,
+    throttle_offset,
+)
 from odradek.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_NAME,
@@ -44,6 +52,7 @@ __all__ = ["handle_metadata"]
 
 log = logging.getLogger(__name__)
 
+_NO_TOPIC_ID = uuid.UUID(int=0)
 
 
 def _endpoint_for(broker: BrokerInfo, listener: str) -> tuple[str, int]:
@@ -95,7 +104,7 @@ async def _auto_create(ctx: RequestContext, names: list[str]) -> dict[str, Error
 
 def handle_metadata(
     ctx: RequestContext, request: MetadataRequest
-) -> ResponsePayload | Awaitable[ResponsePayload]:
+) -> EncodedResponse | Awaitable[EncodedResponse]:
     version = ctx.api_version
     view = ctx.services.cluster.view
     names = _requested_names(request, version, view.topics)
@@ -130,39 +139,35 @@ async def _respond_after_create(
     ctx: RequestContext, request: MetadataRequest, names: list[str | uuid.UUID] | None,
     missing: list[str],
     refused: dict[str, ErrorCode],
-) -> ResponsePayload:
+) -> EncodedResponse:
     errors = await _auto_create(ctx, missing)
     return _response(ctx, request, names, {**errors, **refused}, refused)
 
 
 def _response(ctx: RequestContext, request: MetadataRequest,
               names: list[str | uuid.UUID] | None, errors: dict[str, ErrorCode],
-              refused: Container[str]) -> ResponsePayload:
+              refused: Container[str]) -> EncodedResponse:
     """``errors``: of topics not created or refused; ``refused``: topics shown only with
     their error."""
     version = ctx.api_version
     with_operations = bool(getattr(request, "include_topic_authorized_operations", False))
-    module = response_module(ApiKey.METADATA, version)
     view = ctx.services.cluster.view
     live = set(view.brokers)
     brokers = []
     for broker_id in sorted(view.brokers):
         info = view.brokers[broker_id]
         host, port = _endpoint_for(info, ctx.listener)
-        brokers.append(
-            build(module.MetadataResponseBroker, node_id=broker_id, host=host, port=port,
-                  rack=info.rack)
-        )
+        brokers.append(MetadataBroker(broker_id, host, port, info.rack))
     topics = []
+    codes: list[int] = []
     requested: list[str | uuid.UUID] = list(names) if names is not None else [
         name for name in sorted(view.topics)
         if ctx.allowed(Operation.DESCRIBE, ResourceType.TOPIC, name)]
     for name in requested:
         if isinstance(name, uuid.UUID):  # an id the cluster does not know (v10+)
-            topics.append(
-                build(module.MetadataResponseTopic, error_code=ErrorCode.unknown_topic_id,
-                      name=None if version >= 12 else "", topic_id=name, is_internal=False,
-                      partitions=(), topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED))
+            code = ErrorCode.unknown_topic_id
+            topics.append(MetadataTopic(code, None if version >= 12 else "", name, False))
+            codes.append(code)
             continue
         topic = None if name in refused else view.topics.get(name)
         if topic is None:
@@ -172,11 +177,8 @@ def _response(ctx: RequestContext, request: MetadataRequest,
                     validate_topic_name(name)
             except KafkaError as exc:
                 code = error_code_of(exc)
-            topics.append(
-                build(module.MetadataResponseTopic, error_code=code, name=name,
-                      topic_id=uuid.UUID(int=0), is_internal=False, partitions=(),
-                      topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
-            )
+            topics.append(MetadataTopic(code, name, _NO_TOPIC_ID, False))
+            codes.append(code)
             continue
         partitions = []
         for index in sorted(topic.partitions):
@@ -184,35 +186,27 @@ def _response(ctx: RequestContext, request: MetadataRequest,
             offline = tuple(r for r in state.replicas if r not in live)
             if state.leader < 0 or state.leader not in live:
                 code = ErrorCode.leader_not_available
+                codes.append(code)
             elif version == 0 and offline:
                 code = ErrorCode.replica_not_available
+                codes.append(code)
             else:
                 code = ErrorCode.none
-            partitions.append(
-                build(module.MetadataResponsePartition, error_code=code, partition_index=index,
-                      leader_id=state.leader, leader_epoch=state.leader_epoch,
-                      replica_nodes=tuple(state.replicas), isr_nodes=tuple(state.isr),
-                      offline_replicas=offline)
-            )
-        topics.append(
-            build(module.MetadataResponseTopic, error_code=ErrorCode.none, name=name,
-                  topic_id=topic.topic_id, is_internal=name in INTERNAL_TOPICS,
-                  partitions=tuple(partitions),
-                  topic_authorized_operations=ctx.authorized_operations(ResourceType.TOPIC, name)
-                  if with_operations else AUTHORIZED_OPERATIONS_OMITTED)
-        )
+            partitions.append(MetadataPartition(
+                code, index, state.leader, state.leader_epoch, tuple(state.replicas),
+                tuple(state.isr), offline))
+        operations = ctx.authorized_operations(ResourceType.TOPIC, name) \
+            if with_operations else AUTHORIZED_OPERATIONS_OMITTED
+        topics.append(MetadataTopic(ErrorCode.none, name, topic.topic_id,
+                                    name in INTERNAL_TOPICS, partitions, operations))
     controller_id = view.controller_id
     if controller_id is None or controller_id not in live:
         controller_id = min(live) if live else -1
-    return build_response(
-        module.MetadataResponse,
-        throttle_time=NO_THROTTLE,
-        brokers=tuple(brokers),
-        cluster_id=getattr(view, "cluster_id", None),
-        controller_id=controller_id,
-        topics=tuple(topics),
-        cluster_authorized_operations=ctx.authorized_operations(
-            ResourceType.CLUSTER, CLUSTER_NAME)
-        if getattr(request, "include_cluster_authorized_operations", False)
-        else AUTHORIZED_OPERATIONS_OMITTED,
-    )
+    cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME) \
+        if getattr(request, "include_cluster_authorized_operations", False) \
+        else AUTHORIZED_OPERATIONS_OMITTED
+    frame = encode_metadata_response(
+        version, ctx.header.correlation_id, brokers, getattr(view, "cluster_id", None),
+        controller_id, topics, cluster_authorized_operations=cluster_operations)
+    offset = throttle_offset(version)
+    return EncodedResponse([frame], codes, throttle_at=None if offset is None else (0, offset))
