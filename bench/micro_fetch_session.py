@@ -20,7 +20,6 @@ import asyncio
 import os
 import tempfile
 import timeit
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,25 +38,11 @@ from odradek.protocol.messages import RequestHeader
 from odradek.replication import ReplicaManager
 from odradek.storage import LogConfig, LogManager
 from odradek.types import BrokerId
+from tests.replication.cluster_view import State, Topic
 
 LEADER, FOLLOWER = 0, 1
 TOPICS = {"__consumer_offsets": 50, "events": 6}
 _FETCH_API_KEY = 1
-
-
-@dataclass(frozen=True)
-class _State:
-    leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    zk_version: int = 0
-
-
-@dataclass(frozen=True)
-class _Topic:
-    partitions: dict[int, _State] = field(default_factory=dict)
-    topic_id: object = None
 
 
 def _request(session_id: int, epoch: int, positions: dict[tuple[str, int], int],
@@ -84,11 +69,14 @@ async def main() -> None:
                           background=False)
         manager = ReplicaManager(BrokerId(LEADER), logs, lambda _topic: LogConfig(),
                                  ReplicationConfig())
-        state = _State(LEADER, 1, (0, 1, 2), (0, 1, 2))
+        state = State(LEADER, 1, (0, 1, 2), (0, 1, 2))
         manager.apply_cluster_view({
-            topic: _Topic({i: state for i in range(count)}) for topic, count in TOPICS.items()
+            topic: Topic({i: state for i in range(count)}, topic_id=None)
+            for topic, count in TOPICS.items()
         })
-        services = BrokerServices(LEADER, None, None, manager, None, logs)  # type: ignore[arg-type]
+        # Only what Fetch reads: the replica manager and the log manager.
+        services = BrokerServices(LEADER, None, None, manager, None, logs,  # type: ignore[arg-type]
+                                  None, None)  # type: ignore[arg-type]
 
         def context(correlation_id: int) -> RequestContext:
             return RequestContext(services, RequestHeader(_FETCH_API_KEY, 12, correlation_id,

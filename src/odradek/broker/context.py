@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from odradek.config_sections import BrokerSections
 from odradek.protocol.errors import RequestTimedOut
@@ -14,6 +14,7 @@ from odradek.security.acl import AUTHORIZED_OPERATIONS_OMITTED, Operation, Resou
 from .authenticator import ANONYMOUS, ConnectionSession
 
 if TYPE_CHECKING:
+    from odradek.cluster.acls import AclCache
     from odradek.cluster.view import ClusterSnapshot
     from odradek.config import BrokerConfig
     from odradek.coordinator import GroupCoordinator
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from odradek.replication import ReplicaManager
     from odradek.storage import LogManager
 
-    from .authorizer import Authorizer
     from .cluster_facade import ClusterFacade
     from .producer_ids import ProducerIdManager
     from .reconfigure import DynamicBrokerConfig
@@ -31,6 +31,22 @@ if TYPE_CHECKING:
 
 __all__ = ["ANONYMOUS", "BrokerServices", "RequestContext"]
 
+
+
+class AccessPolicy(Protocol):
+    """The decisions requests ask of an authorizer (:class:`.authorizer.Authorizer`, which
+    reads the request context: a Protocol here, so the context does not import it back)."""
+
+    def authorize(self, ctx: RequestContext, operation: Operation,
+                  resource_type: ResourceType, name: str) -> bool: ...
+    def allowed(self, ctx: RequestContext, operation: Operation,
+                resource_type: ResourceType, name: str) -> bool: ...
+    def allowed_any(self, ctx: RequestContext, operation: Operation,
+                    resource_type: ResourceType) -> bool: ...
+    def operations(self, ctx: RequestContext, resource_type: ResourceType,
+                   name: str) -> int: ...
+    @property
+    def cache(self) -> AclCache: ...
 
 
 @dataclass
@@ -51,7 +67,7 @@ class BrokerServices:
     dynamic_config: DynamicBrokerConfig
     metrics: BrokerMetrics | None = None  # None: nothing recorded (unit tests of handlers)
     quotas: QuotaManager | None = None  # client quotas (None: none enforced)
-    authorizer: Authorizer | None = None  # ACLs (None: authorizer.class.name unset, all open)
+    authorizer: AccessPolicy | None = None  # ACLs (None: authorizer.class.name unset, all open)
     _transaction_coordinator: TransactionCoordinator | None = field(default=None, repr=False)
     _sections: tuple[BrokerConfig, BrokerSections] | None = field(default=None, repr=False)
 

@@ -29,7 +29,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -49,9 +49,19 @@ from .txn_state import (
 
 if TYPE_CHECKING:
     from .cluster_client import ClusterClient
-    from .sender import Sender
 
-__all__ = ["ConsumerGroupMetadata", "TransactionManager"]
+
+class ProducerIdHolder(Protocol):
+    """What the transaction manager needs of the sender (:class:`.sender.Sender`): the
+    producer id and epoch its batches carry. A Protocol, since the sender holds this manager
+    in turn: no import cycle, not even for type checking."""
+
+    producer_id: int
+    producer_epoch: int
+
+    def use_producer_id(self, producer_id: int, producer_epoch: int) -> None: ...
+
+__all__ = ["ConsumerGroupMetadata", "ProducerIdHolder", "TransactionManager"]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +94,7 @@ class TransactionManager:
     """The I/O of one transactional producer (owned by :class:`~.producer.AsyncProducer`)."""
 
     def __init__(self, transactional_id: str, transaction_timeout_ms: int,
-                 client: ClusterClient, sender: Sender, max_block_ms: int,
+                 client: ClusterClient, sender: ProducerIdHolder, max_block_ms: int,
                  retry_backoff_ms: int) -> None:
         self.machine = TxnStateMachine(transactional_id)
         self.transactional_id = transactional_id

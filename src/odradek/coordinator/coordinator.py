@@ -21,15 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import (
-    Awaitable,
-    Callable,
-    Coroutine,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -39,9 +31,16 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
+from .append_errors import (
+    AppendFailed,
+    AppendTimedOut,
+    append_error_to_coordinator_error,
+    commit_failed,
+)
 from .consumer_group import ConsumerGroup, ConsumerHeartbeat, HeartbeatResult
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
-from .group import Group, JoinRequest, MemberDescription
+from .group import Group, JoinRequest
+from .group_members import GroupDescription
 from .group_state import GroupState
 from .offsets_log import OffsetsLog
 from .offsets_topic_format import OffsetCommitKey, decode_key
@@ -49,40 +48,11 @@ from .partitioning import partition_for_group
 from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
 from .shard import CommitPlan, CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
 
-__all__ = ["GroupCoordinator", "GroupDescription", "append_error_to_coordinator_error"]
+__all__ = ["GroupCoordinator", "GroupDescription"]
 
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R", JoinResult, SyncResult)
-
-_STORE_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas_after_append: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-}
-
-
-def append_error_to_coordinator_error(error: ErrorCode, *, for_commit: bool = False) -> ErrorCode:
-    """What a client is told when the offsets log refused a write (Kafka's mapping: the
-    client should look for the coordinator again rather than see a storage error)."""
-    if for_commit and error in (ErrorCode.message_too_large, ErrorCode.record_list_too_large):
-        return ErrorCode.invalid_commit_offset_size
-    return _STORE_ERRORS.get(error, error)
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    error: ErrorCode
-    state: str = "Dead"
-    protocol_type: str = ""
-    protocol: str = ""
-    members: tuple[MemberDescription, ...] = ()
 
 
 @dataclass
@@ -325,7 +295,7 @@ class GroupCoordinator:
         try:
             pending = self._start_append(slot.shard.partition, plan.records)
         except KafkaError as exc:
-            return _commit_failed(plan, exc)
+            return commit_failed(plan, exc)
         if pending is not None:
             return self._commit_when_appended(slot, plan, pending)
         if self._slots.get(slot.shard.partition) is slot:
@@ -337,7 +307,7 @@ class GroupCoordinator:
         try:
             await self._bounded(pending)
         except KafkaError as exc:
-            return _commit_failed(plan, exc)
+            return commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
             slot.shard.apply_offset_commit(plan, self._clock())
         return plan.errors
@@ -365,7 +335,7 @@ class GroupCoordinator:
         try:
             await self._append(slot.shard.partition, plan.records, producer)
         except KafkaError as exc:
-            return _commit_failed(plan, exc)
+            return commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
             slot.pending_txn.setdefault(producer[0], []).extend(plan.records)
         return plan.errors
@@ -580,7 +550,7 @@ class GroupCoordinator:
             raise
         except Exception as exc:  # a bug or I/O error below us: still answer the client
             log.exception("offsets append failed")
-            raise _AppendFailed(str(exc)) from exc
+            raise AppendFailed(str(exc)) from exc
 
     async def _bounded(self, pending: Awaitable[None]) -> None:
         """Wait for an append under ``offsets.commit.timeout.ms``."""
@@ -590,12 +560,12 @@ class GroupCoordinator:
             async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
                 await pending
         except TimeoutError as exc:
-            raise _AppendTimedOut("offsets append timed out") from exc
+            raise AppendTimedOut("offsets append timed out") from exc
         except KafkaError:
             raise
         except Exception as exc:
             log.exception("offsets append failed")
-            raise _AppendFailed(str(exc)) from exc
+            raise AppendFailed(str(exc)) from exc
 
     def _reschedule(self, slot: _Slot, group_id: str) -> None:
         self._cancel_timer(slot, group_id)
@@ -628,17 +598,3 @@ class GroupCoordinator:
             await self._append(partition, records)
         except KafkaError as exc:
             log.warning("could not write expired consumer-group members: %s", exc)
-
-
-def _commit_failed(plan: CommitPlan, exc: KafkaError) -> dict[TopicPartition, ErrorCode]:
-    """Every partition the plan accepted gets the append's error, as the client sees it."""
-    failed = append_error_to_coordinator_error(exc.code, for_commit=True)
-    return {tp: failed if e is ErrorCode.none else e for tp, e in plan.errors.items()}
-
-
-class _AppendTimedOut(KafkaError):
-    code = ErrorCode.request_timed_out
-
-
-class _AppendFailed(KafkaError):
-    code = ErrorCode.unknown_server_error

@@ -39,7 +39,7 @@ from .group_state import GroupState
 from .member import Member, Protocols
 from .results import JoinResult, Reply, SyncResult
 
-__all__ = ["MemberDescription", "Membership"]
+__all__ = ["GroupDescription", "MemberDescription", "Membership"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,18 @@ class MemberDescription:
     client_host: str
     metadata: bytes
     assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """One group as DescribeGroups reports it."""
+
+    group_id: str
+    error: ErrorCode
+    state: str = "Dead"
+    protocol_type: str = ""
+    protocol: str = ""
+    members: tuple[MemberDescription, ...] = ()
 
 
 class Membership:

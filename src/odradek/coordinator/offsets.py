@@ -17,7 +17,7 @@ A commit made with an explicit retention time (OffsetCommit v2-v4) expires at th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from odradek.protocol.records import Record
@@ -34,7 +34,29 @@ from .member import Member
 from .offsets_topic_format import OffsetCommitValue, offset_commit_key_bytes
 
 if TYPE_CHECKING:
-    from .group import Group
+    from .group_members import Membership
+
+
+class CommittingGroup(Protocol):
+    """What the offset rules read of a group (:class:`.group.Group`, which keeps its offsets
+    here: a Protocol, so this module does not import the group, not even for type checking)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def state(self) -> GroupState: ...
+    @property
+    def state_timestamp_ms(self) -> int: ...
+    @property
+    def protocol_type(self) -> str | None: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def membership(self) -> Membership: ...
+    @property
+    def offsets(self) -> dict[TopicPartition, OffsetAndMetadata]: ...
+    @property
+    def subscribed_topics(self) -> frozenset[str] | None: ...
 
 __all__ = [
     "OffsetAndMetadata",
@@ -74,7 +96,7 @@ def offset_tombstone(group_id: str, topic: str, partition: int, now_ms: int) -> 
     )
 
 
-def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicPartition]:
+def expired_offsets(group: CommittingGroup, now_ms: int, retention_ms: int) -> list[TopicPartition]:
     """The partitions whose committed offsets have outlived retention (see module doc)."""
     protected: frozenset[str] = frozenset()
     if group.protocol_type is None:
@@ -105,7 +127,7 @@ def expired_offsets(group: Group, now_ms: int, retention_ms: int) -> list[TopicP
 
 
 def validate_offset_commit(
-    group: Group, member_id: str, group_instance_id: str | None, generation_id: int
+    group: CommittingGroup, member_id: str, group_instance_id: str | None, generation_id: int
 ) -> Member | None:
     """Who may commit: anyone to an Empty group with generation -1 (simple consumers
     keeping offsets in Kafka); otherwise a member of the current generation, and not

@@ -38,7 +38,7 @@ from odradek.clock import monotonic_s, wall_ms
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.types import TopicPartition
 
-from .coordinator import append_error_to_coordinator_error
+from .append_errors import append_error_to_coordinator_error
 from .offsets_log import OffsetsLog
 from .partitioning import partition_for_transactional_id
 from .txn_log_format import TxnStatus

@@ -1,8 +1,7 @@
 """The log of one partition: an ordered list of segments plus offsets and producer state.
 
-Directory ``<log.dir>/<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex``
-segments (see :mod:`odradek.storage.segment`), ``<offset>.snapshot`` producer snapshots,
-and ``leader-epoch-checkpoint``. Offsets seen by callers are always absolute.
+``<log.dir>/<topic>-<partition>/`` holds ``<base>.log/.index/.timeindex`` segments
+(:mod:`.segment`), ``<offset>.snapshot`` producer snapshots and ``leader-epoch-checkpoint``.
 
 Threading and asyncio (what may run concurrently, what blocks)
 ---------------------------------------------------------------
@@ -20,18 +19,14 @@ Threading and asyncio (what may run concurrently, what blocks)
   scheduler. The one synchronous fsync on the append path is the tiny
   ``leader-epoch-checkpoint`` rewrite on the first append of a new leader epoch (Kafka does
   the same: followers depend on that history).
-* **Reads** (offsets, :meth:`~PartitionLog.read`, ListOffsets) take no lock; they are the
-  :class:`~odradek.storage.log_reader.LogReader` this log owns (see there for what it owns
-  and why reading without the lock is safe).
-* **Flush** (:meth:`~PartitionLog.flush`) fsyncs outside the lock and may run on any thread
-  (the LogManager's flusher runs it in the background).
+* **Reads** take no lock: they are this log's :class:`~.log_reader.LogReader` (see there).
+* **Flush** fsyncs outside the lock, on any thread (the LogManager's flusher).
 * **Retention, cleaner, file removal** run on LogManager threads and take the log lock only
-  for the moment they swap the segment list (deleting from the front of the log and deferred
-  file removal are the :class:`~odradek.storage.log_deletion.SegmentDeletion` this log owns
-  and shares its lock with).
+  to swap the segment list (front deletes and deferred file removal are this log's
+  :class:`~.log_deletion.SegmentDeletion`, sharing its lock).
 
-Crash safety: data is durable once flushed (``recovery_point``); everything after the
-recovery point is re-validated on the next start (:mod:`odradek.storage.recovery`).
+Crash safety: data is durable once flushed (``recovery_point``); the rest is re-validated
+on the next start (:mod:`odradek.storage.recovery`).
 """
 
 from __future__ import annotations
@@ -182,8 +177,7 @@ class PartitionLog:
         self.last_flush_ms = wall_ms()
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._truncated_to: int | None = None
-        # Told when the log start moves (DeleteRecords, retention): fetch sessions' business.
-        self.on_log_start_change: Callable[[], None] | None = None
+        self.on_log_start_change: Callable[[], None] | None = None  # fetch sessions listen
         self.closed = False
 
     def _log_start_changed(self) -> None:

@@ -34,7 +34,7 @@ from odradek.security.acl import (
     ResourceType,
 )
 
-from ..context import RequestContext
+from ..context import AccessPolicy, RequestContext
 
 if TYPE_CHECKING:
     from odradek.protocol.api_types import (
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
         DescribeAclsRequest,
     )
 
-    from ..authorizer import Authorizer
 
 __all__ = ["handle_create_acls", "handle_delete_acls", "handle_describe_acls"]
 
@@ -110,7 +109,7 @@ async def _alter(ctx: RequestContext, pattern: ResourcePattern,
     await cluster.session.call(alter_acls, cluster.session.client, pattern, update)
 
 
-def _authorizer(ctx: RequestContext) -> Authorizer | None:
+def _authorizer(ctx: RequestContext) -> AccessPolicy | None:
     return ctx.services.authorizer
 
 

@@ -49,13 +49,12 @@ if TYPE_CHECKING:
         ConsumerGroupHeartbeatRequest,
     )
 
-    from ..dispatch import HandlerResult
-
 __all__ = ["handle_consumer_group_describe", "handle_consumer_group_heartbeat"]
 
 
-def handle_consumer_group_heartbeat(ctx: RequestContext,
-                                    request: ConsumerGroupHeartbeatRequest) -> HandlerResult:
+def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> Outcome | Awaitable[ResponsePayload]:
     module = response_module(ApiKey.CONSUMER_GROUP_HEARTBEAT, ctx.api_version)
     if not ctx.authorize(Operation.READ, ResourceType.GROUP, str(request.group_id)):
         denied = GroupAuthorizationFailed()
