@@ -24,6 +24,7 @@ import tracemalloc
 from pathlib import Path
 
 from bench.common import Context
+from odradek.config_sections import LogManagerConfig
 from odradek.protocol.records import Record, encode_batch
 from odradek.storage import LogConfig, LogManager, open_log
 from odradek.storage.cleaner import clean_log
@@ -228,14 +229,14 @@ def bench_recovery(ctx: Context) -> None:
     directory = ctx.scratch_dir("recovery")
     config = LogConfig(segment_bytes=256 * MiB)
     data = _batch_of(MiB, 1000)
-    manager = LogManager([directory], config, background=False)
+    manager = LogManager(LogManagerConfig(log_dirs=(directory,)), config, background=False)
     log = manager.get_or_create_log("big", 0)
     while log.size_bytes() < size:
         log.append(data, leader_epoch=0)
     manager.shutdown()
 
     started = time.perf_counter()
-    manager = LogManager([directory], config, background=False)
+    manager = LogManager(LogManagerConfig(log_dirs=(directory,)), config, background=False)
     clean_seconds = time.perf_counter() - started
     ctx.report(
         "storage.recovery_after_clean_shutdown",
@@ -257,7 +258,7 @@ def bench_recovery(ctx: Context) -> None:
         # leaves (the page cache keeps what was written).
         abandoned = manager
         started = time.perf_counter()
-        manager = LogManager([directory], config, background=False)
+        manager = LogManager(LogManagerConfig(log_dirs=(directory,)), config, background=False)
         seconds = time.perf_counter() - started
         del abandoned
         ctx.report(
