@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 from odradek.protocol.binary import BinaryReader, BinaryWriter
 from odradek.protocol.records import Record
@@ -77,6 +78,9 @@ def _metadata(m: ConsumerMember) -> MemberMetadata:
             m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)
 
 
+_T = TypeVar("_T")
+
+
 def snapshot(group: ConsumerGroup | None) -> Snapshot:
     if group is None:
         return Snapshot(0, 0, {}, {}, {})
@@ -95,27 +99,25 @@ def changed_records(group_id: str, before: Snapshot, after: Snapshot,
         records.append(Record(timestamp=now_ms, key=_key(key_type, group_id, member),
                               value=value))
 
-    for member, metadata in after.metadata.items():
-        if before.metadata.get(member) != metadata:
-            add(MEMBER_METADATA, member, _member_metadata_value(metadata))
-    for member in before.metadata.keys() - after.metadata.keys():
-        add(MEMBER_METADATA, member, None)
+    def per_member(key_type: int, old: Mapping[str, _T], new: Mapping[str, _T],
+                   encode: Callable[[_T], bytes]) -> None:
+        """A record for each member whose entry changed, a tombstone for each one gone."""
+        for member, entry in new.items():
+            if old.get(member) != entry:
+                add(key_type, member, encode(entry))
+        for member in old.keys() - new.keys():
+            add(key_type, member, None)
+
+    per_member(MEMBER_METADATA, before.metadata, after.metadata, _member_metadata_value)
     if after.group_epoch != before.group_epoch:
         add(METADATA, None, _value(lambda w: w.int32(after.group_epoch)))
-    for member, partitions in after.target.items():
-        if before.target.get(member) != partitions:
-            add(TARGET_MEMBER, member, _value(partial(
-                _partitions, partitions=partitions, topic_ids=topic_ids)))
-    for member in before.target.keys() - after.target.keys():
-        add(TARGET_MEMBER, member, None)
+    per_member(TARGET_MEMBER, before.target, after.target, lambda partitions: _value(partial(
+        _partitions, partitions=partitions, topic_ids=topic_ids)))
     if after.assignment_epoch != before.assignment_epoch:
         add(TARGET_METADATA, None, _value(lambda w: w.int32(after.assignment_epoch)))
-    for member, assignment in after.assignments.items():
-        if before.assignments.get(member) != assignment:
-            add(CURRENT_ASSIGNMENT, member, _value(partial(
-                _current_assignment, assignment=assignment, topic_ids=topic_ids)))
-    for member in before.assignments.keys() - after.assignments.keys():
-        add(CURRENT_ASSIGNMENT, member, None)
+    per_member(CURRENT_ASSIGNMENT, before.assignments, after.assignments,
+               lambda assignment: _value(partial(
+                   _current_assignment, assignment=assignment, topic_ids=topic_ids)))
     return records
 
 
