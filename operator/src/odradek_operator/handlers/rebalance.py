@@ -21,7 +21,7 @@ from typing import Any
 import kopf
 
 from ..conditions import READY, RECONCILING, Condition
-from ..decisions.placement import TopicPartitionKey
+from ..decisions.placement import Assignment
 from ..decisions.rebalance import Goal, Mode, PlanError, Proposal, propose
 from ..decisions.rebalance_phase import ANNOTATION, Action, Phase, next_action, parse_command
 from ..errors import PermanentReconcileError
@@ -42,10 +42,9 @@ __all__ = ["POLL_INTERVAL_S", "proposal_status", "stored_moves"]
 GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "rebalances"
 POLL_INTERVAL_S = 10.0
 
-Moves = dict[TopicPartitionKey, tuple[int, ...]]
 
 
-def proposal_status(proposal: Proposal, current: Mapping[TopicPartitionKey, tuple[int, ...]]
+def proposal_status(proposal: Proposal, current: Assignment
                     ) -> dict[str, Any]:
     """The proposal as status shows it: totals, balance before and after, every move."""
     return {
@@ -61,7 +60,7 @@ def proposal_status(proposal: Proposal, current: Mapping[TopicPartitionKey, tupl
     }
 
 
-def stored_moves(status: Mapping[str, Any]) -> tuple[Moves, Moves]:
+def stored_moves(status: Mapping[str, Any]) -> tuple[Assignment, Assignment]:
     """(new replicas, replicas before) of the proposal in ``status``."""
     rows = ((status.get("proposal") or {}).get("moves")) or []
     return ({(str(m["topic"]), int(m["partition"])): tuple(m["to"]) for m in rows},

@@ -12,17 +12,16 @@ moves end or stop.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from odradek.client.admin import RESOURCE_BROKER, RESOURCE_TOPIC, AsyncAdminClient
 from odradek.client.metadata import TopicPartition
 
-from ..decisions.placement import TopicPartitionKey
+from ..decisions.placement import Assignment, TopicPartitionKey
 from ..decisions.rebalance import ClusterModel
 
 __all__ = ["cancel_moves", "clear_throttles", "observe_model", "running_moves", "start_moves"]
 
-Moves = Mapping[TopicPartitionKey, tuple[int, ...]]
 BROKER_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
 LEADER_REPLICAS, FOLLOWER_REPLICAS = ("leader.replication.throttled.replicas",
                                       "follower.replication.throttled.replicas")
@@ -43,7 +42,7 @@ async def observe_model(admin: AsyncAdminClient) -> ClusterModel:
     return ClusterModel(racks=racks, assignment=assignment, sizes=sizes)
 
 
-def _throttled_replicas(moves: Moves, current: Moves) -> dict[str, dict[str, str]]:
+def _throttled_replicas(moves: Assignment, current: Assignment) -> dict[str, dict[str, str]]:
     """Per topic, the two replica lists in Kafka's ``partition:broker,...`` form."""
     leaders: dict[str, list[str]] = {}
     followers: dict[str, list[str]] = {}
@@ -55,11 +54,11 @@ def _throttled_replicas(moves: Moves, current: Moves) -> dict[str, dict[str, str
                     FOLLOWER_REPLICAS: ",".join(followers[topic])} for topic in leaders}
 
 
-def involved_brokers(moves: Moves, current: Moves) -> list[int]:
+def involved_brokers(moves: Assignment, current: Assignment) -> list[int]:
     return sorted({b for tp, new in moves.items() for b in (*new, *current.get(tp, ()))})
 
 
-async def start_moves(admin: AsyncAdminClient, moves: Moves, current: Moves,
+async def start_moves(admin: AsyncAdminClient, moves: Assignment, current: Assignment,
                       throttle: int) -> None:
     """Throttle (when ``throttle`` > 0) and then start the reassignments."""
     if throttle > 0:
@@ -90,7 +89,7 @@ async def cancel_moves(admin: AsyncAdminClient, partitions: Iterable[TopicPartit
     await admin.alter_partition_reassignments({TopicPartition(t, p): None for t, p in running})
 
 
-async def clear_throttles(admin: AsyncAdminClient, moves: Moves, current: Moves) -> None:
+async def clear_throttles(admin: AsyncAdminClient, moves: Assignment, current: Assignment) -> None:
     for broker in involved_brokers(moves, current):
         await admin.incremental_alter_configs(
             RESOURCE_BROKER, str(broker), [(key, "delete", None) for key in BROKER_RATES])
