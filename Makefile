@@ -10,7 +10,7 @@ PYTEST_ARGS ?=
 # `make run`'s brokers, for `make demo`.
 BOOTSTRAP ?= 127.0.0.1:9092,127.0.0.1:9093,127.0.0.1:9094
 
-.PHONY: install run test test-slow lint bench bench-quick demo image image-local e2e e2e-local \
+.PHONY: install run test test-slow lint bench bench-quick demo image image-local e2e e2e-local e2e-local-slow \
         k8s-build k8s-up k8s-down k8s-load clean prereqs prometheus generate-monitoring dashboards \
         helm chart docs
 
@@ -167,6 +167,11 @@ k8s-load:
 # End-to-end suite: on the local stack (built, started, torn down by the script), or on kind.
 e2e-local: install
 	PYTHON_BIN=$(CURDIR)/$(PY) e2e/local/e2e.sh $(PYTEST_ARGS)
+
+# The long end-to-end scenarios (marked slow: the upgrade from the previous release, ~15 min),
+# which CI's e2e stage has no room for.
+e2e-local-slow: install
+	PYTHON_BIN=$(CURDIR)/$(PY) e2e/local/e2e.sh -m slow $(PYTEST_ARGS)
 
 e2e: install
 	PYTHON_BIN=$(CURDIR)/$(PY) e2e/kind/e2e.sh $(PYTEST_ARGS)

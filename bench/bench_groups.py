@@ -10,6 +10,13 @@ Measured on odradek and, in the same run when its jars are available, on Apache 
   every partition has been consumed again after the last assignment handed out. *Death*: from
   a SIGKILL of one member until every partition it owned was consumed by its new owner; this
   includes the session timeout, which dominates it. p50/p99 over the cycles.
+* **join rebalance per group protocol** (:mod:`bench.group_join`), with odradek's own
+  consumer at 3 and 30 members: from a member joining until every member consumes again,
+  for the classic protocol, eager (``range``) and cooperative (``cooperative-sticky``), and
+  the KIP-848 consumer protocol (``group_protocol="consumer"``). Apache Kafka 3.9 in
+  ZooKeeper mode has no KIP-848: its rows hold the classic protocols beside Kafka's, while
+  the consumer-protocol rows are compared with odradek's classic eager row
+  (``reference_name: odradek-classic-eager``; the cooperative one rides along).
 * **commit throughput**: synchronous OffsetCommits of 12 partitions, one committer (latency
   bound) and 8 committers in parallel (each its own group), commits/s, and the broker's CPU
   milliseconds per commit (``broker_cpu_ms_per_commit``, and ``reference_...`` for Apache
@@ -22,6 +29,7 @@ Benchmarks never assert; a broker that fails is reported with ``value: null`` an
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import statistics
 import sys
@@ -35,6 +43,7 @@ from typing import Any
 
 import confluent_kafka
 
+from bench import group_join
 from bench.bench_broker import create_topics, percentile
 from bench.common import Context
 from bench.systems import cpu_seconds, process_tree
@@ -52,6 +61,7 @@ GROUP_SIZE = 6
 PARTITIONS = 12
 SESSION_MS = 3000
 START_TIMEOUT = 60.0
+JOIN_PARTITIONS_PER_MEMBER = 2
 GROUP_SETTINGS = {
     "group.initial.rebalance.delay.ms": "0",
     "group.min.session.timeout.ms": "1000",
@@ -64,7 +74,11 @@ Launcher = Callable[[str, int, Path], ManagedProcess]
 
 
 def start_odradek(zk_connect: str, port: int, data_dir: Path) -> ManagedProcess:
-    process = BrokerProcess(0, port, data_dir, zk_connect, dict(GROUP_SETTINGS))
+    # The consumer protocol's heartbeat interval is the broker's: the same as the classic
+    # members' own (bench.group_join.HEARTBEAT_MS).
+    settings = {**GROUP_SETTINGS,
+                "group.consumer.heartbeat.interval.ms": str(group_join.HEARTBEAT_MS)}
+    process = BrokerProcess(0, port, data_dir, zk_connect, settings)
     process.start()
     wait_until(lambda: broker_serving("127.0.0.1", port), START_TIMEOUT,
                f"odradek on port {port}", interval=0.2)
@@ -94,10 +108,12 @@ def running(launch: Launcher, zk_connect: str, data_dir: Path) -> Iterator[str]:
 class BackgroundProducer:
     """Writes one record to every partition every ``interval_s`` until stopped."""
 
-    def __init__(self, bootstrap: str, topic: str, interval_s: float = 0.05) -> None:
+    def __init__(self, bootstrap: str, topic: str, interval_s: float = 0.05,
+                 partitions: int = PARTITIONS) -> None:
         self._producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap,
                                                    "linger.ms": 1})
         self._topic = topic
+        self._partitions = partitions
         self._interval_s = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -114,7 +130,7 @@ class BackgroundProducer:
     def _run(self) -> None:
         sequence = 0
         while not self._stop.wait(self._interval_s):
-            for partition in range(PARTITIONS):
+            for partition in range(self._partitions):
                 self._producer.produce(self._topic, f"{sequence}".encode(), partition=partition)
             self._producer.poll(0)
             sequence += 1
@@ -181,7 +197,7 @@ def rebalance_times(bootstrap: str, scratch: Path, cycles: int) -> dict[str, lis
                 newcomer = start_member(bootstrap, topic, group_id, scratch, len(started))
                 started.append(newcomer)
                 group.append(newcomer)
-                wait_until(lambda m=newcomer: m.events(), 30, "the new member's start")
+                wait_until(newcomer.events, 30, "the new member's start")
                 joined_at = newcomer.events()[0]["t"]
                 joins.append(wait_resumed(group, list(range(PARTITIONS)), joined_at))
 
@@ -241,8 +257,27 @@ def commit_load(bootstrap: str, committers: int, seconds: float) -> tuple[float,
 # ---------------------------------------------------------------------------------- run
 
 
+def join_rebalances(bootstrap: str, protocols: list[str], sizes: tuple[int, ...],
+                    cycles: int) -> dict[str, list[float]]:
+    """``{"<protocol>/<size>": [seconds per join]}`` (see :mod:`bench.group_join`)."""
+    found: dict[str, list[float]] = {}
+    for size in sizes:
+        partitions = JOIN_PARTITIONS_PER_MEMBER * size
+        topic = f"bench-join-{uuid.uuid4().hex[:8]}"
+        create_topics(bootstrap, {topic: partitions})
+        with BackgroundProducer(bootstrap, topic, interval_s=0.1, partitions=partitions):
+            for protocol in protocols:
+                try:
+                    found[f"{protocol}/{size}"] = asyncio.run(group_join.join_times(
+                        bootstrap, topic, partitions, protocol, size, cycles))
+                except Exception:
+                    traceback.print_exc()
+    return found
+
+
 def measure(label: str, launch: Launcher, zk_connect: str, scratch: Path,
-            quick: bool) -> dict[str, Any]:
+            quick: bool, join_protocols: list[str], join_sizes: tuple[int, ...],
+            join_cycles: int) -> dict[str, Any]:
     cycles = 3 if quick else 10
     seconds = 3.0 if quick else 10.0
     data_dir = scratch / label
@@ -251,6 +286,7 @@ def measure(label: str, launch: Launcher, zk_connect: str, scratch: Path,
     try:
         bootstrap = f"127.0.0.1:{port}"
         found: dict[str, Any] = {"rebalance": rebalance_times(bootstrap, data_dir, cycles)}
+        found["join"] = join_rebalances(bootstrap, join_protocols, join_sizes, join_cycles)
         for committers in (1, 8):
             # Broker CPU per commit besides the rate: on a shared machine the rate also
             # measures the committers' own share of the cores, the CPU cost does not.
@@ -266,9 +302,9 @@ def measure(label: str, launch: Launcher, zk_connect: str, scratch: Path,
 
 
 def _safe(label: str, launch: Launcher, zk_connect: str, scratch: Path,
-          quick: bool) -> dict[str, Any] | None:
+          quick: bool, *join: Any) -> dict[str, Any] | None:
     try:
-        return measure(label, launch, zk_connect, scratch, quick)
+        return measure(label, launch, zk_connect, scratch, quick, *join)
     except Exception:
         traceback.print_exc()
         return None
@@ -280,11 +316,15 @@ def run(ctx: Context) -> None:
     zookeeper.start()
     try:
         zookeeper.wait_ready(90)
-        ours = _safe("odradek", start_odradek, zookeeper.connect, scratch, ctx.quick)
+        sizes, cycles = ctx.pick(((3, 30), 5), ((3, 30), 2), ((3,), 1))
+        ours = _safe("odradek", start_odradek, zookeeper.connect, scratch, ctx.quick,
+                     list(group_join.PROTOCOLS), sizes, cycles)
         kafka = ApacheKafka()
         theirs = None
         if kafka.fetch_jars() is not None:
-            theirs = _safe("kafka", start_apache_kafka, zookeeper.connect, scratch, ctx.quick)
+            classic = [p for p in group_join.PROTOCOLS if p.startswith("classic")]
+            theirs = _safe("kafka", start_apache_kafka, zookeeper.connect, scratch, ctx.quick,
+                           classic, sizes, cycles)
         report(ctx, ours, theirs, kafka.unavailable_reason)
     finally:
         zookeeper.stop()
@@ -292,7 +332,8 @@ def run(ctx: Context) -> None:
 
 def report(ctx: Context, ours: dict[str, Any] | None, theirs: dict[str, Any] | None,
            unavailable: str | None) -> None:
-    extra = {"group_size": GROUP_SIZE, "partitions": PARTITIONS, "session_timeout_ms": SESSION_MS}
+    extra: dict[str, Any] = {"group_size": GROUP_SIZE, "partitions": PARTITIONS,
+                             "session_timeout_ms": SESSION_MS}
     if unavailable:
         extra["reference_unavailable"] = unavailable
     for kind in ("join", "death"):
@@ -303,6 +344,7 @@ def report(ctx: Context, ours: dict[str, Any] | None, theirs: dict[str, Any] | N
                        reference=reference, reference_name="apache-kafka-3.9",
                        goal="lower is better", samples=_samples(ours, kind), **extra,
                        **({"error": "odradek run failed"} if ours is None else {}))
+    report_joins(ctx, ours, theirs)
     for key, committers in (("commits_1", 1), ("commits_8", 8)):
         cpu_key = f"cpu_ms_per_commit_{committers}"
         ctx.report(f"groups.commit_throughput_{committers}_committers",
@@ -313,6 +355,36 @@ def report(ctx: Context, ours: dict[str, Any] | None, theirs: dict[str, Any] | N
                    broker_cpu_ms_per_commit=None if ours is None else ours.get(cpu_key),
                    reference_broker_cpu_ms_per_commit=(
                        None if theirs is None else theirs.get(cpu_key)))
+
+
+def report_joins(ctx: Context, ours: dict[str, Any] | None,
+                 theirs: dict[str, Any] | None) -> None:
+    """One row per protocol and group size: the median join rebalance time."""
+    mine = {} if ours is None else ours["join"]
+    kafka = {} if theirs is None else theirs["join"]
+    keys = sorted(set(mine) | set(kafka), key=lambda k: (int(k.split("/")[1]), k))
+    for key in keys:
+        protocol, size = key.split("/")
+        extra: dict[str, Any] = {"members": int(size), "protocol": protocol,
+                                 "partitions": JOIN_PARTITIONS_PER_MEMBER * int(size),
+                                 "heartbeat_interval_ms": group_join.HEARTBEAT_MS,
+                                 "samples": [round(v, 3) for v in mine.get(key, [])]}
+        if protocol == "consumer":  # no KIP-848 in Kafka 3.9 (ZooKeeper mode)
+            reference = _median(mine.get(f"classic-eager/{size}"))
+            reference_name = "odradek-classic-eager"
+            extra["odradek_classic_cooperative"] = _median(
+                mine.get(f"classic-cooperative/{size}"))
+        else:
+            reference = _median(kafka.get(key))
+            reference_name = "apache-kafka-3.9"
+        ctx.report(f"groups.join_rebalance_{protocol}_{size}_members", _median(mine.get(key)),
+                   "s", reference=reference, reference_name=reference_name,
+                   goal="lower is better", **extra,
+                   **({"error": "odradek run failed"} if key not in mine else {}))
+
+
+def _median(values: list[float] | None) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _quantile(found: dict[str, Any] | None, kind: str, q: float) -> float | None:

@@ -16,6 +16,13 @@ Tests (``test`` field), each repeated (3 full, 1 quick or tiny) with the systems
   flight: send, wait for the ack, poll until it arrives (1 partition, RF 3);
 * ``confluent.produce.acks1`` / ``confluent.consume``: librdkafka from Python (linger.ms 5).
 
+* ``kafka_tools.same_cores.produce.acks1`` / ``.consume``: both systems on the same cores,
+  each deployed as its operator would on one machine (a node) of that many cores: Apache
+  Kafka one broker per node, on every core; odradek one broker per core, broker ``i``
+  pinned to core ``i`` (CPU affinity, inherited from the bench at launch). A 6-partition
+  RF 1 topic (a single Kafka broker holds one replica), ProducerPerformance acks=1 then
+  ConsumerPerformance; the Java tools run unpinned on the same machine.
+
 Before the first repeat each system gets a warm-up load that is not reported (the JVM
 compiles its hot paths in the first seconds; odradek warms its caches). Broker CPU seconds
 and peak RSS (all three brokers) are measured per run.
@@ -23,6 +30,8 @@ and peak RSS (all three brokers) are measured per run.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -39,6 +48,9 @@ from bench.systems import (
     Cluster,
     both_clusters,
     create_topic,
+    kafka_cluster,
+    odradek_cluster,
+    zookeeper,
 )
 from tests.harness.apache_kafka import ApacheKafka
 
@@ -136,6 +148,49 @@ def run(ctx: Context) -> None:
                     measured, pids, _confluent_consume, boot, t_conf, confluent_records), repeat)
         for s in series.values():
             s.finish()
+    _same_cores(ctx, kafka, records, repeats, java)
+
+
+def _same_cores(ctx: Context, kafka: ApacheKafka, records: int, repeats: int,
+                java: dict[str, str]) -> None:
+    """One node's cores: Kafka one broker on all of them, odradek one broker per core."""
+    cores = sorted(os.sched_getaffinity(0))
+    params = {**java, "cores": len(cores), "partitions": PARTITIONS, "replication": 1,
+              "record_bytes": RECORD, "records": records,
+              "brokers": {APACHE_KAFKA: "1 (one per node, all cores)",
+                          ODRADEK: f"{len(cores)} (one per core, pinned)"}}
+    produce = Series(ctx, "kafka_tools.same_cores.produce.acks1", {**params, "acks": "1"},
+                     comparisons=[Comparison("msgs_per_s", "≥ 1.0"), Comparison("p99_ms"),
+                                  Comparison("cpu_s")])
+    consume = Series(ctx, "kafka_tools.same_cores.consume", params,
+                     comparisons=[Comparison("msgs_per_s", "≥ 1.0"), Comparison("cpu_s")])
+    scratch = ctx.scratch_dir("same-cores")
+    with zookeeper(scratch) as zk, contextlib.ExitStack() as stack:
+        live: dict[str, Cluster] = {}
+        for name, launch, cpu_sets in (
+                (APACHE_KAFKA, kafka_cluster, [set(cores)]),
+                (ODRADEK, odradek_cluster, [{core} for core in cores])):
+            try:
+                live[name] = stack.enter_context(launch(
+                    scratch / name, f"{zk.connect}/{name}", len(cpu_sets), cpu_sets=cpu_sets))
+            except Exception as exc:  # reported as an error row, never raised
+                ctx.report(f"same_cores.start.{name}", None, "s", system=name,
+                           test="kafka_tools.same_cores.start", kind="error",
+                           error=f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+        order = [s for s in (APACHE_KAFKA, ODRADEK) if s in live]
+        for repeat in range(repeats):
+            for system in alternate(order, repeat):
+                cluster = live[system]
+                topic = f"same-cores-{repeat}"
+                create_topic(cluster.bootstrap, topic, PARTITIONS, 1)
+                produce.run_once(system, partial(
+                    measured, cluster.pids, tools.producer_performance, kafka,
+                    cluster.bootstrap, topic, records, RECORD, {"acks": "1"}), repeat)
+                consume.run_once(system, partial(
+                    measured, cluster.pids, tools.consumer_performance, kafka,
+                    cluster.bootstrap, topic, records, RECORD), repeat)
+    produce.finish()
+    consume.finish()
 
 
 def _confluent_produce(bootstrap: str, topic: str, records: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -72,14 +72,33 @@ def _serving(process: ManagedProcess, port: int) -> bool:
 
 
 @contextlib.contextmanager
+def pinned(cpus: Collection[int] | None) -> Iterator[None]:
+    """Processes started inside run on ``cpus`` only (None: anywhere). A child inherits the
+    CPU affinity of the thread that forks it, so the calling thread's own is set for the
+    duration and put back after."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@contextlib.contextmanager
 def odradek_cluster(scratch: Path, zk_connect: str, size: int = 3,
-                    overrides: Mapping[str, str] | None = None) -> Iterator[Cluster]:
+                    overrides: Mapping[str, str] | None = None,
+                    cpu_sets: Sequence[Collection[int]] | None = None) -> Iterator[Cluster]:
+    """``size`` brokers; with ``cpu_sets``, broker ``i`` runs on ``cpu_sets[i]`` only."""
     settings = {**BROKER_SETTINGS, **(overrides or {})}
     brokers = [BrokerProcess(i, free_port(), scratch / f"broker-{i}", zk_connect, settings)
                for i in range(size)]
     try:
-        for broker in brokers:
-            broker.start()
+        for index, broker in enumerate(brokers):
+            with pinned(cpu_sets[index] if cpu_sets else None):
+                broker.start()
         for broker in brokers:
             wait_until(partial(_serving, broker, broker.port), START_TIMEOUT,
                        f"odradek broker {broker.broker_id} serving", interval=0.2)
@@ -91,15 +110,18 @@ def odradek_cluster(scratch: Path, zk_connect: str, size: int = 3,
 
 @contextlib.contextmanager
 def kafka_cluster(scratch: Path, zk_connect: str, size: int = 3,
-                  overrides: Mapping[str, str] | None = None) -> Iterator[Cluster]:
+                  overrides: Mapping[str, str] | None = None,
+                  cpu_sets: Sequence[Collection[int]] | None = None) -> Iterator[Cluster]:
+    """``size`` brokers; with ``cpu_sets``, broker ``i`` runs on ``cpu_sets[i]`` only."""
     kafka = ApacheKafka()
     kafka.require()
     settings = {**BROKER_SETTINGS, **(overrides or {})}
     brokers = [kafka.broker(zk_connect, free_port(), scratch / f"kafka-{i}", i, settings)
                for i in range(size)]
     try:
-        for broker in brokers:
-            broker.start(START_TIMEOUT)
+        for index, broker in enumerate(brokers):
+            with pinned(cpu_sets[index] if cpu_sets else None):
+                broker.start(START_TIMEOUT)
         yield Cluster(APACHE_KAFKA, list(brokers))
     finally:
         for broker in brokers:

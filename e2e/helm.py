@@ -8,6 +8,7 @@ on the local backend they inherit its network namespace and reach the API server
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -25,14 +26,54 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CHART = REPO_ROOT / "charts" / "odradek"
 CACHE_BIN = Path(os.environ.get("ODRADEK_K8S_CACHE", "/var/cache/odradek-k8s")) / "bin"
 
-__all__ = ["CHART", "Helm", "chart_app_version", "find_tool", "image_values", "option",
-           "readme_helm_install"]
+__all__ = ["CHART", "Helm", "chart_app_version", "chart_version", "export_tree", "find_tool",
+           "image_values", "option", "previous_release", "readme_helm_install"]
 
 
 def chart_app_version() -> str:
     """The chart's appVersion: the tag of the images ``make image``/``make image-local`` build
     and the one the chart deploys when no tag is set (the default ``IMAGE_TAG``)."""
     return str(yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"])
+
+
+def chart_version(chart_yaml: str) -> str:
+    return str(yaml.safe_load(chart_yaml)["version"])
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
+def previous_release() -> tuple[str, str]:
+    """The commit and chart version this tree's chart upgrades from: the first of HEAD (a
+    version bump not committed yet), the fork point from ``main`` (a branch preparing the next
+    release) and then each commit before a change of Chart.yaml on the first-parent history
+    (``main`` itself after the merge) whose chart version is not this tree's."""
+    current = chart_version((CHART / "Chart.yaml").read_text())
+    path = "charts/odradek/Chart.yaml"
+    candidates = ["HEAD"]
+    with contextlib.suppress(subprocess.CalledProcessError):  # no main branch here
+        candidates.append(_git("merge-base", "HEAD", "main").strip())
+    candidates += [f"{commit}^" for commit in
+                   _git("rev-list", "--first-parent", "HEAD", "--", path).split()]
+    for candidate in candidates:
+        try:
+            version = chart_version(_git("show", f"{candidate}:{path}"))
+        except subprocess.CalledProcessError:  # the chart did not exist yet
+            continue
+        if version != current:
+            return _git("rev-parse", candidate).strip(), version
+    raise AssertionError(f"no chart version before {current} in the git history")
+
+
+def export_tree(commit: str, into: Path) -> Path:
+    """The repository at ``commit`` (``git archive``), unpacked under ``into``."""
+    archive = subprocess.run(["git", "-C", str(REPO_ROOT), "archive", "--format=tar", commit],
+                             capture_output=True, check=True, timeout=120).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True, timeout=120)
+    return into
 
 
 def readme_helm_install() -> list[str]:
@@ -89,12 +130,21 @@ class Helm:
         return result.stdout
 
     def install(self, release: str, namespace: str, values: Mapping[str, Any], *,
-                timeout_s: int = 300) -> str:
+                timeout_s: int = 300, chart: Path = CHART) -> str:
         """``helm install --wait`` with ``values`` (written to a file: no --set escaping)."""
+        return self._deploy("install", release, namespace, values, timeout_s, chart)
+
+    def upgrade(self, release: str, namespace: str, values: Mapping[str, Any], *,
+                timeout_s: int = 300, chart: Path = CHART) -> str:
+        """``helm upgrade --wait`` to ``chart`` with ``values`` (the whole set, not reused)."""
+        return self._deploy("upgrade", release, namespace, values, timeout_s, chart)
+
+    def _deploy(self, verb: str, release: str, namespace: str, values: Mapping[str, Any],
+                timeout_s: int, chart: Path) -> str:
         with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="odradek-values-") as f:
             json.dump(values, f)
             f.flush()
-            return self.run("install", release, str(CHART), "--namespace", namespace,
+            return self.run(verb, release, str(chart), "--namespace", namespace,
                             "--values", f.name, "--wait", "--timeout", f"{timeout_s}s",
                             timeout=timeout_s + 60)
 

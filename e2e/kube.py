@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 __all__ = ["Kube", "WaitTimeout", "conditions", "wait_for"]
 
-ODRADEK_GROUP, ODRADEK_VERSION = "odradek.dev", "v1alpha1"
+ODRADEK_GROUP, ODRADEK_VERSION = "odradek.dev", "v1beta1"
 
 
 def conditions(obj: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -59,6 +59,9 @@ class Kube:
     """API clients bound to one kubeconfig."""
 
     api_client: client.ApiClient
+    #: The served version odradek resources are read and written at (the storage version,
+    #: unless a scenario speaks the deprecated one: ``dataclasses.replace(kube, ...)``).
+    odradek_version: str = ODRADEK_VERSION
 
     @classmethod
     def from_kubeconfig(cls, path: Path) -> Kube:
@@ -83,10 +86,10 @@ class Kube:
     # ------------------------------------------------------------------ odradek resources
 
     def resource(self, namespace: str, plural: str, name: str) -> dict[str, Any] | None:
-        """An ``odradek.dev/v1alpha1`` object (``plural``: topics, brokerclusters, ...)."""
+        """An ``odradek.dev`` object (``plural``: topics, brokerclusters, ...)."""
         try:
             obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
-                ODRADEK_GROUP, ODRADEK_VERSION, namespace, plural, name)
+                ODRADEK_GROUP, self.odradek_version, namespace, plural, name)
         except ApiException as exc:
             if exc.status == 404:
                 return None
@@ -97,12 +100,12 @@ class Kube:
                        patch: Mapping[str, Any]) -> None:
         """A merge patch of an odradek resource's spec or metadata."""
         self.custom.patch_namespaced_custom_object(
-            ODRADEK_GROUP, ODRADEK_VERSION, namespace, plural, name, dict(patch),
+            ODRADEK_GROUP, self.odradek_version, namespace, plural, name, dict(patch),
             _content_type="application/merge-patch+json")
 
     def delete_resource(self, namespace: str, plural: str, name: str) -> None:
-        self.custom.delete_namespaced_custom_object(ODRADEK_GROUP, ODRADEK_VERSION, namespace,
-                                                    plural, name)
+        self.custom.delete_namespaced_custom_object(ODRADEK_GROUP, self.odradek_version,
+                                                    namespace, plural, name)
 
     def wait_resource(self, namespace: str, plural: str, name: str, what: str,
                       check: Callable[[dict[str, Any]], bool], timeout: float,

@@ -8,6 +8,7 @@ StorageClass, modest resource requests so five brokers fit on one node.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,7 @@ CLUSTER = "odradek"
 BROKER_SELECTOR = (f"app.kubernetes.io/name=odradek,app.kubernetes.io/instance={CLUSTER},"
                    "app.kubernetes.io/component=broker")
 
-__all__ = ["CLUSTER", "Platform", "platform_values"]
+__all__ = ["CLUSTER", "Platform", "platform_values", "watch_broker_restarts"]
 
 
 def platform_values(images: Any, storage_class: str | None, *, replicas: int = 3,
@@ -104,7 +105,7 @@ class Platform:
 
     def _resources(self, plural: str) -> list[dict[str, Any]]:
         listed = self.kube.custom.list_namespaced_custom_object(
-            "odradek.dev", "v1alpha1", self.namespace, plural)
+            "odradek.dev", "v1beta1", self.namespace, plural)
         return list(listed.get("items") or [])
 
     def wait_cluster_ready(self, timeout: float) -> dict[str, Any]:
@@ -160,3 +161,23 @@ class Platform:
     def topic_exists(self, name: str, topic: str) -> bool:
         log = self.run(name, f"odradek topics --bootstrap-server {self.bootstrap} list")
         return topic in log.split()
+
+
+def watch_broker_restarts(kube: Kube, namespace: str, stop: threading.Event,
+                          order: list[str], rolling: list[dict[str, Any]]) -> None:
+    """Record the order in which broker pods get a new uid, and the roll's reported state."""
+    seen = kube.pod_uids(namespace, BROKER_SELECTOR)
+    while not stop.is_set():
+        try:
+            now = kube.pod_uids(namespace, BROKER_SELECTOR)
+            for name, uid in now.items():
+                if name in seen and seen[name] != uid and name not in order:
+                    order.append(name)
+            seen.update(now)
+            status = (kube.resource(namespace, "brokerclusters", CLUSTER) or {}).get("status")
+            state = (status or {}).get("rollingRestart")
+            if state and state.get("pending") and (not rolling or rolling[-1] != state):
+                rolling.append(state)
+        except Exception:  # an API hiccup: look again
+            pass
+        stop.wait(1.0)

@@ -62,7 +62,7 @@ def test_the_readme_helm_install_runs_verbatim_and_the_brokers_become_ready(
 
     def clusters() -> list[dict[str, Any]] | None:
         listed = kube.custom.list_namespaced_custom_object(
-            "odradek.dev", "v1alpha1", namespace, "brokerclusters")
+            "odradek.dev", "v1beta1", namespace, "brokerclusters")
         assert isinstance(listed, dict)
         return list(listed.get("items") or []) or None
 

@@ -101,15 +101,15 @@ def test_every_operator_dashboard_query_has_data_from_the_running_operator(
         # every kind reconciles while Prometheus watches: the BrokerCluster on its timer,
         # a Topic and a ConsumerGroup from their creation on
         kube.custom.create_namespaced_custom_object(
-            "odradek.dev", "v1alpha1", namespace, "topics", {
-                "apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+            "odradek.dev", "v1beta1", namespace, "topics", {
+                "apiVersion": "odradek.dev/v1beta1", "kind": "Topic",
                 "metadata": {"name": "watched", "namespace": namespace},
                 "spec": {"clusterRef": {"name": CLUSTER}, "partitions": 3,
                          "replicationFactor": 3}})
         kube.wait_condition(namespace, "topics", "watched", "Ready", timeout=180)
         kube.custom.create_namespaced_custom_object(
-            "odradek.dev", "v1alpha1", namespace, "consumergroups", {
-                "apiVersion": "odradek.dev/v1alpha1", "kind": "ConsumerGroup",
+            "odradek.dev", "v1beta1", namespace, "consumergroups", {
+                "apiVersion": "odradek.dev/v1beta1", "kind": "ConsumerGroup",
                 "metadata": {"name": "watchers", "namespace": namespace},
                 "spec": {"clusterRef": {"name": CLUSTER}, "groupId": "watchers",
                          "topics": ["watched"]}})

@@ -13,14 +13,20 @@ import pytest
 from e2e import manifests
 from e2e.conftest import Images
 from e2e.kube import Kube, conditions
-from e2e.platform import BROKER_SELECTOR, CLUSTER, Platform, platform_values
+from e2e.platform import (
+    BROKER_SELECTOR,
+    CLUSTER,
+    Platform,
+    platform_values,
+    watch_broker_restarts,
+)
 
 pytestmark = pytest.mark.e2e
 
 
 def _create_topic(kube: Kube, namespace: str, name: str, partitions: int = 6) -> dict:
-    kube.custom.create_namespaced_custom_object("odradek.dev", "v1alpha1", namespace, "topics", {
-        "apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+    kube.custom.create_namespaced_custom_object("odradek.dev", "v1beta1", namespace, "topics", {
+        "apiVersion": "odradek.dev/v1beta1", "kind": "Topic",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"clusterRef": {"name": CLUSTER}, "partitions": partitions,
                  "replicationFactor": 3, "config": {"min.insync.replicas": 2}}})
@@ -92,26 +98,6 @@ def test_scale_three_five_three_keeps_data_and_refuses_what_replication_cannot_s
     platform.wait_cluster_ready(timeout=300)
 
 
-def _watch_restarts(kube: Kube, namespace: str, stop: threading.Event,
-                    order: list[str], rolling: list[dict]) -> None:
-    """Record the order in which broker pods get a new uid, and the roll's reported state."""
-    seen = kube.pod_uids(namespace, BROKER_SELECTOR)
-    while not stop.is_set():
-        try:
-            now = kube.pod_uids(namespace, BROKER_SELECTOR)
-            for name, uid in now.items():
-                if name in seen and seen[name] != uid and name not in order:
-                    order.append(name)
-            seen.update(now)
-            status = (kube.resource(namespace, "brokerclusters", CLUSTER) or {}).get("status")
-            state = (status or {}).get("rollingRestart")
-            if state and state.get("pending") and (not rolling or rolling[-1] != state):
-                rolling.append(state)
-        except Exception:  # an API hiccup: look again
-            pass
-        stop.wait(1.0)
-
-
 @pytest.mark.timeout(2400)
 def test_config_change_applies_live_where_allowed_else_rolls_isr_aware_controller_last(
         kube: Kube, images: Images, namespace: str, platform: Platform, backend) -> None:
@@ -139,7 +125,7 @@ def test_config_change_applies_live_where_allowed_else_rolls_isr_aware_controlle
     order: list[str] = []
     rolling: list[dict] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=_watch_restarts,
+    watcher = threading.Thread(target=watch_broker_restarts,
                                args=(kube, namespace, stop, order, rolling), daemon=True)
     watcher.start()
     started = time.monotonic()
@@ -183,8 +169,8 @@ def test_consumer_group_lag_from_a_real_group_and_a_reset_only_when_it_is_empty(
                               "--group counter --from-beginning --max-messages 100 "
                               "--timeout-ms 60000")
     kube.custom.create_namespaced_custom_object(
-        "odradek.dev", "v1alpha1", namespace, "consumergroups", {
-            "apiVersion": "odradek.dev/v1alpha1", "kind": "ConsumerGroup",
+        "odradek.dev", "v1beta1", namespace, "consumergroups", {
+            "apiVersion": "odradek.dev/v1beta1", "kind": "ConsumerGroup",
             "metadata": {"name": "counter", "namespace": namespace},
             "spec": {"clusterRef": {"name": CLUSTER}, "groupId": "counter",
                      "topics": ["clicks"]}})

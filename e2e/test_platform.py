@@ -24,7 +24,7 @@ LOAD_RATE = 100.0  # records per second: the load spans the deletion and the pod
 
 
 def _topic(namespace: str, name: str, policy: str, partitions: int = 3) -> dict:
-    return {"apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+    return {"apiVersion": "odradek.dev/v1beta1", "kind": "Topic",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"clusterRef": {"name": CLUSTER}, "partitions": partitions,
                      "replicationFactor": 3, "deletionPolicy": policy}}
@@ -87,7 +87,7 @@ def test_helm_install_topic_clients_broker_loss_finalizers_and_uninstall(
     platform.wait_cluster_ready(timeout=300)
 
     # 5. Finalizers: deletionPolicy Delete removes the Kafka topic, Retain keeps it.
-    kube.custom.create_namespaced_custom_object("odradek.dev", "v1alpha1", namespace, "topics",
+    kube.custom.create_namespaced_custom_object("odradek.dev", "v1beta1", namespace, "topics",
                                                 _topic(namespace, "scratch", "Delete"))
     _topic_ready(kube, namespace, "scratch")
     assert "odradek.dev/finalizer" in \
@@ -102,7 +102,7 @@ def test_helm_install_topic_clients_broker_loss_finalizers_and_uninstall(
 
     # 6. helm uninstall: the pre-delete hook deletes the BrokerCluster while the operator
     # runs; the volumes stay (storage.deleteClaim false) with the data in them.
-    kube.custom.create_namespaced_custom_object("odradek.dev", "v1alpha1", namespace, "topics",
+    kube.custom.create_namespaced_custom_object("odradek.dev", "v1beta1", namespace, "topics",
                                                 {**_topic(namespace, "leftover", "Delete"),
                                                  "metadata": {
                                                      "name": "leftover", "namespace": namespace,

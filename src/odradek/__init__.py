@@ -1,3 +1,3 @@
 """odradek: a distributed commit log for log processing that speaks Apache Kafka's protocol."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

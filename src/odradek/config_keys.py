@@ -231,6 +231,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Most members one consumer-protocol group may have.", at_least=1),
     ConfigDef("group.consumer.assignors", LIST, ["uniform", "range"],
               "Server-side assignors (uniform, range); the first is the default."),
+    ConfigDef("group.consumer.migration.policy", STR, "bidirectional",
+              "Online conversion between classic and consumer groups: bidirectional, "
+              "upgrade, downgrade or disabled."),
     ConfigDef("offsets.commit.timeout.ms", INT, 5000, "Wait for an offsets append to commit.",
               at_least=1),
     ConfigDef("offsets.retention.check.interval.ms", LONG, 600000,

@@ -21,7 +21,7 @@ from typing import Any, Protocol, Self
 
 from odradek.config_keys import BROKER_CONFIGS
 from odradek.config_security import parse_protocol_map
-from odradek.config_types import Listener
+from odradek.config_types import ConfigError, Listener
 
 __all__ = [
     "BrokerSections",
@@ -64,6 +64,20 @@ def setting(name: str, convert: Callable[[Any], Any] | None = None) -> Any:
     default = BROKER_CONFIGS[name].default
     return field(default=_frozen(default if convert is None else convert(default)),
                  metadata={"config": name, "convert": convert})
+
+
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def migration_policy(value: str) -> str:
+    """``group.consumer.migration.policy``, case-insensitive as Kafka's
+    ``ConsumerGroupMigrationPolicy.parse``: which online conversions between classic and
+    consumer groups are allowed."""
+    policy = value.strip().lower()
+    if policy not in MIGRATION_POLICIES:
+        raise ConfigError(f"invalid value {value!r} for group.consumer.migration.policy: "
+                          f"expected one of {', '.join(MIGRATION_POLICIES)}")
+    return policy
 
 
 def _frozen(value: Any) -> Any:
@@ -148,6 +162,8 @@ class GroupCoordinatorConfig(Section):
     consumer_heartbeat_interval_ms: int = setting("group.consumer.heartbeat.interval.ms")
     consumer_max_size: int = setting("group.consumer.max.size")
     consumer_assignors: tuple[str, ...] = setting("group.consumer.assignors", tuple)
+    consumer_migration_policy: str = setting("group.consumer.migration.policy",
+                                             migration_policy)
     offsets_topic_num_partitions: int = setting("offsets.topic.num.partitions")
     offsets_topic_replication_factor: int = setting("offsets.topic.replication.factor")
     offsets_topic_segment_bytes: int = setting("offsets.topic.segment.bytes")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -115,7 +116,13 @@ def test_perf_tools(tmp_path: Path) -> None:
     assert set(loads(rows, "median")) == {
         "kafka_tools.produce.acks1", "kafka_tools.produce.acks_all", "kafka_tools.consume",
         "kafka_tools.e2e_closed_loop.acks1", "kafka_tools.e2e_closed_loop.acks_all",
-        "confluent.produce.acks1", "confluent.consume"}
+        "confluent.produce.acks1", "confluent.consume",
+        "kafka_tools.same_cores.produce.acks1", "kafka_tools.same_cores.consume"}
+    cores = len(os.sched_getaffinity(0))
+    for row in rows:  # one node's cores: Kafka one broker on all, odradek one per core
+        if row["test"].startswith("kafka_tools.same_cores.") and row.get("kind") == "run":
+            assert row["params"]["cores"] == cores, row
+            assert row["records"] == row["params"]["records"], row
     assert (tmp_path / "ratios.png").stat().st_size > 0
     assert (tmp_path / "throughput.png").stat().st_size > 0
 

@@ -194,7 +194,7 @@ def assert_still_serving(broker: InProcessBroker, certs: CertSet) -> None:
 def principals(broker: InProcessBroker) -> set[str]:
     assert broker.broker is not None
     connections = broker.broker.listeners.connections
-    principals: set[str] = broker.call(lambda: {c.session.principal for c in connections.values()})
+    principals: set[str] = broker.call(lambda: {c.session.principal for c in connections})
     return principals
 
 

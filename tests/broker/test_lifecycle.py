@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from odradek.broker import socket_channel
+from odradek.broker import response_stream
 
 from .helpers import batch, create_topic, fetch_request, partition_response, produce_request
 from .wire import WireClient
@@ -45,10 +45,10 @@ def test_fetch_records_go_through_sendfile(
         calls.append(count)
         return real_sendfile(out_fd, in_fd, offset, count)
 
-    monkeypatch.setattr(socket_channel.os, "sendfile", counting_sendfile)
+    monkeypatch.setattr(response_stream.os, "sendfile", counting_sendfile)
     broker = start_broker()
     create_topic(broker, topic_name)
-    records = batch(b"z" * (socket_channel.COPY_AT_MOST + 10_000))  # small ones are copied
+    records = batch(b"z" * (response_stream.COPY_AT_MOST + 10_000))  # small ones are copied
     with WireClient(broker.port) as client:
         client.request(produce_request(topic_name, records))
         fetched = partition_response(client.request(fetch_request(topic_name, 0)))

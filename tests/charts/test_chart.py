@@ -26,6 +26,7 @@ from odradek_operator.spec import BrokerClusterSpec
 
 from tests.operator.crd_schema import CRDS, REPO
 from tests.operator.crd_schema import errors as crd_errors
+from tests.operator.test_storage_migration import MIGRATION_PERMISSIONS
 from tests.operator.test_uninstall import HOOK_PERMISSIONS
 
 CHART = REPO / "charts" / "odradek"
@@ -81,6 +82,22 @@ def test_chart_crds_are_identical_to_the_repository_crds():
     assert chart.keys() == ours.keys()
     differ = sorted(name for name in ours if ours[name] != chart[name])
     assert not differ, f"charts/odradek/crds differ from crds/: {differ} (copy crds/*.yaml)"
+
+
+def test_the_chart_version_moves_past_the_release_it_upgrades_from():
+    """e2e/test_upgrade.py installs the previous release from git and upgrades it to this
+    chart: that release exists, and this chart's version (SemVer, as Helm requires) is newer."""
+    from e2e.helm import chart_version, previous_release
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("no git checkout")
+    commit, previous = previous_release()
+
+    def semver(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split("-")[0].split("."))
+
+    current = chart_version((CHART / "Chart.yaml").read_text())
+    assert semver(current) > semver(previous), f"chart {current} after {previous} ({commit})"
 
 
 def test_values_schema_accepts_the_default_and_full_values():
@@ -167,7 +184,7 @@ def test_default_values_install_only_the_operator_and_monitoring():
     spec = deployment["spec"]
     assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
     (container,) = spec["template"]["spec"]["containers"]
-    assert container["image"] == "odradek/operator:0.1.0"
+    assert container["image"] == "odradek/operator:0.2.0"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
@@ -338,6 +355,29 @@ def test_uninstall_hook_runs_before_delete_with_exactly_the_rights_it_uses():
     assert "--selector=app.kubernetes.io/instance=rel,app.kubernetes.io/managed-by=Helm" \
         in command
     assert f"--operator-deployment={operator}" in command
+
+
+@needs_helm
+def test_storage_migration_hook_runs_after_upgrade_only_with_the_rights_it_uses():
+    docs = render()
+    hooks = [d for d in docs if (d["metadata"].get("annotations") or {}).get("helm.sh/hook")
+             == "post-upgrade"]
+    assert {d["kind"] for d in hooks} == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                                          "Job"}
+    (role,) = by_kind(hooks, "ClusterRole")
+    granted = {grant[1:] for grant in _grants(role, "cluster")}
+    assert granted == MIGRATION_PERMISSIONS  # what the hook does against kmock
+    crd_rules = [r for r in role["rules"] if r["apiGroups"] == ["apiextensions.k8s.io"]]
+    assert all(sorted(r["resourceNames"]) == sorted(c["metadata"]["name"] for c in CRDS.values())
+               for r in crd_rules), "only the odradek CRDs may be read and have status patched"
+    (binding,) = by_kind(hooks, "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    (job,) = by_kind(hooks, "Job")
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command == ["python3", "-m", "odradek_operator.storage_migration"]
+    assert not [d for d in render(set_=("storageMigrationHook.enabled=false",))
+                if (d["metadata"].get("annotations") or {}).get("helm.sh/hook")
+                == "post-upgrade"]
 
 
 @needs_helm

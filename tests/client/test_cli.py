@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
 import sys
 import uuid
 
+from kio.schema.consumer_group_heartbeat.v1.request import ConsumerGroupHeartbeatRequest
+
+from odradek.client import AdminClient, NewTopic
 from odradek.local_cluster import BrokerProcess
+from odradek.protocol.builder import build
+from tests.broker.wire import WireClient
 
 from .conftest import REPO, Target
 
@@ -152,3 +158,44 @@ def test_piped_tables_keep_long_names_whole(broker: BrokerProcess) -> None:
         assert "…" not in done.stdout, done.stdout
         name = group if command[0] == "groups" else topic
         assert name in done.stdout, f"{' '.join(command[3:])} cut {name}:\n{done.stdout}"
+
+
+def test_groups_list_and_describe_show_a_consumer_type_group(broker: BrokerProcess) -> None:
+    """A KIP-848 group (one member, joined through ConsumerGroupHeartbeat): its type, group
+    and assignment epochs, assignor, and each member's epoch with its current vs. target
+    assignment, in JSON and in the ``--members --verbose`` table."""
+    bs = ["--bootstrap-server", broker.bootstrap]
+    topic = f"kip848-cli-{uuid.uuid4().hex[:8]}"
+    group = f"kip848-{uuid.uuid4().hex[:8]}"
+    with AdminClient(broker.bootstrap) as admin:
+        admin.create_topics([NewTopic(topic, 2, 1)])
+        admin.describe_groups([group])  # FindCoordinator: the offsets topic, loaded
+    member = uuid.uuid4().hex
+    with WireClient(broker.port) as wire:
+        joined = wire.request(build(
+            ConsumerGroupHeartbeatRequest, group_id=group, member_id=member, member_epoch=0,
+            rebalance_timeout=datetime.timedelta(seconds=30), subscribed_topic_names=(topic,),
+            topic_partitions=()))
+    assert joined.error_code == 0 and joined.member_epoch == 1, joined
+
+    listed = json.loads(odradek("groups", *bs, "--output", "json", "list").stdout)
+    assert {"group": group, "type": "consumer", "protocol_type": "consumer",
+            "state": "Stable"} in listed
+    described = json.loads(odradek("groups", *bs, "--output", "json", "describe",
+                                   group).stdout)[0]
+    assert {k: described[k] for k in ("type", "state", "group_epoch", "assignment_epoch",
+                                      "assignor", "members")} == {
+        "type": "consumer", "state": "Stable", "group_epoch": 1, "assignment_epoch": 1,
+        "assignor": "uniform", "members": 1}
+    assert described["member_details"] == [{
+        "member_id": member, "group_instance_id": None, "client_id": "wire-test",
+        "host": "/127.0.0.1", "partitions": 2, "member_epoch": 1,
+        "assignment": f"{topic}:0,1", "target_assignment": f"{topic}:0,1"}]
+    assert [row["member_id"] for row in described["partitions"]] == [member, member]
+
+    table = odradek("groups", *bs, "describe", group, "--members", "--verbose")
+    assert table.returncode == 0, table.stderr
+    assert "type=consumer" in table.stdout and "group-epoch=1" in table.stdout
+    for column in ("Member epoch", "Target epoch", "Target assignment", member,
+                   f"{topic}:0,1"):
+        assert column in table.stdout, table.stdout

@@ -92,10 +92,10 @@ def test_commit_and_resume(bootstrap: str) -> None:
     admin = AdminClient(bootstrap)
     try:
         assert admin.list_group_offsets(group)[TopicPartition(topic, 0)] >= 40
-        assert group in [g for g, _t, _s in admin.list_groups()]
+        assert group in [g.group_id for g in admin.list_groups()]
         admin.alter_group_offsets(group, {TopicPartition(topic, 0): 5})
         assert admin.list_group_offsets(group)[TopicPartition(topic, 0)] == 5
         admin.delete_groups([group])
-        assert group not in [g for g, _t, _s in admin.list_groups()]
+        assert group not in [g.group_id for g in admin.list_groups()]
     finally:
         admin.close()

@@ -9,9 +9,17 @@ from typing import Any
 
 from odradek.config_sections import GroupCoordinatorConfig
 from odradek.coordinator.group import Group, JoinRequest
-from odradek.coordinator.results import JoinResult, Output, Reply, StoreGroup, SyncResult
+from odradek.coordinator.results import (
+    AppendRecords,
+    JoinResult,
+    Output,
+    Reply,
+    StoreGroup,
+    SyncResult,
+)
 from odradek.coordinator.shard import CoordinatorShard
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.records import Record
 
 GROUP = "g"
 CONFIG = GroupCoordinatorConfig(
@@ -54,13 +62,19 @@ class Driver:
     config: GroupCoordinatorConfig = CONFIG
     now: int = 1_000_000
     replies: dict[int, JoinResult | SyncResult] = field(default_factory=dict)
-    stores: list[StoreGroup] = field(default_factory=list)
+    stores: list[StoreGroup | AppendRecords] = field(default_factory=list)
     shard: CoordinatorShard = field(init=False)
 
     def __post_init__(self) -> None:
         counter = itertools.count()
         self.shard = CoordinatorShard(0, self.config, lambda: f"uuid{next(counter)}")
         self._tokens = itertools.count(1)
+
+    @property
+    def stored_records(self) -> list[Record]:
+        """Every record the shard asked to append, in order."""
+        return [record for store in self.stores
+                for record in ((store.record,) if isinstance(store, StoreGroup) else store.records)]
 
     @property
     def group(self) -> Group:

@@ -81,6 +81,19 @@ def test_a_consumer_group_is_deleted_only_when_empty() -> None:
     assert s.list_groups() == []
 
 
+def test_offset_delete_in_a_consumer_group_that_committed_nothing() -> None:
+    # The group exists though it has no offsets: per-partition answers, as in Kafka, not
+    # GROUP_ID_NOT_FOUND; its subscribed topic is refused while it has members.
+    s = shard()
+    beat(s, 0, join("m"))
+    wanted = [TopicPartition("t", 0), TopicPartition("other", 1)]
+    assert s.delete_offsets(1, "g", wanted) == (
+        NONE, {("t", 0): ErrorCode.group_subscribed_to_topic, ("other", 1): NONE}, [])
+    beat(s, 2, ConsumerHeartbeat("m", -1))
+    assert s.delete_offsets(3, "g", wanted)[:2] == (NONE, {("t", 0): NONE, ("other", 1): NONE})
+    assert s.delete_offsets(3, "unknown", wanted)[0] is ErrorCode.group_id_not_found
+
+
 def test_the_adapter_expires_a_silent_member_by_its_session_timeout() -> None:
     async def scenario() -> None:
         config = replace(CONFIG, consumer_session_timeout_ms=50)

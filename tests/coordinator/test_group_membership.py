@@ -51,7 +51,7 @@ def test_members_join_and_sync_into_a_stable_generation(count: int) -> None:
     assert driver.group.state is GroupState.STABLE
     assert driver.group.membership.leader_id == ids[0]
     assert len(driver.stores) == 1, "one metadata record per completed rebalance"
-    stored = decode_group_metadata_value(driver.stores[0].record.value or b"")
+    stored = decode_group_metadata_value(driver.stored_records[0].value or b"")
     assert [m.member_id for m in stored.members] == ids
     assert [m.assignment for m in stored.members] == [i.encode() for i in ids]
 
@@ -164,7 +164,7 @@ def test_leave_group_rebalances_and_last_leave_empties_the_group() -> None:
     assert driver.leave((a, None), ("ghost", None)) == [NONE, ErrorCode.unknown_member_id]
     assert driver.group.state is GroupState.EMPTY
     assert driver.group.generation_id == 2
-    assert decode_group_metadata_value(driver.stores[-1].record.value or b"").members == ()
+    assert decode_group_metadata_value(driver.stored_records[-1].value or b"").members == ()
 
 
 def test_leader_leaving_hands_leadership_to_a_remaining_member() -> None:

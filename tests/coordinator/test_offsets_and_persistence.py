@@ -114,7 +114,7 @@ def test_delete_group_and_offset_delete() -> None:
 def test_reload_from_log_reproduces_groups_and_offsets() -> None:
     driver = Driver()
     ids, generation = driver.form_group(3)
-    records = [store.record for store in driver.stores]
+    records = driver.stored_records
     plan = driver.shard.prepare_offset_commit(
         driver.now, GROUP, ids[0], None, generation,
         [OffsetCommitEntry("t", p, 10 * p, leader_epoch=2, metadata=f"m{p}") for p in range(3)])

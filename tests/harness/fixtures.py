@@ -24,6 +24,7 @@ from odradek.local_cluster import (
 )
 from odradek.zookeeper import JavaNotFound, ZooKeeperJarsNotFound
 from tests.harness.apache_kafka import ApacheKafka
+from tests.harness.kafka_kraft import FAST_CONSUMER_GROUPS, KAFKA_4, KRaftKafkaProcess
 from tests.harness.netns import NetworkLab
 from tests.harness.netns_cluster import NetnsCluster
 
@@ -177,3 +178,19 @@ def netns_cluster_factory(
         for cluster in clusters:
             attach_process_logs(request, cluster.processes())
             cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_4_kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KRaftKafkaProcess]:
+    """Apache Kafka 4.4 as one KRaft node for the session (the reference for KIP-848 consumer
+    groups, which Kafka 3.9 in ZooKeeper mode lacks), with fast consumer-group timers."""
+    kafka = ApacheKafka(KAFKA_4)
+    if kafka.fetch_jars() is None:
+        pytest.skip(f"Apache Kafka {KAFKA_4} unavailable: {kafka.unavailable_reason}")
+    node = KRaftKafkaProcess(kafka, free_port(), free_port(),
+                             tmp_path_factory.mktemp("kafka-4-kraft"), FAST_CONSUMER_GROUPS)
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()

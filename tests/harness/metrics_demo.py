@@ -153,7 +153,8 @@ class DemoBroker:
             m.controller.event_dequeued(rng.expovariate(1 / 0.002))
 
     def consume(self, now: float) -> None:
-        """The coordinator on broker 1 owns two groups: one keeps up, one stalls every minute."""
+        """The coordinator on broker 1 owns two groups: one keeps up, one stalls every minute
+        (a consumer-type group, KIP-848, whose epoch moves at each stall)."""
         if self.broker_id != 1:
             return
         slow_phase = int(now / 60) % 2 == 0
@@ -167,7 +168,12 @@ class DemoBroker:
                     position = end if keep_up else previous + (end - previous) // 4
                     self.committed[key] = position
                     committed[TopicPartition(topic, partition)] = position
-            self.coordinator.set(group, "Stable", 3 if keep_up else 2, committed)
+            if group == "billing":
+                self.coordinator.set(group, "Stable", 3, committed, "classic", 1)
+            else:
+                self.coordinator.set(group, "Stable" if keep_up else "Reconciling",
+                                     3 if keep_up else 2, committed, "consumer",
+                                     2 * int(now / 60) + int(slow_phase))
         self.coordinator.set("archived", "Empty", 0, {TopicPartition("metrics", 0): 0})
 
 

@@ -72,8 +72,10 @@ class FakeCoordinator:
     groups_by_id: dict[str, GroupOffsets] = field(default_factory=dict)
 
     def set(self, group: str, state: str, members: int,
-            committed: Mapping[TopicPartition, int]) -> None:
-        self.groups_by_id[group] = GroupOffsets(group, state, members, dict(committed))
+            committed: Mapping[TopicPartition, int], group_type: str = "classic",
+            epoch: int = 0) -> None:
+        self.groups_by_id[group] = GroupOffsets(group, state, members, dict(committed),
+                                                group_type, epoch)
 
     def expire(self, group: str) -> None:
         del self.groups_by_id[group]

@@ -10,107 +10,28 @@ had this protocol, so the test only runs against odradek.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from odradek.coordinator import partition_for_group
 from tests.harness.apache_kafka import ApacheKafka
+from tests.harness.kafka_kraft import KAFKA_4
 from tests.interop.conftest import Target
+from tests.interop.group_member_process import (
+    JavaMember,
+    assert_never_owned_twice,
+)
 
 pytestmark = pytest.mark.java
 
-KAFKA_4 = "4.4.0"
-PROGRAM = Path(__file__).parent / "java" / "GroupConsumer.java"
 PARTITIONS = 4
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"  # moved from kafka.tools in 4.x
 WAIT_S = 60.0
-
-
-class JavaMember:
-    """One GroupConsumer process; its stdout lines, parsed as they arrive."""
-
-    def __init__(self, kafka: ApacheKafka, bootstrap: str, group: str, topic: str,
-                 *properties: str) -> None:
-        cmd = kafka.java_command(str(PROGRAM), [bootstrap, group, topic, *properties],
-                                 ["-Xmx256M", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, start_new_session=True)
-        self.lines: list[tuple[int, str, str]] = []  # (wall ms, event, rest)
-        self.stderr: list[str] = []
-        self._lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            stamp, event, *rest = line.rstrip("\n").split(" ", 2)
-            with self._lock:
-                self.lines.append((int(stamp), event, rest[0] if rest else ""))
-
-    def _read_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-
-    def events(self) -> list[tuple[int, str, str]]:
-        with self._lock:
-            return list(self.lines)
-
-    def owned(self) -> set[int]:
-        """Partitions owned now, replaying the rebalance-listener callbacks."""
-        owned: set[int] = set()
-        for _stamp, event, rest in self.events():
-            if event not in ("ASSIGNED", "REVOKED", "LOST"):
-                continue
-            parts = {int(p) for p in rest.split(",") if p}
-            if event == "ASSIGNED":
-                owned |= parts
-            elif event in ("REVOKED", "LOST"):
-                owned -= parts
-        return owned
-
-    def records(self) -> set[tuple[int, int]]:
-        return {(int(rest.split()[0]), int(rest.split()[1]))
-                for _s, event, rest in self.events() if event == "RECORD"}
-
-    def intervals(self) -> dict[int, list[tuple[int, int]]]:
-        """partition -> [(owned from, owned until)] in wall-clock ms."""
-        start: dict[int, int] = {}
-        spans: dict[int, list[tuple[int, int]]] = {}
-        for stamp, event, rest in self.events():
-            if event not in ("ASSIGNED", "REVOKED", "LOST"):
-                continue
-            for p in (int(x) for x in rest.split(",") if x):
-                if event == "ASSIGNED":
-                    start[p] = stamp
-                elif event in ("REVOKED", "LOST") and p in start:
-                    spans.setdefault(p, []).append((start.pop(p), stamp))
-        for p, since in start.items():
-            spans.setdefault(p, []).append((since, 2**62))
-        return spans
-
-    def leave(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def diagnostics(self) -> str:
-        return (f"exit={self.proc.poll()} events={self.events()[-20:]}\n"
-                f"stderr tail:\n{''.join(self.stderr[-30:])}")
 
 
 def wait_for(condition: Callable[[], bool], what: str, members: list[JavaMember]) -> None:
@@ -176,6 +97,7 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
         rows = [line.split() for line in described.stdout.splitlines()
                 if line.startswith(group)]
         assert sorted(int(row[4]) for row in rows) == [2, 2], described.stdout + described.stderr
+        check_verbose_describe(kafka_4, target, group, topic)
         wait_for(lambda: len(first.records() | second.records()) == 400,
                  "every record to be consumed", members)
 
@@ -192,12 +114,7 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
             member.kill()
 
     # No partition was owned by both members at any instant (their own callbacks say so).
-    a, b = first.intervals(), second.intervals()
-    for p in range(PARTITIONS):
-        for a_from, a_until in a.get(p, []):
-            for b_from, b_until in b.get(p, []):
-                assert a_until <= b_from or b_until <= a_from, (
-                    f"partition {p} owned by both: {a_from}-{a_until} and {b_from}-{b_until}")
+    assert_never_owned_twice([first, second])
     # Committed offsets survive both members: the group's position is the end of the log.
     assert committed(target, group, topic) == {p: 125 for p in range(PARTITIONS)}
     # The group's records in __consumer_offsets are Kafka's: its own decoder reads them.
@@ -216,6 +133,45 @@ def test_two_java_consumers_split_then_one_takes_over_with_committed_offsets(
             decoded = [line for line in out.splitlines() if f'"type":"{key_type}"' in line]
             assert any(value_field in line for line in decoded), (out + dumped.stderr)[-3000:]
         assert "Exception" not in out + dumped.stderr, (out + dumped.stderr)[-3000:]
+
+
+def check_verbose_describe(kafka: ApacheKafka, target: Target, group: str, topic: str) -> None:
+    """``--members --verbose``, ``--offsets`` and ``--state --verbose`` print what they print
+    against Apache Kafka 4.x: its columns, each member's epoch and current vs. target
+    assignment, each partition's committed offset and owner, the group's epochs and
+    assignor, and no error."""
+    def run(*flags: str) -> tuple[list[str], list[list[str]]]:
+        done = kafka.run_java_tool(GROUP_COMMAND, ["--bootstrap-server", target.bootstrap,
+                                                   "--describe", "--group", group, *flags])
+        lines = done.stdout.splitlines()
+        assert "Error" not in done.stdout + done.stderr, done.stdout + done.stderr
+        header = next((line.split() for line in lines if line.startswith("GROUP ")), [])
+        return header, [line.split() for line in lines if line.startswith(group + " ")]
+
+    for _ in range(10):  # the group may still be reconciling the second member's arrival
+        header, rows = run("--members", "--verbose")
+        if all(row[5] == row[7] and row[6] == row[8] for row in rows):
+            break
+        time.sleep(1)
+    assert header == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+                      "CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH",
+                      "TARGET-ASSIGNMENT"], header
+    assert len(rows) == 2 and all(row[5] == row[7] and row[6] == row[8] for row in rows), rows
+    owned = [int(p) for row in rows for p in row[6].removeprefix(topic + ":").split(",")]
+    assert sorted(owned) == list(range(PARTITIONS)), rows
+
+    # Offsets: OffsetFetch at the version Kafka 4.4's admin client uses (topic ids, v10).
+    header, rows = run("--offsets")
+    assert header == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                      "CONSUMER-ID", "HOST", "CLIENT-ID"], header
+    assert sorted(int(row[2]) for row in rows) == list(range(PARTITIONS)), rows
+    assert all(row[1] == topic and row[6] != "-" for row in rows), rows
+
+    header, rows = run("--state", "--verbose")
+    assert header == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE",
+                      "GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"], header
+    assert len(rows) == 1 and rows[0][3:5] == ["uniform", "Stable"], rows
+    assert rows[0][5] == rows[0][6] and rows[0][7] == "2", rows
 
 
 def test_a_static_member_restarts_into_its_partitions_without_moving_the_others(

@@ -163,3 +163,24 @@ def test_timestamp_reads_are_bounded_and_reused_while_the_position_stands() -> N
                     {TopicPartition("t", p): 3 if p == 0 else 0 for p in range(4)})
     seconds()
     assert logs.timestamp_reads == 5  # only the row whose position moved
+
+
+def test_a_consumer_type_group_reports_its_own_states_epoch_and_type() -> None:
+    metrics, coordinator, logs = _metrics()
+    logs.logs[TopicPartition("events", 0)] = FakeLog()
+    coordinator.set("kip848", "Reconciling", 2, {TopicPartition("events", 0): 0},
+                    "consumer", 7)
+    coordinator.set("classic", "Stable", 1, {}, "classic", 3)
+    state = "odradek_consumer_group_state"
+    assert metrics.sample(state, {"group": "kip848", "state": "Reconciling"}) == 1
+    assert metrics.sample(state, {"group": "kip848", "state": "Stable"}) == 0
+    # each type shows only its own states
+    assert metrics.sample(state, {"group": "kip848", "state": "PreparingRebalance"}) is None
+    assert metrics.sample(state, {"group": "classic", "state": "Assigning"}) is None
+    assert metrics.sample("odradek_consumer_group_epoch", {"group": "kip848"}) == 7
+    assert metrics.sample("odradek_consumer_group_epoch", {"group": "classic"}) == 3
+    assert metrics.sample("odradek_consumer_group_info",
+                          {"group": "kip848", "type": "consumer"}) == 1
+    counts = "odradek_group_coordinator_groups"
+    assert metrics.sample(counts, {"type": "consumer", "state": "Reconciling"}) == 1
+    assert metrics.sample(counts, {"type": "classic", "state": "Stable"}) == 1

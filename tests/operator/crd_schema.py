@@ -21,8 +21,19 @@ CRDS: dict[str, dict[str, Any]] = {
     for doc in [yaml.safe_load(path.read_text())]}
 
 
-def schema_of(kind: str) -> dict[str, Any]:
-    return CRDS[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+#: The version the API server stores; the operator and the examples use it.
+STORAGE_VERSION = "v1beta1"
+
+
+def version_of(kind: str, version: str = STORAGE_VERSION) -> dict[str, Any]:
+    """The ``spec.versions`` entry named ``version`` of the CRD of ``kind``."""
+    (entry,) = [v for v in CRDS[kind]["spec"]["versions"] if v["name"] == version]
+    return dict(entry)
+
+
+def schema_of(kind: str, version: str = STORAGE_VERSION) -> dict[str, Any]:
+    schema: dict[str, Any] = version_of(kind, version)["schema"]["openAPIV3Schema"]
+    return schema
 
 
 def openapi(schema: Any) -> Any:

@@ -1,5 +1,6 @@
 """Against a REAL Kubernetes API server (KUBECONFIG): CRDs accepted, CEL rules, status
-subresource, printer columns, finalizers. Skipped with one line when no cluster is given;
+subresource, printer columns, finalizers, and both served versions (v1beta1 stored, v1alpha1
+deprecated) converting every field both ways. Skipped with one line when no cluster is given;
 ``make e2e-local`` runs them on the local control plane after the e2e suite (e2e/local/e2e.sh).
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECONFIG = os.environ.get("KUBECONFIG", "")
@@ -58,7 +60,7 @@ def test_examples_are_accepted_and_defaults_applied(namespace):
 
 def test_cel_rules_reject_what_the_schema_alone_cannot(namespace):
     bad = f"""
-apiVersion: odradek.dev/v1alpha1
+apiVersion: odradek.dev/v1beta1
 kind: BrokerCluster
 metadata: {{name: bad, namespace: {namespace}}}
 spec:
@@ -89,7 +91,7 @@ SECURITY_CEL: list[tuple[dict[str, Any], str]] = [
 @pytest.mark.parametrize(("spec", "message"), SECURITY_CEL,
                          ids=[m for _, m in SECURITY_CEL])
 def test_cel_rules_reject_inconsistent_listener_security(namespace, spec, message):
-    bad = {"apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+    bad = {"apiVersion": "odradek.dev/v1beta1", "kind": "BrokerCluster",
            "metadata": {"name": "bad-security", "namespace": namespace},
            "spec": {"zookeeper": {"connect": "zk:2181"}, **spec}}
     result = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
@@ -100,7 +102,7 @@ def test_cel_rules_reject_inconsistent_listener_security(namespace, spec, messag
     ({"mode": "add-brokers", "brokers": [3]}, True), ({"mode": "add-brokers"}, False),
     ({"brokers": [3]}, False), ({}, True)])
 def test_a_rebalance_names_brokers_exactly_when_its_mode_needs_them(namespace, spec, accepted):
-    obj = {"apiVersion": "odradek.dev/v1alpha1", "kind": "Rebalance",
+    obj = {"apiVersion": "odradek.dev/v1beta1", "kind": "Rebalance",
            "metadata": {"name": "r", "namespace": namespace},
            "spec": {"clusterRef": {"name": "odradek"}, **spec}}
     result = kubectl("apply", "--dry-run=server", "-f", "-", stdin=json.dumps(obj), check=False)
@@ -130,7 +132,7 @@ def test_status_writes_do_not_touch_spec_or_generation(namespace):
 
 def test_finalizer_holds_a_deleted_topic_until_removed(namespace):
     manifest = f"""
-apiVersion: odradek.dev/v1alpha1
+apiVersion: odradek.dev/v1beta1
 kind: Topic
 metadata:
   name: held
@@ -152,7 +154,7 @@ spec:
 
 
 def test_topic_partitions_can_grow_but_a_decrease_is_refused_on_apply(namespace):
-    topic = {"apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+    topic = {"apiVersion": "odradek.dev/v1beta1", "kind": "Topic",
              "metadata": {"name": "grows", "namespace": namespace},
              "spec": {"clusterRef": {"name": "odradek"}, "partitions": 12,
                       "replicationFactor": 1}}
@@ -172,7 +174,7 @@ def test_topic_partitions_can_grow_but_a_decrease_is_refused_on_apply(namespace)
 @pytest.mark.parametrize("kind", ["Topic", "ConsumerGroup"])
 def test_a_missing_cluster_ref_is_refused_in_one_clear_line(namespace, kind):
     spec = {"partitions": 1, "replicationFactor": 1} if kind == "Topic" else {}
-    bad = {"apiVersion": "odradek.dev/v1alpha1", "kind": kind,
+    bad = {"apiVersion": "odradek.dev/v1beta1", "kind": kind,
            "metadata": {"name": "no-cluster", "namespace": namespace}, "spec": spec}
     result = kubectl("apply", "-f", "-", stdin=json.dumps(bad), check=False)
     assert result.returncode != 0
@@ -180,3 +182,64 @@ def test_a_missing_cluster_ref_is_refused_in_one_clear_line(namespace, kind):
         f'The {kind} "no-cluster" is invalid: spec.clusterRef: Required value: set '
         "clusterRef.name (a BrokerCluster in this namespace) or clusterRef.bootstrapServers "
         "(host:port,...)"], result.stderr
+
+
+EXAMPLES = [doc for path in sorted((REPO / "examples").glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text()) if doc]
+PLURALS = {"BrokerCluster": "brokerclusters", "Topic": "topics", "User": "users",
+           "ConsumerGroup": "consumergroups", "Rebalance": "rebalances"}
+STATUS = {"observedGeneration": 1, "conditions": [
+    {"type": "Ready", "status": "True", "reason": "Converted", "message": "kept field for field",
+     "lastTransitionTime": "2026-01-02T03:04:05Z", "observedGeneration": 1}]}
+
+
+def _read(namespace: str, kind: str, name: str, version: str) -> dict[str, Any]:
+    """``kind``/``name`` as the API server serves it at ``version`` (kubectl's
+    ``<plural>.<version>.<group>`` form picks the version)."""
+    out = kubectl("get", "-n", namespace, f"{PLURALS[kind]}.{version}.odradek.dev", name,
+                  "-o", "json")
+    obj: dict[str, Any] = json.loads(out.stdout)
+    assert obj["apiVersion"] == f"odradek.dev/{version}"
+    return obj
+
+
+def _contains(whole: Any, part: Any) -> bool:
+    """Every field of ``part`` is in ``whole`` with the same value, item by item in lists
+    (schema defaults may add fields, as ``host: "*"`` to a User's ACL rules)."""
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and _contains(whole[k], v)
+                                               for k, v in part.items())
+    if isinstance(part, list):
+        return isinstance(whole, list) and len(whole) == len(part) and \
+            all(_contains(w, p) for w, p in zip(whole, part, strict=True))
+    return bool(whole == part)
+
+
+@pytest.mark.parametrize(("written", "read"), [("v1alpha1", "v1beta1"), ("v1beta1", "v1alpha1")])
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda d: f"{d['kind']}-{d['metadata']['name']}")
+def test_every_field_survives_writing_at_one_version_and_reading_at_the_other(
+        namespace, example, written, read):
+    """conversion None: what is written at one served version reads back identical at the other
+    (spec, labels, annotations and, through the status subresource, status)."""
+    name = f"{example['metadata']['name']}-{written}"
+    obj = {**example, "apiVersion": f"odradek.dev/{written}",
+           "metadata": {**example["metadata"], "name": name, "namespace": namespace,
+                        "labels": {"written-at": written}}}
+    result = kubectl("apply", "-f", "-", stdin=json.dumps(obj))
+    if written == "v1alpha1":
+        assert f"odradek.dev/v1alpha1 {example['kind']} is deprecated; use odradek.dev/v1beta1" \
+            in result.stderr, f"no deprecation warning: {result.stderr!r}"
+    kubectl("patch", "-n", namespace, f"{PLURALS[obj['kind']]}.{written}.odradek.dev", name,
+            "--subresource=status", "--type=merge", "-p", json.dumps({"status": STATUS}))
+    at_written = _read(namespace, obj["kind"], name, written)
+    at_read = _read(namespace, obj["kind"], name, read)
+    assert _contains(at_written["spec"], example["spec"]), "the API server dropped a field"
+    assert at_read["spec"] == at_written["spec"]
+    assert at_read["status"] == at_written["status"] == STATUS
+    for key in ("labels", "annotations", "uid", "generation", "resourceVersion"):
+        assert at_read["metadata"].get(key) == at_written["metadata"].get(key), key
+    # Written back at the other version, nothing changes either.
+    at_read["metadata"] = {k: at_read["metadata"][k] for k in ("name", "namespace", "labels")}
+    at_read.pop("status")
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=json.dumps(at_read))
+    assert _read(namespace, obj["kind"], name, written)["spec"] == at_written["spec"]

@@ -355,12 +355,12 @@ def test_a_reset_runs_once_per_id_and_a_dry_run_does_not_use_its_id_up():
 # ---------------------------------------------------------------- broker readiness
 
 
-def broker_statefulset(ready: int | None, *, component="broker", owner_kind="BrokerCluster"
-                       ) -> dict[str, Any]:
+def broker_statefulset(ready: int | None, *, component="broker", owner_kind="BrokerCluster",
+                       owner_version="odradek.dev/v1beta1") -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": "odr", "namespace": "kafka",
                          "labels": {"app.kubernetes.io/component": component},
-                         "ownerReferences": [{"apiVersion": "odradek.dev/v1alpha1",
+                         "ownerReferences": [{"apiVersion": owner_version,
                                               "kind": owner_kind, "name": "odr",
                                               "uid": "u", "controller": True}]},
             "spec": {"replicas": 3},
@@ -378,6 +378,15 @@ def test_a_broker_statefulset_event_refreshes_its_owning_cluster():
     assert readiness_refresh("MODIFIED", broker_statefulset(1, component="zookeeper")) is None
     assert readiness_refresh("MODIFIED", broker_statefulset(1, owner_kind="Other")) is None
     assert readiness_refresh("DELETED", broker_statefulset(0)) is None
+    assert readiness_refresh("MODIFIED", broker_statefulset(1, owner_version="other.io/v1")) \
+        is None
+
+
+def test_a_statefulset_owned_through_the_deprecated_version_is_still_followed():
+    """A StatefulSet written before the upgrade to v1beta1 names its owner as v1alpha1 until
+    the next reconcile re-applies it: readiness must not stop following it meanwhile."""
+    old = broker_statefulset(2, owner_version="odradek.dev/v1alpha1")
+    assert readiness_refresh("MODIFIED", old) == ReadinessRefresh("kafka", "odr", 2)
 
 
 def test_ready_replicas_follow_a_lost_broker_at_once_and_ready_turns_false():

@@ -71,13 +71,13 @@ def stored(api: Any, group_version_plural: str, namespace: str, name: str) -> di
 
 
 def cluster_body(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+    return {"apiVersion": "odradek.dev/v1beta1", "kind": "BrokerCluster",
             "metadata": {"name": "odr", "namespace": "kafka", "uid": "uid-7", "generation": 3},
             "spec": {"replicas": 3, "zookeeper": {"connect": "zk:2181"}, **spec}}
 
 
 def topic_body(cluster_ref: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "odradek.dev/v1alpha1", "kind": "Topic",
+    return {"apiVersion": "odradek.dev/v1beta1", "kind": "Topic",
             "metadata": {"name": "events", "namespace": "kafka", "generation": 2,
                          **spec.pop("metadata", {})},
             "spec": {"clusterRef": cluster_ref, "partitions": 3, "replicationFactor": 1,
@@ -160,8 +160,8 @@ async def test_unmanaged_topic_is_left_alone(api):
 
 async def test_topic_through_a_broker_cluster_reference_creates_a_real_topic(api, broker):
     events = capture_events()
-    api.objects[kmock.resource("odradek.dev/v1alpha1/brokerclusters"), "kafka", "odr"] = {
-        "apiVersion": "odradek.dev/v1alpha1", "kind": "BrokerCluster",
+    api.objects[kmock.resource("odradek.dev/v1beta1/brokerclusters"), "kafka", "odr"] = {
+        "apiVersion": "odradek.dev/v1beta1", "kind": "BrokerCluster",
         "metadata": {"name": "odr", "namespace": "kafka"},
         "spec": {"replicas": 1, "zookeeper": {"connect": "zk:2181"}},
         "status": {"bootstrapServers": broker.bootstrap}}
@@ -267,7 +267,7 @@ async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation
 async def test_a_broker_losing_readiness_shows_in_the_cluster_status_at_once(api):
     """The StatefulSet watch copies its ready count onto the owning BrokerCluster without
     waiting for the periodic reconcile."""
-    api.objects[kmock.resource("odradek.dev/v1alpha1/brokerclusters"), "kafka", "odr"] = {
+    api.objects[kmock.resource("odradek.dev/v1beta1/brokerclusters"), "kafka", "odr"] = {
         **cluster_body(),
         "status": {"readyReplicas": 3, "conditions": [
             {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": ""}]}}
@@ -278,7 +278,7 @@ async def test_a_broker_losing_readiness_shows_in_the_cluster_status_at_once(api
     handler: Any = follow_broker_readiness  # as kopf calls it: the event and its object
     await handler(event={"type": "MODIFIED", "object": sts},
                   body=kopf.Body(cast(kopf.RawBody, sts)), logger=LOGGER)
-    status = stored(api, "odradek.dev/v1alpha1/brokerclusters", "kafka", "odr")["status"]
+    status = stored(api, "odradek.dev/v1beta1/brokerclusters", "kafka", "odr")["status"]
     assert status["readyReplicas"] == 2
     ready = {c["type"]: c for c in status["conditions"]}["Ready"]
     assert (ready["status"], ready["reason"]) == ("False", "BrokersNotReady")

@@ -57,8 +57,8 @@ def put(emulator: Any, plural: str, kind: str, name: str, labels: dict[str, str]
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": labels}
     if finalizers:
         metadata["finalizers"] = finalizers
-    emulator.objects[kmock.resource(f"odradek.dev/v1alpha1/{plural}"), namespace, name] = {
-        "apiVersion": "odradek.dev/v1alpha1", "kind": kind, "metadata": metadata,
+    emulator.objects[kmock.resource(f"odradek.dev/v1beta1/{plural}"), namespace, name] = {
+        "apiVersion": "odradek.dev/v1beta1", "kind": kind, "metadata": metadata,
         "spec": {} if kind == "BrokerCluster" else {"clusterRef": {"name": cluster}}}
 
 

@@ -106,7 +106,7 @@ BestEffort, the first pod starved of CPU on a busy node, and every broker waits 
 @dataclass(frozen=True)
 class ManagedZooKeeper:
     replicas: int = 3
-    image: str = "odradek/zookeeper:0.1.0"
+    image: str = "odradek/zookeeper:0.2.0"
     storage_size: str = "1Gi"
     storage_class: str | None = None
     chroot: str | None = None
@@ -204,7 +204,7 @@ class BrokerClusterSpec:
                               "uses SASL_PLAINTEXT or SASL_SSL")
         return cls(
             replicas=_int(raw, "replicas", 3, "spec", minimum=1),
-            image=str(raw.get("image") or "odradek/broker:0.1.0"),
+            image=str(raw.get("image") or "odradek/broker:0.2.0"),
             image_pull_policy=str(raw.get("imagePullPolicy") or "IfNotPresent"),
             storage_size=str(storage.get("size") or "10Gi"),
             storage_class=storage.get("storageClassName"),

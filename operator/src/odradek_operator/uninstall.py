@@ -36,9 +36,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import kopf
-
-from .kube.api import KubeApi, KubeApiError, ResourcePath
+from .kube.api import KubeApi, KubeApiError, ResourcePath, standalone_login
 
 __all__ = ["DELETION_ORDER", "FINALIZER", "delete_release_resources", "main", "parse_selector",
            "release_finalizers", "stop_operator", "uninstall_release"]
@@ -190,18 +188,9 @@ async def uninstall_release(api: KubeApi, namespace: str, selector: Mapping[str,
             for where in held]
 
 
-def _credentials() -> kopf.ConnectionInfo:
-    settings = kopf.OperatorSettings()
-    info = (kopf.login_with_service_account(settings=settings)
-            or kopf.login_with_kubeconfig(settings=settings))
-    if info is None:
-        raise SystemExit("no Kubernetes credentials: neither a service account nor a kubeconfig")
-    return info
-
-
 async def _run(namespace: str, selector: Mapping[str, str], operator_deployment: str,
                timeout: float) -> list[str]:
-    info = _credentials()
+    info = standalone_login()
     api = KubeApi(lambda: info)
     try:
         return await uninstall_release(api, namespace, selector, operator_deployment,

@@ -4,7 +4,7 @@ Entry points live in :mod:`odradek.broker.app`: ``run(config)`` (blocking, signa
 clean shutdown, uvloop when installed) and ``serve(config)`` (a started :class:`Broker`
 in the running loop, for tests). Layout: ``server`` (the Broker object, which builds the
 components from the config's typed sections), ``connection`` (per-connection pipeline),
-``socket_channel`` (ordered writes with ``sendfile``), ``dispatch`` (handler table) and
+``response_stream`` (ordered writes with ``sendfile``), ``dispatch`` (handler table) and
 ``outcomes`` (what a handler may answer instead of a body), ``handlers/`` (one module per
 API family: decode, call one entry point, encode), ``offsets_log`` (the coordinator's
 ``__consumer_offsets`` through the replica manager), ``producer_ids`` (ZooKeeper-backed

@@ -81,7 +81,8 @@ RULES: Mapping[ApiKey, tuple[Rule, ...]] = {
     ApiKey.HEARTBEAT: (Rule(_READ, _GROUP, _NAMED),),
     ApiKey.LEAVE_GROUP: (Rule(_READ, _GROUP, _NAMED),),
     ApiKey.OFFSET_COMMIT: (Rule(_READ, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
-    ApiKey.OFFSET_FETCH: (Rule(_READ, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
+    ApiKey.OFFSET_FETCH: (Rule(_READ, _GROUP, _EACH),  # v8+: several groups
+                          Rule(_READ, _TOPIC, _EACH)),
     ApiKey.OFFSET_DELETE: (Rule(_DELETE, _GROUP, _NAMED), Rule(_READ, _TOPIC, _EACH)),
     ApiKey.DESCRIBE_GROUPS: (Rule(_DESCRIBE, _GROUP, _EACH),),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (Rule(_READ, _GROUP, _NAMED),),

@@ -2,7 +2,7 @@
 
 ``run`` installs SIGTERM/SIGINT handlers that trigger the clean shutdown, and runs on
 uvloop when it is installed (faster sockets and timers; zero-copy fetch does not depend on
-it, see ``socket_channel``).
+it, see ``response_stream``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The broker's listeners: bound sockets, accept loops, TLS handshakes, and the connections
 they accepted.
 
-Each listener serves its security protocol (``listener.security.protocol.map``): PLAINTEXT
-and SASL_PLAINTEXT connections start at once on a :class:`~.socket_channel.SocketChannel`;
-SSL and SASL_SSL connections first complete a TLS handshake (in its own task, bounded in
-time, so a slow or hostile peer never stalls accepting) on a
-:class:`~.tls_channel.TlsChannel`. Every connection gets a
+Each listener serves its security protocol (``listener.security.protocol.map``): an
+accepted socket becomes a transport of the running loop with a :class:`~.connection.Connection`
+as its protocol — at once for PLAINTEXT and SASL_PLAINTEXT, after a TLS handshake (the loop's
+SSL transport, in its own task, bounded in time, so a slow or hostile peer never stalls
+accepting) for SSL and SASL_SSL. Every connection gets a
 :class:`~.authenticator.ConnectionSession` — its principal and, on SASL listeners, the
 login it must complete first.
 """
@@ -22,13 +22,11 @@ from typing import TYPE_CHECKING
 from odradek.config_sections import BrokerSections
 from odradek.config_security import uses_tls
 from odradek.protocol.framing import DEFAULT_MAX_FRAME_BYTES
-from odradek.security.tls import TlsSettings, principal_of_certificate, server_context
+from odradek.security.tls import TlsSettings, server_context
 
 from .authenticator import ConnectionSession, CredentialLookup
 from .connection import Connection
 from .context import BrokerServices
-from .socket_channel import SocketChannel
-from .tls_channel import TlsChannel
 
 if TYPE_CHECKING:
     from odradek.metrics import BrokerMetrics
@@ -59,7 +57,7 @@ class Listeners:
         self._handshakes: set[asyncio.Task[None]] = set()
         self._tls_contexts: dict[str, ssl.SSLContext] = {}  # per TLS listener
         self._stopping = False
-        self.connections: dict[asyncio.Task[None], Connection] = {}
+        self.connections: set[Connection] = set()
         self.bound_ports: dict[str, int] = {}
         # Fixed at bind time, like the sockets and the TLS context: a changed
         # listener.security.protocol.map applies at the next start.
@@ -102,15 +100,27 @@ class Listeners:
             task.cancel()
         for _name, sock in self._sockets:
             sock.close()
-        for connection in self.connections.values():
+        for connection in list(self.connections):
             connection.stop_reading()
 
     async def close_connections(self, grace_s: float) -> None:
-        """Wait up to ``grace_s`` for connections to finish; cancel the rest."""
+        """Wait up to ``grace_s`` for connections to finish; abort the rest."""
         if self.connections:
-            _done, pending = await asyncio.wait(list(self.connections), timeout=grace_s)
-            for task in pending:
-                task.cancel()
+            await asyncio.wait([connection.closed for connection in self.connections],
+                               timeout=grace_s)
+            for connection in list(self.connections):
+                connection.abort()
+            await asyncio.sleep(0)  # their connection_lost, before the loop may stop
+
+    def opened(self, connection: Connection) -> None:
+        self.connections.add(connection)
+        self._metrics.connections.opened(connection.listener)
+        if self._stopping:  # its TLS handshake finished while the broker stopped accepting
+            connection.stop_reading()
+
+    def closed(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        self._metrics.connections.closed(connection.listener)
 
     async def _accept_loop(self, name: str, server: socket.socket, services: BrokerServices,
                            handlers: dict[int, Handler]) -> None:
@@ -124,49 +134,35 @@ class Listeners:
                 log.warning("accept on %s failed: %s", name, exc)
                 await asyncio.sleep(0.1)  # e.g. EMFILE: back off instead of spinning
                 continue
-            protocol = self._protocols[name]
-            if uses_tls(protocol):
-                handshake = asyncio.create_task(
-                    self._serve_tls(name, protocol, sock, services, handlers),
-                    name=f"tls handshake {name}")
+            if name in self._tls_contexts:
+                handshake = asyncio.create_task(self._serve(name, sock, services, handlers),
+                                                name=f"tls handshake {name}")
                 self._handshakes.add(handshake)
                 handshake.add_done_callback(self._handshakes.discard)
                 continue
-            self._serve(name, protocol, SocketChannel(sock), services, handlers, None)
+            await self._serve(name, sock, services, handlers)
 
-    async def _serve_tls(self, name: str, protocol: str, sock: socket.socket,
-                         services: BrokerServices, handlers: dict[int, Handler]) -> None:
+    async def _serve(self, name: str, sock: socket.socket, services: BrokerServices,
+                     handlers: dict[int, Handler]) -> None:
+        """Make an accepted socket a transport with a connection as its protocol (for TLS,
+        once the handshake completed; the connection registers itself when made). The
+        transport owns the socket from here on, and closes it when this fails."""
+        sections = self._sections()
+        max_frame = sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
+        session = ConnectionSession.for_listener(self._protocols[name], sections.security_of(name),
+                                                 self._user_config)
+
+        def connection() -> Connection:
+            return Connection(services, handlers, listener=name, max_frame_bytes=max_frame,
+                              tracker=self, session=session)
+
+        context = self._tls_contexts.get(name)
+        accepted = asyncio.get_running_loop().connect_accepted_socket(connection, sock,
+                                                                      ssl=context)
         try:
-            channel = await TlsChannel.accept(sock, self._tls_contexts[name],
-                                              _TLS_HANDSHAKE_TIMEOUT_S)
+            await asyncio.wait_for(accepted, _TLS_HANDSHAKE_TIMEOUT_S)
         except TimeoutError:
             # Also what the controller's liveness probes look like (they connect and wait).
             log.debug("TLS handshake on %s timed out", name)
-            return
         except (OSError, ssl.SSLError) as exc:
-            log.info("TLS handshake on %s failed: %s", name, exc)
-            return
-        principal = principal_of_certificate(channel.peer_certificate())
-        self._serve(name, protocol, channel, services, handlers, principal)
-
-    def _serve(self, name: str, protocol: str, channel: SocketChannel | TlsChannel,
-               services: BrokerServices,
-               handlers: dict[int, Handler], principal: str | None) -> None:
-        """Run one accepted (and, for TLS, handshaken) connection as a task."""
-        sections = self._sections()
-        max_frame = sections.network.socket_request_max_bytes or DEFAULT_MAX_FRAME_BYTES
-        session = ConnectionSession.for_listener(protocol, sections.security_of(name),
-                                                 self._user_config, principal)
-        connection = Connection(channel, services, handlers, listener=name, peer=channel.peer,
-                                max_frame_bytes=max_frame, session=session)
-        task = asyncio.create_task(connection.run(), name=f"conn {channel.peer}")
-        self.connections[task] = connection
-        self._metrics.connections.opened(name)
-        task.add_done_callback(self._connection_done)
-
-    def _connection_done(self, task: asyncio.Task[None]) -> None:
-        connection = self.connections.pop(task, None)
-        if connection is not None:
-            self._metrics.connections.closed(connection.listener)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("connection task failed", exc_info=task.exception())
+            log.info("%s on %s failed: %s", "TLS handshake" if context else "accept", name, exc)

@@ -121,10 +121,23 @@ class CoordinatorGroups:
         self._coordinator = coordinator
 
     def groups(self) -> Iterator[GroupOffsets]:
-        for group in self._coordinator.loaded_groups():
-            yield GroupOffsets(
-                group=group.group_id, state=group.state.value, members=len(group.members),
-                committed={tp: offset.offset for tp, offset in group.offsets.items()})
+        """Classic groups as they are; a consumer-type group (KIP-848) with the state,
+        members and epoch of its consumer group, and the offsets that the classic entry of
+        the same id holds for it (once something was committed)."""
+        coordinator = self._coordinator
+        holders = {group.group_id: group for group in coordinator.loaded_groups()}
+        for listing in coordinator.list_groups()[1]:
+            holder = holders.get(listing.group_id)
+            offsets = {} if holder is None else {
+                tp: offset.offset for tp, offset in holder.offsets.items()}
+            if listing.group_type == "consumer":
+                group = coordinator.describe_consumer_group(listing.group_id)[1]
+                if group is not None:
+                    yield GroupOffsets(listing.group_id, group.state.value, len(group.members),
+                                       offsets, "consumer", group.group_epoch)
+            elif holder is not None:
+                yield GroupOffsets(listing.group_id, holder.state.value, len(holder.members),
+                                   offsets, "classic", holder.generation_id)
 
 
 class BrokerLogOffsets:

@@ -369,6 +369,7 @@ class Broker:
                 replica_manager, commit_timeout_ms=config.offset_commit_timeout_ms
             ),
             topic_ids=lambda: {name: t.topic_id for name, t in view.topics.items()},
+            partition_counts=lambda: {name: len(t.partitions) for name, t in view.topics.items()},
         )
 
         def on_leadership(topic: str, partition: int, is_leader: bool) -> None:

@@ -39,65 +39,135 @@ def _admin(ctx: click.Context) -> Any:
 @click.pass_context
 @client_errors
 def list_(ctx: click.Context) -> None:
-    """Every group known to the cluster."""
+    """Every group known to the cluster, with its type: classic, or consumer (KIP-848)."""
     admin = _admin(ctx)
     try:
         found = admin.list_groups()
     finally:
         admin.close()
     if ctx.obj["output"] == "json":
-        print_json([{"group": g, "protocol_type": t, "state": s} for g, t, s in found])
+        print_json([{"group": g.group_id, "type": g.group_type,
+                     "protocol_type": g.protocol_type, "state": g.state} for g in found])
     else:
-        print_table(None, ["Group", "Protocol type", "State"], found)
+        print_table(None, ["Group", "Type", "Protocol type", "State"],
+                    [(g.group_id, g.group_type, g.protocol_type, g.state) for g in found])
 
 
 @groups.command()
 @names_argument("--group", "group_ids", multiple=True, help="Group to describe (repeatable).")
+@click.option("--members", "by_member", is_flag=True,
+              help="One row per member (like kafka-consumer-groups --describe --members).")
+@click.option("--verbose", is_flag=True,
+              help="With --members: each member's epoch and its current against its target "
+                   "assignment (consumer-type groups), or its assignment (classic).")
 @click.pass_context
 @client_errors
-def describe(ctx: click.Context, group_ids: tuple[str, ...]) -> None:
-    """Members, committed offsets and lag per partition."""
+def describe(ctx: click.Context, group_ids: tuple[str, ...], by_member: bool,
+             verbose: bool) -> None:
+    """Members, committed offsets and lag per partition. A consumer-type group (KIP-848)
+    also shows its group epoch, target assignment epoch and assignor."""
     admin = _admin(ctx)
     data: list[dict[str, Any]] = []
     try:
-        descriptions = admin.describe_groups(group_ids)
+        consumer_groups = admin.describe_consumer_groups(group_ids)
+        classic = admin.describe_groups([g for g in group_ids if consumer_groups[g] is None])
         for group in group_ids:
-            desc = descriptions[group]
-            committed = admin.list_group_offsets(group)
-            owner = {tp: m for m in desc.members for tp in m.assignment}
-            tps = sorted(set(committed) | set(owner))
-            ends = {tp: v.offset if v else None
-                    for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()} \
-                if tps else {}
-            rows = []
-            for tp in tps:
-                member = owner.get(tp)
-                offset = committed.get(tp)
-                end = ends.get(tp)
-                rows.append({
-                    "topic": tp.topic, "partition": tp.partition, "current_offset": offset,
-                    "log_end_offset": end,
-                    "lag": end - offset if end is not None and offset is not None else None,
-                    "member_id": member.member_id if member else None,
-                    "client_id": member.client_id if member else None,
-                    "host": member.client_host if member else None})
-            data.append({"group": group, "state": desc.state, "protocol": desc.protocol,
-                         "coordinator": desc.coordinator, "members": len(desc.members),
-                         "partitions": rows})
+            data.append(_describe(admin, group, consumer_groups[group], classic.get(group)))
     finally:
         admin.close()
     if ctx.obj["output"] == "json":
         print_json(data)
         return
     for entry in data:
-        print_table(f"{entry['group']}  state={entry['state']}  protocol="
-                    f"{entry['protocol'] or '-'}  members={entry['members']}  coordinator="
-                    f"{entry['coordinator']}",
-                    ["Topic", "Partition", "Current offset", "Log end offset", "Lag",
-                     "Member", "Client", "Host"],
-                    [(r["topic"], r["partition"], r["current_offset"], r["log_end_offset"],
-                      r["lag"], r["member_id"] or "-", r["client_id"] or "-", r["host"] or "-")
-                     for r in entry["partitions"]])
+        if by_member:
+            _print_members(entry, verbose)
+        else:
+            print_table(_title(entry),
+                        ["Topic", "Partition", "Current offset", "Log end offset", "Lag",
+                         "Member", "Client", "Host"],
+                        [(r["topic"], r["partition"], r["current_offset"],
+                          r["log_end_offset"], r["lag"], r["member_id"] or "-",
+                          r["client_id"] or "-", r["host"] or "-")
+                         for r in entry["partitions"]])
+
+
+def _describe(admin: Any, group: str, consumer: Any, classic: Any) -> dict[str, Any]:
+    """One group as plain data: the JSON output, and what the tables print."""
+    desc = consumer or classic
+    committed = admin.list_group_offsets(group)
+    owner = {tp: m for m in desc.members for tp in m.assignment}
+    tps = sorted(set(committed) | set(owner))
+    ends = {tp: v.offset if v else None
+            for tp, v in admin.list_offsets({tp: -1 for tp in tps}).items()} if tps else {}
+    rows = []
+    for tp in tps:
+        holder = owner.get(tp)
+        offset = committed.get(tp)
+        end = ends.get(tp)
+        rows.append({
+            "topic": tp.topic, "partition": tp.partition, "current_offset": offset,
+            "log_end_offset": end,
+            "lag": end - offset if end is not None and offset is not None else None,
+            "member_id": holder.member_id if holder else None,
+            "client_id": holder.client_id if holder else None,
+            "host": holder.client_host if holder else None})
+    members = []
+    for m in desc.members:
+        member: dict[str, Any] = {
+            "member_id": m.member_id, "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id, "host": m.client_host,
+            "partitions": len(m.assignment), "assignment": _assignment(m.assignment)}
+        if consumer is not None:
+            member.update(member_epoch=m.member_epoch,
+                          target_assignment=_assignment(m.target_assignment))
+        members.append(member)
+    entry: dict[str, Any] = {
+        "group": group, "type": "consumer" if consumer else "classic", "state": desc.state,
+        "coordinator": desc.coordinator, "members": len(desc.members),
+        "member_details": members, "partitions": rows}
+    if consumer is not None:
+        entry.update(group_epoch=consumer.group_epoch,
+                     assignment_epoch=consumer.assignment_epoch, assignor=consumer.assignor)
+    else:
+        entry["protocol"] = classic.protocol
+    return entry
+
+
+def _assignment(partitions: Any) -> str:
+    """``topic:0,1;other:3``: one whitespace-free cell, as kafka-consumer-groups prints."""
+    by_topic: dict[str, list[str]] = {}
+    for tp in sorted(partitions):
+        by_topic.setdefault(tp.topic, []).append(str(tp.partition))
+    return ";".join(f"{topic}:{','.join(parts)}" for topic, parts in by_topic.items())
+
+
+def _title(entry: dict[str, Any]) -> str:
+    if entry["type"] == "consumer":
+        detail = (f"group-epoch={entry['group_epoch']}  assignment-epoch="
+                  f"{entry['assignment_epoch']}  assignor={entry['assignor'] or '-'}")
+    else:
+        detail = f"protocol={entry['protocol'] or '-'}"
+    return (f"{entry['group']}  type={entry['type']}  state={entry['state']}  {detail}  "
+            f"members={entry['members']}  coordinator={entry['coordinator']}")
+
+
+def _print_members(entry: dict[str, Any], verbose: bool) -> None:
+    columns = ["Member", "Instance", "Host", "Client", "#Partitions"]
+    consumer = entry["type"] == "consumer"
+    if verbose:
+        columns += (["Member epoch", "Assignment", "Target epoch", "Target assignment"]
+                    if consumer else ["Assignment"])
+    rows = []
+    for m in entry["member_details"]:
+        row = [m["member_id"], m["group_instance_id"] or "-", m["host"], m["client_id"],
+               m["partitions"]]
+        if verbose and consumer:
+            row += [m["member_epoch"], m["assignment"] or "-", entry["assignment_epoch"],
+                    m["target_assignment"] or "-"]
+        elif verbose:
+            row.append(m["assignment"] or "-")
+        rows.append(row)
+    print_table(_title(entry), columns, rows)
 
 
 @groups.command(name="reset-offsets")

@@ -10,6 +10,10 @@ The paper's API::
     producer.send("topic1", [b"message 1", b"message 2"])
     for message in Consumer("topic1", bootstrap_servers="localhost:9092", group_id="g"):
         process(message.value)
+
+Consumer groups use the classic protocol by default; ``group_protocol="consumer"`` selects
+KIP-848's (server-side assignment, no stop-the-world rebalance), which odradek's broker and
+Apache Kafka 4 serve.
 """
 
 from .accumulator import RecordFuture, RecordMetadata

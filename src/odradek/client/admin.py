@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -23,6 +23,7 @@ from .acls import create_acls, delete_acls, describe_acls
 from .assignors import decode_assignment, decode_subscription
 from .client_quotas import alter_user_quotas, describe_user_quotas
 from .cluster_client import ClusterClient
+from .consumer_groups import ConsumerGroupDescription, describe_consumer_groups
 from .errors import BrokerResponseError, KafkaClientError
 from .metadata import ClusterMetadata, TopicInfo, TopicPartition
 from .offsets import OffsetAndTimestamp, list_offsets
@@ -35,6 +36,7 @@ __all__ = [
     "AsyncAdminClient",
     "ConfigEntry",
     "GroupDescription",
+    "GroupListing",
     "MemberDescription",
     "NewTopic",
     "PartitionReassignment",
@@ -74,6 +76,13 @@ class MemberDescription:
     client_host: str
     group_instance_id: str | None
     assignment: tuple[TopicPartition, ...]
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str  # classic, or consumer (KIP-848)
 
 
 @dataclass(frozen=True)
@@ -439,15 +448,17 @@ class AsyncAdminClient:
 
     # ------------------------------------------------------------------ groups
 
-    async def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group_id, protocol_type, state) of every group on every broker."""
+    async def list_groups(self) -> list[GroupListing]:
+        """Every group on every broker, with its type (``classic`` from brokers older than
+        ListGroups v5, which know no other)."""
         metadata = await self.client.refresh_metadata()
         out = []
         for broker in sorted(metadata.brokers):
             response = await self.client.send(broker, ApiKey.LIST_GROUPS, {"states_filter": []})
             if response.error_code:
                 raise BrokerResponseError(response.error_code, f"ListGroups on {broker}")
-            out += [(g.group_id, g.protocol_type, getattr(g, "group_state", ""))
+            out += [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", ""),
+                                 getattr(g, "group_type", "") or "classic")
                     for g in response.groups]
         return sorted(out)
 
@@ -474,6 +485,11 @@ class AsyncAdminClient:
                 out[group] = GroupDescription(g.group_id, g.group_state, g.protocol_type,
                                               g.protocol_data, tuple(members), node)
         return out
+
+    async def describe_consumer_groups(self, group_ids: Iterable[str]
+                                       ) -> dict[str, ConsumerGroupDescription | None]:
+        """Consumer-type groups (KIP-848); None for a group that is not one."""
+        return await describe_consumer_groups(self.client, group_ids)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         errors = []

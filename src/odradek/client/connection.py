@@ -12,6 +12,11 @@ both sides support.
 
 Writes go straight to the transport; :meth:`Connection.send` awaits ``drain`` only when the
 transport buffer is above its high-water mark, so many small requests cost no extra await.
+
+A request may carry an ``on_response`` callback (:meth:`Connection.send_encoded_nowait`),
+run by the read loop as soon as the answer is parsed, before its future resolves: the
+replica fetcher applies a Fetch answer and sends the next Fetch there, in the turn the answer
+arrived, instead of one event-loop hand-off later in its own task.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ _API_VERSIONS_MAX = CLIENT_VERSIONS[ApiKey.API_VERSIONS][1]
 _RETIRE_FRACTION = 0.8  # of a SASL session's lifetime (Kafka's clients re-auth at 85-95 %)
 
 
+ResponseCallback = Callable[[Any], None]
+"""Told a request's parsed response (a kio dataclass) in the read loop."""
+
+_Pending = tuple[int, int, int, asyncio.Future[Any], ResponseCallback | None]
+"""(correlation id, api key, version, future, on_response) of a request awaiting its answer."""
+
+
 @dataclass(frozen=True, slots=True)
 class NodeAddress:
     node_id: int
@@ -63,9 +75,7 @@ class Connection:
         self._reader = reader
         self._writer = writer
         self._next_id = 0
-        self._pending: collections.deque[tuple[int, int, int, asyncio.Future[Any]]] = (
-            collections.deque()
-        )
+        self._pending: collections.deque[_Pending] = collections.deque()
         self._versions: dict[int, int] = {}
         self._closed: BaseException | None = None
         self._read_task: asyncio.Task[None] | None = None
@@ -158,14 +168,15 @@ class Connection:
         return correlation_id
 
     def _enqueue(self, api_key: int, version: int, frame: bytes,
-                 expect_response: bool = True) -> asyncio.Future[Any]:
+                 expect_response: bool = True,
+                 on_response: ResponseCallback | None = None) -> asyncio.Future[Any]:
         if self._closed is not None:
             raise ConnectionFailed(f"connection to {self.address} is closed: {self._closed}")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._writer.write(frame)
         if expect_response:
             correlation_id = _SIZE.unpack_from(frame, 8)[0]
-            self._pending.append((correlation_id, api_key, version, future))
+            self._pending.append((correlation_id, api_key, version, future, on_response))
         else:
             future.set_result(None)
         return future
@@ -181,12 +192,16 @@ class Connection:
                                   expect_response=expect_response)
         return await self._drained(future)
 
-    async def send_encoded(self, api_key: int, version: int,
-                           encode: Callable[[int, str | None], bytes]) -> Any:
-        """Like :meth:`send`, for a request the caller lays out itself (the replica fetcher's
-        Fetch): ``encode(correlation_id, client_id)`` returns the whole frame."""
+    def send_encoded_nowait(self, api_key: int, version: int,
+                            encode: Callable[[int, str | None], bytes], *,
+                            on_response: ResponseCallback | None = None) -> asyncio.Future[Any]:
+        """Write a request the caller lays out itself (the replica fetcher's Fetch):
+        ``encode(correlation_id, client_id)`` returns the whole frame. The future resolves
+        to the response; ``on_response(response)``, if given, runs first, in the read loop
+        (what it raises becomes the future's exception). No backpressure: for small
+        requests whose answers are awaited before many more are sent."""
         frame = encode(self._take_correlation_id(), self.client_id)
-        return await self._drained(self._enqueue(api_key, version, frame))
+        return self._enqueue(api_key, version, frame, on_response=on_response)
 
     async def _drained(self, future: asyncio.Future[Any]) -> Any:
         transport = self._writer.transport
@@ -216,7 +231,7 @@ class Connection:
                 frame = await reader.readexactly(size)
                 if not self._pending:
                     raise ConnectionFailed(f"{self.address} sent a response nobody asked for")
-                correlation_id, api_key, version, future = self._pending.popleft()
+                correlation_id, api_key, version, future, on_response = self._pending.popleft()
                 got = _SIZE.unpack_from(frame, 0)[0]
                 if got != correlation_id:
                     raise ConnectionFailed(
@@ -235,6 +250,12 @@ class Connection:
                     future.set_exception(ConnectionFailed(
                         f"cannot parse {ApiKey(api_key).name} v{version} response: {exc}"))
                     continue
+                if on_response is not None:
+                    try:
+                        on_response(response)
+                    except Exception as exc:  # the requester's failure, not the connection's
+                        future.set_exception(exc)
+                        continue
                 future.set_result(response)
         except (asyncio.IncompleteReadError, OSError) as exc:
             self.close(ConnectionFailed(f"connection to {self.address} lost: {exc!r}"))
@@ -258,7 +279,7 @@ class Connection:
                                       + (f": {reason}" if reason else ""))
         self._closed = reason
         while self._pending:
-            *_, future = self._pending.popleft()
+            future = self._pending.popleft()[3]
             if not future.done():
                 future.set_exception(reason)
         self._writer.close()

@@ -7,6 +7,11 @@ whatever is buffered (up to ``max_poll_records``) or waits up to its timeout.
 Positions: a partition without one (new assignment, ``seek_to_*``, OFFSET_OUT_OF_RANGE) is
 reset before fetching — to the group's committed offset if there is one, else by
 ``auto_offset_reset`` (earliest, latest, or none = raise :class:`NoOffsetForPartition`).
+
+Groups: ``group_protocol="classic"`` (the default: JoinGroup/SyncGroup, client-side assignors,
+:mod:`.group`) or ``"consumer"`` (KIP-848: the coordinator assigns, the member reconciles,
+:mod:`.consumer_group_member`; ``group_remote_assignor`` and ``subscribed_topic_regex`` belong
+to it). Both call the same ``on_assign``/``on_revoke`` listeners.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from odradek.clock import monotonic_s
 from .aio import wait_event
 from .batch_codec import ConsumerRecord
 from .cluster_client import ClusterClient
+from .consumer_group_member import ConsumerGroupMember
 from .errors import KafkaClientError, NoOffsetForPartition
 from .fetcher import Fetcher
 from .group import GroupMembership
@@ -56,10 +62,15 @@ class AsyncConsumer:
                  key_deserializer: Callable[[bytes | None], Any] | None = None,
                  value_deserializer: Callable[[bytes | None], Any] | None = None,
                  on_assign: RebalanceListener | None = None,
-                 on_revoke: RebalanceListener | None = None, **security: Any) -> None:
+                 on_revoke: RebalanceListener | None = None, group_protocol: str = "classic",
+                 group_remote_assignor: str | None = None,
+                 subscribed_topic_regex: str | None = None, **security: Any) -> None:
         if auto_offset_reset not in _RESETS:
             raise ValueError(f"auto_offset_reset must be earliest, latest or none; got "
                              f"{auto_offset_reset!r}")
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol must be classic or consumer; got "
+                             f"{group_protocol!r}")
         if isolation_level not in ("read_uncommitted", "read_committed"):
             raise ValueError("isolation_level must be read_uncommitted or read_committed")
         self.client = ClusterClient(bootstrap_servers, client_id=client_id,
@@ -80,7 +91,7 @@ class AsyncConsumer:
         self.max_poll_records = max_poll_records
         self.key_deserializer = key_deserializer
         self.value_deserializer = value_deserializer
-        self._group_settings = {
+        self._group_settings: dict[str, Any] = {
             "assignors": tuple(partition_assignment_strategy),
             "session_timeout_ms": session_timeout_ms,
             "heartbeat_interval_ms": heartbeat_interval_ms,
@@ -88,6 +99,8 @@ class AsyncConsumer:
             "rebalance_timeout_ms": rebalance_timeout_ms or max_poll_interval_ms,
             "group_instance_id": group_instance_id,
         }
+        self.group_protocol = group_protocol
+        self._remote_assignor = group_remote_assignor
         self._on_assign = on_assign
         self._on_revoke = on_revoke
         self._group: GroupMembership | None = None
@@ -96,8 +109,8 @@ class AsyncConsumer:
         self._closed = False
         self._last_commit = monotonic_s()
         self._committed_positions: dict[TopicPartition, int] = {}
-        if topics:
-            self.subscribe(list(topics))
+        if topics or subscribed_topic_regex:
+            self.subscribe(list(topics), subscribed_topic_regex=subscribed_topic_regex)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -134,26 +147,46 @@ class AsyncConsumer:
 
     # ------------------------------------------------------------------ assignment
 
-    def subscribe(self, topics: Sequence[str], *, on_assign: RebalanceListener | None = None,
-                  on_revoke: RebalanceListener | None = None) -> None:
-        """Join ``group_id`` consuming ``topics``; partitions are assigned by the group."""
+    def subscribe(self, topics: Sequence[str] = (), *,
+                  on_assign: RebalanceListener | None = None,
+                  on_revoke: RebalanceListener | None = None,
+                  subscribed_topic_regex: str | None = None) -> None:
+        """Join ``group_id`` consuming ``topics``, or every topic that matches
+        ``subscribed_topic_regex`` (evaluated by the coordinator: ``group_protocol="consumer"``
+        only); partitions are assigned by the group."""
         if self.group_id is None:
             raise KafkaClientError("subscribe() needs a group_id; use assign() without one")
         if self._manual:
             raise KafkaClientError("cannot subscribe(): partitions were assigned manually")
-        if not topics:
+        if subscribed_topic_regex is not None and self.group_protocol != "consumer":
+            raise ValueError("subscribed_topic_regex needs group_protocol='consumer'")
+        if not topics and not subscribed_topic_regex:
             raise ValueError("subscribe() needs at least one topic")
         self._on_assign = on_assign or self._on_assign
         self._on_revoke = on_revoke or self._on_revoke
         self.client.add_topics(topics)
-        if self._group is not None:
-            self._group.topics = sorted(set(topics))
-            self._group.request_rejoin()
+        group = self._group
+        if group is not None:
+            group.topics = sorted(set(topics))
+            if isinstance(group, ConsumerGroupMember):
+                group.topic_regex = subscribed_topic_regex
+            group.request_rejoin()
             return
-        self._group = GroupMembership(
-            self.client, self.group_id, topics, on_assigned=self._assigned,
-            on_revoked=self._revoked, on_lost=self._lost,
-            wake=self.fetcher.data_ready.set, **self._group_settings)  # type: ignore[arg-type]
+        callbacks: dict[str, Any] = {"on_assigned": self._assigned, "on_revoked": self._revoked,
+                                     "on_lost": self._lost, "wake": self.fetcher.data_ready.set}
+        settings = self._group_settings
+        if self.group_protocol == "consumer":
+            # group.consumer.heartbeat.interval.ms and the assignors are the broker's here.
+            self._group = ConsumerGroupMember(
+                self.client, self.group_id, topics, topic_regex=subscribed_topic_regex,
+                remote_assignor=self._remote_assignor,
+                session_timeout_ms=settings["session_timeout_ms"],
+                rebalance_timeout_ms=settings["rebalance_timeout_ms"],
+                max_poll_interval_ms=settings["max_poll_interval_ms"],
+                group_instance_id=settings["group_instance_id"], **callbacks)
+            return
+        self._group = GroupMembership(self.client, self.group_id, topics, **callbacks,
+                                      **settings)
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Consume exactly ``partitions`` (no group management)."""

@@ -56,6 +56,9 @@ class CommitFailed(KafkaClientError):
 
 
 class GroupMembership:
+    # OffsetCommit codes that mean this member may no longer commit: it must rejoin.
+    commit_refused: frozenset[int] = frozenset({*_RESET_MEMBER, ErrorCode.rebalance_in_progress})
+
     def __init__(self, client: ClusterClient, group_id: str, topics: Sequence[str], *,
                  assignors: Sequence[str] = ("range", "cooperative-sticky"),
                  session_timeout_ms: int = 45_000, rebalance_timeout_ms: int = 300_000,
@@ -298,7 +301,7 @@ class GroupMembership:
                 return
             code = min(codes)
             self._handle_code(code)
-            if code in _RESET_MEMBER or code == ErrorCode.rebalance_in_progress:
+            if code in self.commit_refused:
                 self.request_rejoin()
                 raise CommitFailed(f"commit of group {self.group_id!r} refused: "
                                    f"{BrokerResponseError(code)}; the group rebalanced")

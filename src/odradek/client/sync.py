@@ -244,7 +244,7 @@ class Consumer:
         while True:
             yield from self.poll(1000)
 
-    def subscribe(self, topics: Sequence[str], **listeners: Any) -> None:
+    def subscribe(self, topics: Sequence[str] = (), **listeners: Any) -> None:
         run(self._call(self._async.subscribe, topics, **listeners))
 
     def assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:

@@ -42,16 +42,20 @@ from .assignors import ASSIGNORS, AssignmentSpec, assignor_names
 from .errors import (
     FencedMemberEpoch,
     GroupMaxSizeReached,
+    IllegalGeneration,
     InvalidRegularExpression,
+    StaleMemberEpoch,
     UnknownMemberId,
     UnreleasedInstanceId,
     UnsupportedAssignor,
 )
+from .member import Protocols
 from .reconciliation import MemberAssignment, MemberState, Partitions, next_assignment
 
 __all__ = [
     "LEAVE_EPOCH",
     "STATIC_LEAVE_EPOCH",
+    "ClassicMetadata",
     "ConsumerGroup",
     "ConsumerGroupState",
     "ConsumerHeartbeat",
@@ -104,6 +108,16 @@ class HeartbeatResult:
     assignment: Partitions | None = None  # None: unchanged, not sent
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member speaking the classic protocol (JoinGroup/SyncGroup) inside a consumer
+    group also has (Kafka's ``ClassicMemberMetadata``): its JoinGroup's session timeout and
+    protocols, each protocol's metadata being a ConsumerProtocolSubscription."""
+
+    session_timeout_ms: int
+    protocols: Protocols
+
+
 @dataclass(eq=False)
 class ConsumerMember:
     member_id: str
@@ -121,6 +135,11 @@ class ConsumerMember:
     # The member epoch at which each owned partition came to this member (KIP-1251): an
     # offset commit carrying an epoch at least that old is still the owner's.
     assignment_epochs: dict[TopicPartition, int] = field(default_factory=dict)
+    classic: ClassicMetadata | None = None  # None: the member speaks the consumer protocol
+
+    def session_timeout_ms(self, config: GroupCoordinatorConfig) -> int:
+        return (self.classic.session_timeout_ms if self.classic is not None
+                else config.consumer_session_timeout_ms)
 
     def subscribed_topics(self, topics: Iterable[str]) -> frozenset[str]:
         """The existing topics this member subscribes to, by name or by its expression."""
@@ -172,6 +191,25 @@ class ConsumerGroup:
             member, subscription_changed = self._member_for(now_ms, request)
         except KafkaError as exc:
             return HeartbeatResult(exc.code, str(exc) or None)
+        member.classic = None  # a classic member that rolled to the consumer protocol
+        before, after = self.advance(now_ms, member, request.owned, topics,
+                                     subscription_changed)
+        send = (request.member_epoch == JOIN_EPOCH or after.assigned != before.assigned
+                or after.member_epoch != before.member_epoch
+                or (request.owned is not None and request.owned != after.assigned))
+        return HeartbeatResult(
+            member_id=member.member_id,
+            member_epoch=after.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            assignment=after.assigned if send else None,
+        )
+
+    def advance(self, now_ms: int, member: ConsumerMember, owned: Partitions | None,
+                topics: Mapping[str, int], subscription_changed: bool,
+                ) -> tuple[MemberAssignment, MemberAssignment]:
+        """One step of the protocol for ``member`` (a heartbeat, or a classic member's
+        JoinGroup): bump the group epoch if what the assignment depends on changed, compute
+        the target if it is behind, move the member towards it; (before, after)."""
         counts = self._subscribed_partition_counts(topics)
         if not self.partition_counts_known:
             self.partition_counts, self.partition_counts_known = counts, True
@@ -183,22 +221,24 @@ class ConsumerGroup:
         before = member.assignment
         after = next_assignment(before, self.assignment_epoch,
                                 self.target.get(member.member_id, _NO_PARTITIONS),
-                                request.owned, self.owners.get, member.member_id)
+                                owned, self.owners.get, member.member_id)
         self._set_assignment(member, after)
-        member.session_deadline_ms = now_ms + self.config.consumer_session_timeout_ms
+        member.session_deadline_ms = now_ms + member.session_timeout_ms(self.config)
         if after.state is not MemberState.UNREVOKED_PARTITIONS:
             member.rebalance_deadline_ms = None
         elif before.state is not MemberState.UNREVOKED_PARTITIONS or before != after:
             member.rebalance_deadline_ms = now_ms + member.rebalance_timeout_ms
-        send = (request.member_epoch == JOIN_EPOCH or after.assigned != before.assigned
-                or after.member_epoch != before.member_epoch
-                or (request.owned is not None and request.owned != after.assigned))
-        return HeartbeatResult(
-            member_id=member.member_id,
-            member_epoch=after.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
-            assignment=after.assigned if send else None,
-        )
+        return before, after
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Whether a partition of the member's target is still held by another member."""
+        target = self.target.get(member.member_id, _NO_PARTITIONS)
+        return any(self.owners.get(tp, member.member_id) != member.member_id
+                   for tp in target - member.assignment.assigned)
+
+    @property
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.classic is not None]
 
     def _member_for(self, now_ms: int,
                     request: ConsumerHeartbeat) -> tuple[ConsumerMember, bool]:
@@ -227,21 +267,33 @@ class ConsumerGroup:
             request.client_host, request.rebalance_timeout_ms,
             session_deadline_ms=now_ms + self.config.consumer_session_timeout_ms,
         )
-        previous_id = (self.static_members.get(request.instance_id)
-                       if request.instance_id is not None else None)
+        return self.add_member(member)
+
+    def add_member(self, member: ConsumerMember, *, take_over: bool = False) -> ConsumerMember:
+        """A joining member, or the static member it replaces (then with that one's place).
+        ``take_over``: a classic static member replaces its instance's entry even while that
+        one is in use (the classic protocol fences the old id instead of refusing).
+
+        :raises UnreleasedInstanceId: the static instance is still in use.
+        :raises GroupMaxSizeReached: ``group.consumer.max.size`` members already.
+        """
+        previous_id = (self.static_members.get(member.instance_id)
+                       if member.instance_id is not None else None)
         if previous_id is not None:
             previous = self.members[previous_id]
-            if previous.assignment.member_epoch != STATIC_LEAVE_EPOCH:
+            left = previous.assignment.member_epoch == STATIC_LEAVE_EPOCH
+            if not left and not take_over:
                 raise UnreleasedInstanceId(
-                    f"Static member {previous_id} with instance id {request.instance_id} "
+                    f"Static member {previous_id} with instance id {member.instance_id} "
                     f"is not released yet.")
             # The restarted instance takes over its old entry: same target, same partitions.
             member.subscribed_topic_names = previous.subscribed_topic_names
             member.subscribed_topic_regex = previous.subscribed_topic_regex
             member.server_assignor = previous.server_assignor
-            restored = replace(previous.assignment,
-                               member_epoch=previous.assignment.previous_member_epoch)
-            self._remove(previous_id, bump=False)
+            restored = (replace(previous.assignment,
+                                member_epoch=previous.assignment.previous_member_epoch)
+                        if left else previous.assignment)
+            self.remove(previous_id, bump=False)
             self.target[member.member_id] = self.target.pop(previous_id, _NO_PARTITIONS)
             self.members[member.member_id] = member
             self._set_assignment(member, restored)
@@ -251,8 +303,8 @@ class ConsumerGroup:
                     f"The consumer group has reached its maximum capacity of "
                     f"{self.config.consumer_max_size} members.")
             self.members[member.member_id] = member
-        if request.instance_id is not None:
-            self.static_members[request.instance_id] = member.member_id
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
         return member
 
     def _update_subscription(self, member: ConsumerMember, request: ConsumerHeartbeat) -> bool:
@@ -287,7 +339,7 @@ class ConsumerGroup:
                 previous_member_epoch=member.assignment.member_epoch)
             member.rebalance_deadline_ms = None
         else:
-            self._remove(member.member_id, bump=True)
+            self.remove(member.member_id, bump=True)
         return HeartbeatResult(member_id=member.member_id, member_epoch=request.member_epoch)
 
     # ------------------------------------------------------------------ assignment
@@ -328,7 +380,7 @@ class ConsumerGroup:
             epochs[tp] = assignment.member_epoch
         member.assignment = assignment
 
-    def _remove(self, member_id: str, *, bump: bool) -> None:
+    def remove(self, member_id: str, *, bump: bool) -> None:
         member = self.members.pop(member_id)
         for tp in member.assignment.owned:
             if self.owners.get(tp) == member_id:
@@ -340,6 +392,18 @@ class ConsumerGroup:
             self.target.pop(member_id, None)
             self.group_epoch += 1
 
+    def rebuild_indexes(self) -> None:
+        """Derive from the members what they do not hold themselves: who owns each
+        partition, the static members, and since when each partition is owned (unknown
+        after a load or a conversion: the member's epoch, the safe newest one)."""
+        self.owners = {tp: m.member_id for m in self.members.values()
+                       for tp in m.assignment.owned}
+        self.static_members = {m.instance_id: m.member_id for m in self.members.values()
+                               if m.instance_id is not None}
+        for member in self.members.values():
+            member.assignment_epochs = dict.fromkeys(member.assignment.owned,
+                                                     member.assignment.member_epoch)
+
     # ------------------------------------------------------------------ time
 
     def next_deadline(self) -> int | None:
@@ -347,13 +411,17 @@ class ConsumerGroup:
                      for d in (m.session_deadline_ms, m.rebalance_deadline_ms) if d is not None]
         return min(deadlines, default=None)
 
+    def expired(self, now_ms: int) -> list[str]:
+        """Members whose session expired or who did not revoke (or rejoin) in time."""
+        return [m.member_id for m in self.members.values()
+                if m.session_deadline_ms <= now_ms
+                or (m.rebalance_deadline_ms is not None and m.rebalance_deadline_ms <= now_ms)]
+
     def poll(self, now_ms: int) -> list[str]:
-        """Remove members whose session expired or who did not revoke in time."""
-        expired = [m.member_id for m in self.members.values()
-                   if m.session_deadline_ms <= now_ms
-                   or (m.rebalance_deadline_ms is not None and m.rebalance_deadline_ms <= now_ms)]
+        """Remove the :meth:`expired` members."""
+        expired = self.expired(now_ms)
         for member_id in expired:
-            self._remove(member_id, bump=True)
+            self.remove(member_id, bump=True)
         return expired
 
     # ------------------------------------------------------------------ offsets
@@ -374,6 +442,10 @@ class ConsumerGroup:
         if member is None:
             raise UnknownMemberId(f"Member {member_id} is not a member of group "
                                   f"{self.group_id}.")
+        if member.classic is not None and member_epoch != member.assignment.member_epoch:
+            # A classic client knows generations only (Kafka: ILLEGAL_GENERATION, it rejoins).
+            raise IllegalGeneration(f"The generation {member_epoch} is not the member epoch "
+                                    f"{member.assignment.member_epoch}.")
         if member_epoch > member.assignment.member_epoch:
             raise FencedMemberEpoch(f"The member epoch {member_epoch} is newer than "
                                     f"{member.assignment.member_epoch}.")
@@ -381,6 +453,22 @@ class ConsumerGroup:
             return set()
         since = member.assignment_epochs
         return {tp for tp in partitions if since.get(tp, member_epoch + 1) > member_epoch}
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+ (Kafka's ``ConsumerGroup.validateOffsetFetch``): a request with no
+        member (an admin, or a client outside the group) reads freely; a member must be
+        one of the group and send its current epoch exactly, else STALE_MEMBER_EPOCH makes
+        it refresh its epoch before trusting what it reads."""
+        if member_id is None and member_epoch < 0:
+            return
+        member = self.members.get(member_id or "")
+        if member is None:
+            raise UnknownMemberId(f"Member {member_id} is not a member of group "
+                                  f"{self.group_id}.")
+        if member_epoch != member.assignment.member_epoch:
+            raise StaleMemberEpoch(f"The received member epoch {member_epoch} does not match "
+                                   f"the expected member epoch "
+                                   f"{member.assignment.member_epoch}.")
 
 
 def _check_epoch(member: ConsumerMember, request: ConsumerHeartbeat) -> None:

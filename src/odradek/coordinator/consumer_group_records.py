@@ -7,7 +7,10 @@ flexible: compact strings and arrays, an empty tagged-field section after each s
     3 ConsumerGroupMetadata          key: group            value: epoch int32
     5 ConsumerGroupMemberMetadata    key: group, member    value: instanceId string?,
           rackId string?, clientId string, clientHost string, subscribedTopicNames [string],
-          subscribedTopicRegex string?, rebalanceTimeoutMs int32, serverAssignor string?
+          subscribedTopicRegex string?, rebalanceTimeoutMs int32, serverAssignor string?,
+          tagged field 0 classicMemberMetadata (members speaking the classic protocol), a
+          nullable struct: presence int8 (1), sessionTimeoutMs int32,
+          supportedProtocols [name string, metadata bytes]
     6 ConsumerGroupTargetAssignmentMetadata  key: group    value: assignmentEpoch int32
     7 ConsumerGroupTargetAssignmentMember    key: group, member
           value: topicPartitions [topicId uuid, partitions [int32]]
@@ -38,13 +41,14 @@ from odradek.protocol.binary import BinaryReader, BinaryWriter
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .consumer_group import ConsumerGroup, ConsumerMember
+from .consumer_group import ClassicMetadata, ConsumerGroup, ConsumerMember
 from .reconciliation import MemberAssignment, MemberState, Partitions
 
 __all__ = [
     "CONSUMER_GROUP_KEY_TYPES",
     "Snapshot",
     "changed_records",
+    "conversion_records",
     "deletion_records",
     "finish_load",
     "replay_consumer_group_record",
@@ -59,7 +63,7 @@ _STATE_BYTES = {MemberState.STABLE: 0, MemberState.UNREVOKED_PARTITIONS: 1,
 _STATES = {byte: state for state, byte in _STATE_BYTES.items()}
 
 MemberMetadata = tuple[str | None, str | None, str, str, tuple[str, ...], str | None, int,
-                       str | None]
+                       str | None, ClassicMetadata | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,7 @@ class Snapshot:
 
 def _metadata(m: ConsumerMember) -> MemberMetadata:
     return (m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-            m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor)
+            m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic)
 
 
 _T = TypeVar("_T")
@@ -121,6 +125,20 @@ def changed_records(group_id: str, before: Snapshot, after: Snapshot,
     return records
 
 
+def conversion_records(group_id: str, before: ConsumerGroup | None,
+                       after: ConsumerGroup | None, topic_ids: Mapping[str, uuid.UUID],
+                       now_ms: int) -> list[Record]:
+    """The records of a group that starts or stops being a consumer group (an upgrade from,
+    a downgrade to, a classic group): all of ``after`` from nothing (Kafka's
+    ``createConsumerGroupRecords``), or tombstones of everything ``before`` wrote."""
+    if after is not None:
+        return changed_records(group_id, snapshot(None), snapshot(after), topic_ids, now_ms)
+    gone = snapshot(before)
+    emptied = Snapshot(gone.group_epoch, gone.assignment_epoch, {}, {}, {})
+    return (changed_records(group_id, gone, emptied, topic_ids, now_ms)
+            + deletion_records(group_id, now_ms))
+
+
 # ---------------------------------------------------------------------------------- replay
 
 
@@ -162,18 +180,17 @@ def replay_consumer_group_record(
             assigned = _read_partitions(body, topic_names)
             member.assignment = MemberAssignment(state, epoch, previous, assigned,
                                                  _read_partitions(body, topic_names))
+            # Kafka's onLoaded: a member still revoking gets its rebalance timeout again (its
+            # heartbeats alone would keep it, and the partitions it holds, forever).
+            member.rebalance_deadline_ms = (
+                now_ms + member.rebalance_timeout_ms
+                if state is MemberState.UNREVOKED_PARTITIONS else None)
 
 
 def finish_load(groups: Iterable[ConsumerGroup]) -> None:
     """Rebuild what the records do not hold: who owns each partition, the static ids."""
     for group in groups:
-        group.owners = {tp: m.member_id for m in group.members.values()
-                        for tp in m.assignment.owned}
-        group.static_members = {m.instance_id: m.member_id for m in group.members.values()
-                                if m.instance_id is not None}
-        for member in group.members.values():  # not in the records: the safe, newest epoch
-            member.assignment_epochs = dict.fromkeys(member.assignment.owned,
-                                                     member.assignment.member_epoch)
+        group.rebuild_indexes()
         group.partition_counts_known = False
 
 
@@ -188,6 +205,7 @@ def _replay_member(group: ConsumerGroup, member_id: str, body: BinaryReader | No
     regex = body.nullable_string()
     rebalance_timeout_ms = body.int32()
     assignor = body.nullable_string()
+    classic = _read_classic_metadata(body)
     member = group.members.get(member_id)
     if member is None:
         member = group.members[member_id] = ConsumerMember(
@@ -196,7 +214,29 @@ def _replay_member(group: ConsumerGroup, member_id: str, body: BinaryReader | No
     member.client_id, member.client_host = client_id, client_host
     member.subscribed_topic_names, member.subscribed_topic_regex = names, regex
     member.rebalance_timeout_ms, member.server_assignor = rebalance_timeout_ms, assignor
-    member.session_deadline_ms = now_ms + group.config.consumer_session_timeout_ms
+    member.classic = classic
+    member.session_deadline_ms = now_ms + member.session_timeout_ms(group.config)
+
+
+def _read_classic_metadata(body: BinaryReader) -> ClassicMetadata | None:
+    """The value's tagged fields: tag 0 is the classic member metadata, others skipped."""
+    classic = None
+    for _ in range(body.uvarint() if body.more else 0):
+        tag, size = body.uvarint(), body.uvarint()
+        field_bytes = body._take(size)
+        if tag != 0:
+            continue
+        struct = BinaryReader(field_bytes, flexible=True)
+        if struct.int8() < 0:  # a nullable struct's presence byte
+            continue
+        session_timeout_ms = struct.int32()
+        protocols = []
+        for _ in range(struct.array_length()):
+            name, metadata = struct.string(), struct.bytes_()
+            struct.skip_tagged_fields()
+            protocols.append((name, metadata))
+        classic = ClassicMetadata(session_timeout_ms, tuple(protocols))
+    return classic
 
 
 # ---------------------------------------------------------------------------------- bytes
@@ -211,11 +251,12 @@ def _key(key_type: int, group_id: str, member_id: str | None) -> bytes:
     return bytes(writer.out)
 
 
-def _value(fill: Callable[[BinaryWriter], None]) -> bytes:
+def _value(fill: Callable[[BinaryWriter], None], tagged_fields: bytes = b"\x00") -> bytes:
+    """Value version 0; ``tagged_fields``: the struct's tagged-field section (none)."""
     writer = BinaryWriter()
     writer.int16(0)
     fill(writer)
-    writer.out += b"\x00"  # no tagged fields
+    writer.out += tagged_fields
     return bytes(writer.out)
 
 
@@ -236,7 +277,8 @@ def _compact_string(writer: BinaryWriter, value: str | None) -> None:
 
 
 def _member_metadata_value(metadata: MemberMetadata) -> bytes:
-    instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor = metadata
+    instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor, classic = (
+        metadata)
 
     def fill(writer: BinaryWriter) -> None:
         _compact_string(writer, instance_id)
@@ -250,7 +292,27 @@ def _member_metadata_value(metadata: MemberMetadata) -> bytes:
         writer.int32(timeout)
         _compact_string(writer, assignor)
 
-    return _value(fill)
+    return _value(fill, b"\x00" if classic is None else _classic_metadata(classic))
+
+
+def _classic_metadata(classic: ClassicMetadata) -> bytes:
+    """A tagged-field section holding tag 0, the classic member metadata (a nullable
+    struct: a presence byte 1, then its fields)."""
+    struct = BinaryWriter()
+    struct.int8(1)
+    struct.int32(classic.session_timeout_ms)
+    _uvarint(struct, len(classic.protocols) + 1)
+    for name, metadata in classic.protocols:
+        _compact_string(struct, name)
+        _uvarint(struct, len(metadata) + 1)
+        struct.out += metadata
+        struct.out += b"\x00"
+    struct.out += b"\x00"
+    writer = BinaryWriter()
+    _uvarint(writer, 1)  # one tagged field
+    _uvarint(writer, 0)  # its tag
+    _uvarint(writer, len(struct.out))
+    return bytes(writer.out + struct.out)
 
 
 def _partitions(writer: BinaryWriter, partitions: Partitions,

@@ -31,12 +31,8 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .append_errors import (
-    AppendFailed,
-    AppendTimedOut,
-    append_error_to_coordinator_error,
-    commit_failed,
-)
+from .append_errors import append_error_to_coordinator_error, commit_failed
+from .appends import OffsetsAppender
 from .consumer_group import ConsumerGroup, ConsumerHeartbeat, HeartbeatResult
 from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest
@@ -45,7 +41,7 @@ from .group_state import GroupState
 from .offsets_log import OffsetsLog
 from .offsets_topic_format import OffsetCommitKey, decode_key
 from .partitioning import partition_for_group
-from .results import JoinResult, Output, Reply, StoreGroup, SyncResult
+from .results import AppendRecords, JoinResult, Output, Reply, StoreGroup, SyncResult
 from .shard import CommitPlan, CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
 
 __all__ = ["GroupCoordinator", "GroupDescription"]
@@ -53,6 +49,9 @@ __all__ = ["GroupCoordinator", "GroupDescription"]
 log = logging.getLogger(__name__)
 
 _R = TypeVar("_R", JoinResult, SyncResult)
+_T = TypeVar("_T")
+LeaveAnswer = tuple[ErrorCode, list[ErrorCode]]
+"""LeaveGroup's (top-level error, one error per member)."""
 
 
 @dataclass
@@ -75,18 +74,23 @@ class GroupCoordinator:
         clock: Callable[[], int] = wall_ms,
         new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
         topic_ids: Callable[[], Mapping[str, uuid.UUID]] = dict,
+        partition_counts: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         """``topic_ids``: the cluster's topic ids by name, which consumer-group records
-        are written with (and resolved by when a partition's groups load)."""
+        are written with (and resolved by when a partition's groups load);
+        ``partition_counts``: every topic's partition count, which a classic member joining
+        a consumer group is assigned from (without it, the group's last known counts)."""
         self.config = config
         self._topic_ids = topic_ids
+        self._partition_counts = partition_counts
         self.offsets_log = offsets_log
+        self._appender = OffsetsAppender(offsets_log, config.offset_commit_timeout_ms)
         self._clock = clock
         self._new_uuid = new_uuid
         self._slots: dict[int, _Slot] = {}
         self._waiters: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
         self._next_token = 0
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -163,7 +167,9 @@ class GroupCoordinator:
         except KafkaError as exc:
             return JoinResult(exc.code, request.member_id)
         token, future = self._park()
-        self._handle(slot, group_id, slot.shard.join(self._clock(), token, group_id, request))
+        topics = None if self._partition_counts is None else self._partition_counts()
+        self._handle(slot, group_id, slot.shard.join(self._clock(), token, group_id, request,
+                                                     topics, self._topic_ids()))
         bound_ms = request.rebalance_timeout_ms + self.config.initial_rebalance_delay_ms
         return await self._wait(token, future, bound_ms, JoinResult(
             ErrorCode.rebalance_in_progress, request.member_id))
@@ -207,15 +213,29 @@ class GroupCoordinator:
 
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
-    ) -> tuple[ErrorCode, list[ErrorCode]]:
+    ) -> LeaveAnswer | Awaitable[LeaveAnswer]:
         """(top-level error, per-member errors) for LeaveGroup v3+; v0-v2 use the single
-        member's error as the top-level one."""
+        member's error as the top-level one. Members leaving a consumer group change its
+        records: as in Kafka, the answer waits until they are written (a member told it
+        left must not reappear after a coordinator failover), and carries the write's error
+        if that fails. A classic group's leave writes nothing until its next generation."""
         try:
             slot = self._membership_slot(group_id)
         except KafkaError as exc:
             return exc.code, [exc.code] * len(members)
-        top, errors, out = slot.shard.leave(self._clock(), group_id, members)
-        self._handle(slot, group_id, out)
+        top, errors, out = slot.shard.leave(self._clock(), group_id, members,
+                                            self._topic_ids())
+        writes = self._deliver(out, slot)
+        self._reschedule(slot, group_id)
+        return (top, errors) if not writes else self._leave_when_written(top, errors, writes)
+
+    async def _leave_when_written(self, top: ErrorCode, errors: list[ErrorCode],
+                                  writes: list[asyncio.Task[ErrorCode]]) -> LeaveAnswer:
+        for write in writes:
+            # shielded: a client hanging up must not cancel the group's own write
+            error = await asyncio.shield(write)
+            if error is not ErrorCode.none:
+                return error, [error] * len(errors)
         return top, errors
 
     def consumer_group_heartbeat(
@@ -228,13 +248,13 @@ class GroupCoordinator:
             slot = self._membership_slot(group_id)
         except KafkaError as exc:
             return HeartbeatResult(exc.code, str(exc) or None)
-        result, records = slot.shard.consumer_heartbeat(self._clock(), group_id, request,
-                                                        topics, topic_ids)
-        self._reschedule(slot, group_id)
+        result, records, out = slot.shard.consumer_heartbeat(self._clock(), group_id, request,
+                                                             topics, topic_ids)
+        self._handle(slot, group_id, out)
         if not records:
             return result
         try:
-            pending = self._start_append(slot.shard.partition, records)
+            pending = self._appender.start(slot.shard.partition, records)
         except KafkaError as exc:
             return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
         return result if pending is None else self._heartbeat_when_appended(result, pending)
@@ -242,7 +262,7 @@ class GroupCoordinator:
     async def _heartbeat_when_appended(self, result: HeartbeatResult,
                                        pending: Awaitable[None]) -> HeartbeatResult:
         try:
-            await self._bounded(pending)
+            await self._appender.bounded(pending)
         except KafkaError as exc:
             return HeartbeatResult(append_error_to_coordinator_error(exc.code), str(exc))
         return result
@@ -293,7 +313,7 @@ class GroupCoordinator:
         if not plan.records:
             return plan.errors
         try:
-            pending = self._start_append(slot.shard.partition, plan.records)
+            pending = self._appender.start(slot.shard.partition, plan.records)
         except KafkaError as exc:
             return commit_failed(plan, exc)
         if pending is not None:
@@ -305,7 +325,7 @@ class GroupCoordinator:
     async def _commit_when_appended(self, slot: _Slot, plan: CommitPlan,
                                     pending: Awaitable[None]) -> dict[TopicPartition, ErrorCode]:
         try:
-            await self._bounded(pending)
+            await self._appender.bounded(pending)
         except KafkaError as exc:
             return commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
@@ -333,7 +353,7 @@ class GroupCoordinator:
         if not plan.records:
             return plan.errors
         try:
-            await self._append(slot.shard.partition, plan.records, producer)
+            await self._appender.append(slot.shard.partition, plan.records, producer)
         except KafkaError as exc:
             return commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
@@ -384,7 +404,7 @@ class GroupCoordinator:
         self._reschedule(slot, group_id)  # the group may be gone with its last offset
         if records:
             try:
-                await self._append(slot.shard.partition, records)
+                await self._appender.append(slot.shard.partition, records)
             except KafkaError as exc:
                 return append_error_to_coordinator_error(exc.code), {}
         return top, errors
@@ -442,7 +462,7 @@ class GroupCoordinator:
             self._cancel_timer(slot, group_id)
             if records:
                 try:
-                    await self._append(slot.shard.partition, records)
+                    await self._appender.append(slot.shard.partition, records)
                 except KafkaError as exc:
                     error = append_error_to_coordinator_error(exc.code)
             results[group_id] = error
@@ -457,7 +477,7 @@ class GroupCoordinator:
             records = slot.shard.expire_offsets(self._clock())
             if records:
                 try:
-                    await self._append(slot.shard.partition, records)
+                    await self._appender.append(slot.shard.partition, records)
                     written += len(records)
                 except KafkaError as exc:
                     log.warning("could not write expired-offset tombstones: %s", exc)
@@ -504,26 +524,39 @@ class GroupCoordinator:
         self._deliver(outputs, slot)
         self._reschedule(slot, group_id)
 
-    def _deliver(self, outputs: Iterable[Output], slot: _Slot | None = None) -> None:
+    def _deliver(self, outputs: Iterable[Output],
+                 slot: _Slot | None = None) -> list[asyncio.Task[ErrorCode]]:
+        """Answer the replies and start the appends, in order; the tasks of the
+        consumer-group appends (:class:`AppendRecords`), for a request that waits on them."""
+        writes: list[asyncio.Task[ErrorCode]] = []
         for output in outputs:
             if isinstance(output, Reply):
                 self._answer(output)
-            elif slot is not None:
-                self._spawn(self._store_group(slot, output))
+            elif slot is None:
+                continue
+            elif isinstance(output, StoreGroup):
+                appended = self._appender.begin(slot.shard.partition, [output.record])
+                self._spawn(self._store_group(slot, output, appended))
+            else:
+                appended = self._appender.begin(slot.shard.partition, list(output.records))
+                writes.append(self._spawn(self._append_records(output, appended)))
+        return writes
 
     def _answer(self, reply: Reply) -> None:
         future = self._waiters.get(reply.token)
         if future is not None and not future.done():
             future.set_result(reply.result)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
         task = asyncio.get_running_loop().create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
-    async def _store_group(self, slot: _Slot, store: StoreGroup) -> None:
+    async def _store_group(self, slot: _Slot, store: StoreGroup,
+                           appended: Awaitable[None]) -> None:
         try:
-            await self._append(slot.shard.partition, [store.record])
+            await appended
         except KafkaError as exc:
             error = append_error_to_coordinator_error(exc.code)
             for reply in store.replies:
@@ -536,36 +569,19 @@ class GroupCoordinator:
         for reply in store.replies:
             self._answer(reply)
 
-    async def _append(self, partition: int, records: list[Record],
-                      producer: tuple[int, int] | None = None) -> None:
-        pending = self._start_append(partition, records, producer)
-        if pending is not None:
-            await self._bounded(pending)
-
-    def _start_append(self, partition: int, records: list[Record],
-                      producer: tuple[int, int] | None = None) -> Awaitable[None] | None:
+    async def _append_records(self, append: AppendRecords,
+                              appended: Awaitable[None]) -> ErrorCode:
         try:
-            return self.offsets_log.start_append(partition, records, producer)
-        except KafkaError:
-            raise
-        except Exception as exc:  # a bug or I/O error below us: still answer the client
-            log.exception("offsets append failed")
-            raise AppendFailed(str(exc)) from exc
-
-    async def _bounded(self, pending: Awaitable[None]) -> None:
-        """Wait for an append under ``offsets.commit.timeout.ms``."""
-        try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the append in a Task of
-            # its own, one more task and loop turn per commit.
-            async with asyncio.timeout(self.config.offset_commit_timeout_ms / 1000):
-                await pending
-        except TimeoutError as exc:
-            raise AppendTimedOut("offsets append timed out") from exc
-        except KafkaError:
-            raise
-        except Exception as exc:
-            log.exception("offsets append failed")
-            raise AppendFailed(str(exc)) from exc
+            await appended
+        except KafkaError as exc:
+            error = append_error_to_coordinator_error(exc.code)
+            log.warning("could not write consumer-group records: %s", exc)
+            for reply in append.replies:
+                self._answer(reply.with_error(error))
+            return error
+        for reply in append.replies:
+            self._answer(reply)
+        return ErrorCode.none
 
     def _reschedule(self, slot: _Slot, group_id: str) -> None:
         self._cancel_timer(slot, group_id)
@@ -588,13 +604,14 @@ class GroupCoordinator:
             return
         records = slot.shard.expire_consumer_members(self._clock(), group_id, self._topic_ids())
         if records:
-            self._spawn(self._append_expiry(slot.shard.partition, records))
+            self._spawn(self._append_expiry(self._appender.begin(slot.shard.partition,
+                                                                 records)))
         self._handle(slot, group_id, slot.shard.poll(self._clock(), group_id))
 
-    async def _append_expiry(self, partition: int, records: list[Record]) -> None:
+    async def _append_expiry(self, appended: Awaitable[None]) -> None:
         """Members removed by a timer: no client waits, so a failure is only logged (a
         reload then brings them back until their session times out again)."""
         try:
-            await self._append(partition, records)
+            await appended
         except KafkaError as exc:
             log.warning("could not write expired consumer-group members: %s", exc)

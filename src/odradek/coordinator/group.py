@@ -327,6 +327,12 @@ class Group:
         self._transition(GroupState.PREPARING_REBALANCE, now_ms)
         self._maybe_complete_join(now_ms, out)
 
+    def rebalance(self, now_ms: int) -> list[Output]:
+        """Start a rebalance now (a group just downgraded from a consumer group)."""
+        out: list[Output] = []
+        self._prepare_rebalance(now_ms, out)
+        return out
+
     def _maybe_prepare_rebalance(self, now_ms: int, out: list[Output]) -> None:
         if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
             self._prepare_rebalance(now_ms, out)

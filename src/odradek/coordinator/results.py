@@ -14,7 +14,15 @@ from dataclasses import dataclass, replace
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import Record
 
-__all__ = ["JoinMember", "JoinResult", "Output", "Reply", "StoreGroup", "SyncResult"]
+__all__ = [
+    "AppendRecords",
+    "JoinMember",
+    "JoinResult",
+    "Output",
+    "Reply",
+    "StoreGroup",
+    "SyncResult",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,4 +84,13 @@ class StoreGroup:
     replies: tuple[Reply, ...] = ()
 
 
-Output = Reply | StoreGroup
+@dataclass(frozen=True, slots=True)
+class AppendRecords:
+    """Append a consumer group's records (a classic member joining it, members leaving it,
+    a downgrade); send ``replies`` once they are committed, or with the append's error."""
+
+    records: tuple[Record, ...]
+    replies: tuple[Reply, ...] = ()
+
+
+Output = Reply | StoreGroup | AppendRecords

@@ -23,10 +23,18 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition
 
-from .consumer_group import ConsumerGroup, ConsumerGroupState, ConsumerHeartbeat, HeartbeatResult
+from .classic_members import classic_heartbeat, classic_join, classic_sync
+from .consumer_group import (
+    LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupState,
+    ConsumerHeartbeat,
+    HeartbeatResult,
+)
 from .consumer_group_records import (
     CONSUMER_GROUP_KEY_TYPES,
     changed_records,
+    conversion_records,
     deletion_records,
     finish_load,
     replay_consumer_group_record,
@@ -34,7 +42,9 @@ from .consumer_group_records import (
 )
 from .errors import GroupIdNotFound, NonEmptyGroup
 from .group import Group, JoinRequest
+from .group_conversion import downgrade_allowed
 from .group_state import GroupState
+from .migration import leave_consumer_group, remove_consumer_members, upgrade
 from .offsets import (
     OffsetAndMetadata,
     expired_offsets,
@@ -54,7 +64,7 @@ from .offsets_topic_format import (
     offset_commit_key_topic,
     offset_commit_value_bytes,
 )
-from .results import JoinResult, Output, Reply, SyncResult
+from .results import AppendRecords, JoinResult, Output, Reply, SyncResult
 
 __all__ = [
     "CommitPlan",
@@ -63,7 +73,6 @@ __all__ = [
     "OffsetCommitEntry",
     "PartitionOffset",
 ]
-
 
 
 class OffsetCommitEntry(NamedTuple):
@@ -135,20 +144,41 @@ class CoordinatorShard:
 
     # ------------------------------------------------------------------ membership
 
-    def join(self, now_ms: int, token: int, group_id: str, request: JoinRequest) -> list[Output]:
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None and consumer_group.members:
-            # Classic members in a consumer group (KIP-848's migration path) are not served.
-            return [Reply(token, JoinResult(ErrorCode.inconsistent_group_protocol,
-                                            request.member_id))]
+    def _mixed(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group with members that classic requests for ``group_id`` go to."""
+        group = self.consumer_groups.get(group_id)
+        return group if group is not None and group.members else None
+
+    def join(self, now_ms: int, token: int, group_id: str, request: JoinRequest,
+             topics: Mapping[str, int] | None = None,
+             topic_ids: Mapping[str, uuid.UUID] | None = None) -> list[Output]:
+        """``topics``/``topic_ids`` (partition counts, ids by name) are needed when the
+        group is a consumer group; without them its subscribed topics count as unchanged."""
+        consumer_group = self._mixed(group_id)
+        if consumer_group is not None:  # a classic member of a consumer group
+            before = snapshot(consumer_group)
+            result = classic_join(
+                consumer_group, now_ms, request, self._new_uuid(),
+                consumer_group.partition_counts if topics is None else topics)
+            records = changed_records(group_id, before, snapshot(consumer_group),
+                                      topic_ids or {}, now_ms)
+            reply = Reply(token, result)
+            return [AppendRecords(tuple(records), (reply,)) if records else reply]
+        # An empty consumer group becomes classic: its records are tombstoned (Kafka's
+        # maybeDeleteEmptyConsumerGroup), its offsets stay.
+        dropped = self.consumer_groups.pop(group_id, None)
+        records = ([] if dropped is None else
+                   conversion_records(group_id, dropped, None, topic_ids or {}, now_ms))
+        dropping: list[Output] = [AppendRecords(tuple(records))] if records else []
         group = self.groups.get(group_id)
         if group is None:
             if request.member_id:
-                return [Reply(token, JoinResult(ErrorCode.unknown_member_id, request.member_id))]
+                return [*dropping, Reply(token, JoinResult(ErrorCode.unknown_member_id,
+                                                           request.member_id))]
             group = self._create_group(group_id, now_ms)
         out = group.join(now_ms, token, request)
         self._forget_if_unused(group)
-        return out
+        return [*dropping, *out]
 
     def sync(
         self,
@@ -162,6 +192,11 @@ class CoordinatorShard:
         protocol_type: str | None = None,
         protocol_name: str | None = None,
     ) -> list[Output]:
+        consumer_group = self._mixed(group_id)
+        if consumer_group is not None:
+            return [Reply(token, classic_sync(consumer_group, now_ms, member_id,
+                                              group_instance_id, generation_id,
+                                              protocol_type, protocol_name))]
         group = self.groups.get(group_id)
         if group is None:
             return [Reply(token, SyncResult(ErrorCode.unknown_member_id))]
@@ -174,15 +209,25 @@ class CoordinatorShard:
         self, now_ms: int, group_id: str, member_id: str, group_instance_id: str | None,
         generation_id: int,
     ) -> ErrorCode:
+        consumer_group = self._mixed(group_id)
+        if consumer_group is not None:
+            return classic_heartbeat(consumer_group, now_ms, member_id, group_instance_id,
+                                     generation_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
         return group.heartbeat(now_ms, member_id, group_instance_id, generation_id)
 
     def leave(
-        self, now_ms: int, group_id: str, members: Sequence[tuple[str, str | None]]
+        self, now_ms: int, group_id: str, members: Sequence[tuple[str, str | None]],
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> tuple[ErrorCode, list[ErrorCode], list[Output]]:
         """(top-level error, one error per member, outputs)."""
+        consumer_group = self._mixed(group_id)
+        if consumer_group is not None:
+            errors, out = leave_consumer_group(self.groups, self.consumer_groups, consumer_group,
+                                               members, now_ms, topic_ids or {}, self._new_uuid)
+            return ErrorCode.none, errors, out
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.none, [ErrorCode.unknown_member_id] * len(members), []
@@ -195,25 +240,40 @@ class CoordinatorShard:
     def consumer_heartbeat(
         self, now_ms: int, group_id: str, request: ConsumerHeartbeat,
         topics: Mapping[str, int], topic_ids: Mapping[str, uuid.UUID],
-    ) -> tuple[HeartbeatResult, list[Record]]:
-        """ConsumerGroupHeartbeat, and the records of what it changed. An empty classic
-        group (only offsets) becomes a consumer group, as in Kafka; a classic group with
-        members is not a consumer group. A heartbeat with an epoch for a group this shard
-        does not hold is UNKNOWN_MEMBER_ID, which makes the member rejoin."""
+    ) -> tuple[HeartbeatResult, list[Record], list[Output]]:
+        """ConsumerGroupHeartbeat: its result, the records of what it changed, answers to
+        classic requests it ends. As in Kafka, a classic group becomes a consumer group
+        (upgraded if it has members: :mod:`odradek.coordinator.migration`), and the last
+        consumer-protocol member leaving classic ones downgrades it. An epoch for a group
+        this shard does not hold is UNKNOWN_MEMBER_ID (the member rejoins)."""
         group = self.consumer_groups.get(group_id)
-        before = snapshot(group)
+        records: list[Record] = []
+        out: list[Output] = []
         if group is None:
             classic = self.groups.get(group_id)
-            if classic is not None and classic.state is not GroupState.EMPTY:
-                return HeartbeatResult(ErrorCode.group_id_not_found,
-                                       f"Group {group_id} is not a consumer group."), []
             if request.member_epoch != 0:
                 return HeartbeatResult(ErrorCode.unknown_member_id,
                                        f"Group {group_id} has no member "
-                                       f"{request.member_id}."), []
-            group = self.consumer_groups[group_id] = ConsumerGroup(group_id, self.config)
+                                       f"{request.member_id}."), [], []
+            if classic is not None and classic.state is not GroupState.EMPTY:
+                try:
+                    group, records, out = upgrade(self.groups, self.consumer_groups, classic,
+                                                  now_ms, topic_ids)
+                except GroupIdNotFound as exc:
+                    return HeartbeatResult(exc.code, str(exc)), [], []
+            else:
+                group = self.consumer_groups[group_id] = ConsumerGroup(group_id, self.config)
+        elif request.member_epoch == LEAVE_EPOCH and request.member_id in group.members and (
+                downgrade_allowed(group, {request.member_id}, self.config)):
+            records, out = remove_consumer_members(
+                self.groups, self.consumer_groups, group, {request.member_id}, now_ms,
+                topic_ids, self._new_uuid)
+            return HeartbeatResult(member_id=request.member_id,
+                                   member_epoch=LEAVE_EPOCH), records, out
+        before = snapshot(group)
         result = group.heartbeat(now_ms, request, topics)
-        return result, changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
+        records += changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
+        return result, records, out
 
     def _forget_if_unused(self, group: Group) -> None:
         """A group created by a JoinGroup that failed at once (bad session timeout, or
@@ -251,10 +311,11 @@ class CoordinatorShard:
         group = self.consumer_groups.get(group_id)
         if group is None:
             return []
-        before = snapshot(group)
-        if not group.poll(now_ms):
-            return []
-        return changed_records(group_id, before, snapshot(group), topic_ids, now_ms)
+        # A group downgraded here has no parked classic request yet: no outputs to deliver.
+        records, _ = remove_consumer_members(self.groups, self.consumer_groups, group,
+                                             group.expired(now_ms), now_ms, topic_ids,
+                                             self._new_uuid)
+        return records
 
     def on_store_failed(self, now_ms: int, group_id: str, generation_id: int) -> list[Output]:
         group = self.groups.get(group_id)
@@ -371,6 +432,16 @@ class CoordinatorShard:
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode], list[Record]]:
         """OffsetDelete: allowed for partitions no member of a live group consumes."""
         group = self.groups.get(group_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        subscribed = None  # a consumer group's topics, while it has members
+        if consumer_group is not None and consumer_group.members:
+            subscribed = frozenset(consumer_group.partition_counts)
+        if group is None and consumer_group is not None:
+            # A consumer group that committed nothing yet exists all the same, as in Kafka:
+            # its subscribed topics are refused, the rest have nothing to delete.
+            return ErrorCode.none, {
+                tp: ErrorCode.group_subscribed_to_topic if tp.topic in (subscribed or ())
+                else ErrorCode.none for tp in partitions}, []
         try:
             if group is None or group.state is GroupState.DEAD:
                 raise GroupIdNotFound(f"group {group_id} does not exist")
@@ -379,10 +450,8 @@ class CoordinatorShard:
                 raise NonEmptyGroup(f"group {group_id} is not empty")
         except KafkaError as exc:
             return exc.code, {}, []
-        protected = (group.subscribed_topics or frozenset()) if live else frozenset()
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None and consumer_group.members:
-            protected = frozenset(consumer_group.partition_counts)
+        protected = subscribed if subscribed is not None else (
+            (group.subscribed_topics or frozenset()) if live else frozenset())
         errors: dict[TopicPartition, ErrorCode] = {}
         records = []
         for topic, partition in partitions:
@@ -424,7 +493,9 @@ class CoordinatorShard:
     # ------------------------------------------------------------------ admin
 
     def describe(self, group_id: str) -> Group | None:
-        return self.groups.get(group_id)
+        """The classic group, for DescribeGroups; a consumer group's offsets holder is not
+        one (Kafka describes it as Dead: ConsumerGroupDescribe is the way to see it)."""
+        return None if group_id in self.consumer_groups else self.groups.get(group_id)
 
     def list_groups(self, states: Iterable[str] | None = None) -> list[GroupListing]:
         """Every group, or those whose state is one of ``states`` (lower-case names)."""
@@ -521,8 +592,14 @@ class CoordinatorShard:
     def _replay_group(self, group_id: str, value: bytes | None, now_ms: int) -> None:
         existing = self.groups.get(group_id)
         if value is None:
-            # Deleted group: its offsets were tombstoned by records of their own.
-            self.groups.pop(group_id, None)
+            # Deleted group: its offsets were tombstoned by records of their own. A group
+            # that became a consumer group keeps them (the offsets holder stays).
+            if existing is not None and existing.offsets:
+                holder = Group(group_id, self.config, now_ms, self._new_uuid)
+                holder.offsets, holder.offset_keys = existing.offsets, existing.offset_keys
+                self.groups[group_id] = holder
+            else:
+                self.groups.pop(group_id, None)
             return
         group = Group.from_metadata(
             group_id, decode_group_metadata_value(value), self.config, now_ms, self._new_uuid

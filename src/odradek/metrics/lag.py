@@ -26,7 +26,14 @@ time, from its own state:
   ``lag_seconds`` sample until one is made;
 * **group state and members** for every group, including groups with no live members
   (``Empty``): they are reported as long as the coordinator keeps their offsets, i.e. until
-  ``offsets.retention.minutes`` expires them.
+  ``offsets.retention.minutes`` expires them. A group's states are those of its type: a
+  classic group's (Kafka's ``ClassicGroupState``) or a consumer-type (KIP-848) group's
+  (``Assigning`` and ``Reconciling`` instead of the two rebalance states);
+* **group epoch** and **type**: a consumer-type group's epoch is bumped by every change
+  the assignment depends on (a classic group's generation by every rebalance), so
+  ``changes()`` of it counts rebalances, as Kafka's ``consumer-group-rebalance-count``;
+  the count of groups by type and state (Kafka's ``group-count`` and
+  ``consumer-group-count``) is taken before any cap.
 
 Groups that are not consumers are left out: the exactly-once Spark sink's marker groups
 (:func:`is_sink_marker_group`) commit a micro-batch count, not a read position, so their "lag"
@@ -49,6 +56,7 @@ import concurrent.futures
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar, runtime_checkable
@@ -60,6 +68,7 @@ from .exposition import GaugeRows
 from .limits import SeriesLimit
 
 __all__ = [
+    "CONSUMER_GROUP_STATES",
     "GROUP_STATES",
     "LAG_METRICS",
     "GroupOffsets",
@@ -77,6 +86,8 @@ __all__ = [
 
 _T = TypeVar("_T")
 GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+CONSUMER_GROUP_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
+_STATES_BY_TYPE = {"classic": GROUP_STATES, "consumer": CONSUMER_GROUP_STATES}
 ROW = ("group", "topic", "partition")
 G, SCRAPED = Kind.GAUGE, Feed.SCRAPED
 
@@ -102,12 +113,25 @@ STATE = MetricSpec(
     "odradek_consumer_group_state", G,
     "1 for the group's current state, 0 for the others (Empty = no live members).",
     ("group", "state"), SCRAPED, "GroupSource.groups")
+EPOCH = MetricSpec(
+    "odradek_consumer_group_epoch", G,
+    "The group's epoch: a consumer-type (KIP-848) group's group epoch, a classic group's "
+    "generation; each increase is a rebalance.", ("group",), SCRAPED, "GroupSource.groups")
+INFO = MetricSpec(
+    "odradek_consumer_group_info", G,
+    "Always 1; the type label says which protocol the group runs: classic or consumer "
+    "(KIP-848).", ("group", "type"), SCRAPED, "GroupSource.groups")
+GROUPS = MetricSpec(
+    "odradek_group_coordinator_groups", G,
+    "Groups this coordinator owns, by type (classic, consumer) and state.", ("type", "state"),
+    SCRAPED, "GroupSource.groups")
 END_OFFSETS_AGE = MetricSpec(
     "odradek_consumer_lag_end_offsets_age_seconds", G,
     "Age of the oldest log end offset read from another broker (ListOffsets to the leader) "
     "that this scrape's lag used; 0 when all are local or fresh.", (), SCRAPED,
     "RemoteOffsetsSource.end_offsets_age")
-LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE, END_OFFSETS_AGE)
+LAG_METRICS = (COMMITTED, END_OFFSET, LAG, LAG_SECONDS, MEMBERS, STATE, EPOCH, INFO, GROUPS,
+               END_OFFSETS_AGE)
 
 
 # The name is defined here, beside the rule that hides such groups, and not in
@@ -131,7 +155,8 @@ def is_sink_marker_group(group: str) -> bool:
 
 
 class GroupOffsets(NamedTuple):
-    """One group owned by this coordinator: state, live members, committed offsets.
+    """One group owned by this coordinator: state, live members, committed offsets, type
+    (``classic`` or ``consumer``) and epoch (a classic group's generation).
 
     This and the other records built on the event loop each scrape (:class:`LogOffsets`,
     :class:`LagRow`) are named tuples: a frozen dataclass costs several times as much to
@@ -141,6 +166,8 @@ class GroupOffsets(NamedTuple):
     state: str
     members: int
     committed: Mapping[TopicPartition, int]
+    group_type: str = "classic"
+    epoch: int = 0
 
 
 @runtime_checkable
@@ -209,6 +236,7 @@ class LagSnapshot:
     groups: tuple[GroupOffsets, ...]
     rows: tuple[LagRow, ...]
     end_offsets_age: float | None = None
+    counts: tuple[tuple[str, str, int], ...] = ()  # (type, state, groups), every group
 
 
 class LagInput(NamedTuple):
@@ -314,7 +342,9 @@ class LagCollector:
         live = set(kept)
         for key in [key for key in timestamps if key not in live]:
             del timestamps[key]
-        return LagSnapshot(kept_groups, tuple(rows), data.end_offsets_age)
+        counts = Counter((g.group_type, g.state) for g in groups)
+        return LagSnapshot(kept_groups, tuple(rows), data.end_offsets_age,
+                           tuple((t, state, n) for (t, state), n in sorted(counts.items())))
 
     @staticmethod
     def families(snapshot: LagSnapshot) -> Iterator[GaugeRows]:
@@ -329,11 +359,16 @@ class LagCollector:
                 lag.add(labels, row.lag)
             if row.lag_seconds is not None:
                 seconds.add(labels, row.lag_seconds)
+        epoch, info, counts = GaugeRows(EPOCH), GaugeRows(INFO), GaugeRows(GROUPS)
         for group in snapshot.groups:
             members.add((group.group,), group.members)
-            for name in GROUP_STATES:
+            for name in _STATES_BY_TYPE.get(group.group_type, GROUP_STATES):
                 state.add((group.group, name), 1.0 if name == group.state else 0.0)
-        yield from (committed, end, lag, seconds, members, state)
+            epoch.add((group.group,), group.epoch)
+            info.add((group.group, group.group_type), 1.0)
+        for group_type, group_state, count in snapshot.counts:
+            counts.add((group_type, group_state), count)
+        yield from (committed, end, lag, seconds, members, state, epoch, info, counts)
         if snapshot.end_offsets_age is not None:
             age = GaugeRows(END_OFFSETS_AGE)
             age.add((), snapshot.end_offsets_age)

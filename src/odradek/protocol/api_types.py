@@ -183,6 +183,9 @@ from kio.schema.offset_fetch import v4 as offset_fetch_v4
 from kio.schema.offset_fetch import v5 as offset_fetch_v5
 from kio.schema.offset_fetch import v6 as offset_fetch_v6
 from kio.schema.offset_fetch import v7 as offset_fetch_v7
+from kio.schema.offset_fetch import v8 as offset_fetch_v8
+from kio.schema.offset_fetch import v9 as offset_fetch_v9
+from kio.schema.offset_fetch import v10 as offset_fetch_v10
 from kio.schema.offset_for_leader_epoch import v2 as offset_for_leader_epoch_v2
 from kio.schema.offset_for_leader_epoch import v3 as offset_for_leader_epoch_v3
 from kio.schema.offset_for_leader_epoch import v4 as offset_for_leader_epoch_v4
@@ -447,7 +450,8 @@ OffsetFetchRequest: TypeAlias = (
     offset_fetch_v1.OffsetFetchRequest | offset_fetch_v2.OffsetFetchRequest
     | offset_fetch_v3.OffsetFetchRequest | offset_fetch_v4.OffsetFetchRequest
     | offset_fetch_v5.OffsetFetchRequest | offset_fetch_v6.OffsetFetchRequest
-    | offset_fetch_v7.OffsetFetchRequest
+    | offset_fetch_v7.OffsetFetchRequest | offset_fetch_v8.OffsetFetchRequest
+    | offset_fetch_v9.OffsetFetchRequest | offset_fetch_v10.OffsetFetchRequest
 )
 OffsetForLeaderEpochRequest: TypeAlias = (
     offset_for_leader_epoch_v2.OffsetForLeaderEpochRequest

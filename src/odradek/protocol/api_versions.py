@@ -123,7 +123,7 @@ ADVERTISED: dict[ApiKey, VersionRange] = {
 # of FindCoordinator as "broker >= 0.9" and only then enables lz4 (and other features).
 _GROUP_APIS: dict[ApiKey, VersionRange] = {
     ApiKey.OFFSET_COMMIT: VersionRange(2, 9),  # v9 = v8, for KIP-848 members (member epoch)
-    ApiKey.OFFSET_FETCH: VersionRange(1, 7),
+    ApiKey.OFFSET_FETCH: VersionRange(1, 10),  # v9: member epochs, v10: topic ids
     ApiKey.FIND_COORDINATOR: VersionRange(0, 4),
     ApiKey.JOIN_GROUP: VersionRange(0, 7),
     ApiKey.HEARTBEAT: VersionRange(0, 4),

@@ -17,7 +17,9 @@ its leader (odradek's client :class:`~odradek.client.connection.Connection`) and
    first, full fetch a request names only partitions whose position moved, and the leader
    neither reads nor answers those with nothing new (a partition missing from an answer
    has nothing new). Batches are appended with ``append_as_follower`` (offsets and epochs
-   kept); the follower HW becomes ``min(leader HW, our LEO)`` and never moves back.
+   kept); the follower HW becomes ``min(leader HW, our LEO)`` and never moves back. An
+   answer is applied in the connection's read loop in the turn it arrives, and the next
+   Fetch leaves in that same turn (the leader's HW waits for it).
 3. **OFFSET_OUT_OF_RANGE**: if the leader's log start is above our LEO (it deleted what we
    miss) the log restarts empty at the leader's log start; otherwise our LEO is above the
    leader's (only after an unclean election): truncate to the leader's HW and go on.
@@ -41,7 +43,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -99,6 +101,19 @@ class FollowerFetchState:
             and partition.leader == self.leader
             and partition.leader_epoch == self.leader_epoch
         )
+
+
+@dataclass(eq=False)
+class _FetchExchange:
+    """One follower Fetch in flight, and what its answer led to (set in the read loop)."""
+
+    offsets: dict[TopicPartition, tuple[FollowerFetchState, int]]  # as requested
+    session: FetchSessionHandler
+    session_id: int
+    max_wait_ms: int
+    response: asyncio.Future[Any] = field(init=False)
+    out_of_range: list[FollowerFetchState] = field(default_factory=list)
+    next: _FetchExchange | None = None  # the Fetch sent when this answer was applied
 
 
 class ReplicaFetcherManager:
@@ -385,6 +400,26 @@ class ReplicaFetcher:
 
     # Fetching ----------------------------------------------------------------------------
     async def _fetch(self, connection: Connection, states: list[FollowerFetchState]) -> None:
+        """Fetch ``states``, and go on fetching for as long as the answers allow.
+
+        Each answer is applied in the connection's read loop, in the turn it arrives
+        (:meth:`_on_fetch_response`), which sends the next Fetch right there when the
+        fetcher would simply fetch again: the leader's high watermark (and so acks=all and
+        every consumer) waits for that next Fetch, and one event-loop hand-off to this task
+        per round trip is a millisecond on a busy broker. This task only waits out each
+        request's timeout, and returns for everything else :meth:`_run` decides (truncation,
+        an out-of-range answer, no partition ready, a session to start over)."""
+        exchange: _FetchExchange | None = self._send_fetch(connection, states)
+        while exchange is not None:
+            extra_wait_s = exchange.max_wait_ms / 1000
+            await self._timed(exchange.response, extra_wait_s=extra_wait_s)
+            if exchange.out_of_range:
+                await self._handle_out_of_range(connection, exchange.out_of_range)
+                return
+            exchange = exchange.next
+
+    def _send_fetch(self, connection: Connection,
+                    states: list[FollowerFetchState]) -> _FetchExchange:
         config = self._config()
         positions: dict[TopicPartition, FetchPosition] = {}
         offsets: dict[TopicPartition, tuple[FollowerFetchState, int]] = {}
@@ -409,16 +444,37 @@ class ReplicaFetcher:
                 session_id=request.session_id, session_epoch=request.epoch,
                 forgotten=request.forgotten)
 
-        response = await self._timed(connection.send_encoded(ApiKey.FETCH, version, encode),
-                                     extra_wait_s=config.replica_fetch_wait_max_ms / 1000)
+        exchange = _FetchExchange(offsets, session, request.session_id,
+                                  config.replica_fetch_wait_max_ms)
+        exchange.response = connection.send_encoded_nowait(
+            ApiKey.FETCH, version, encode,
+            on_response=lambda response: self._on_fetch_response(connection, exchange,
+                                                                 response))
+        return exchange
+
+    def _on_fetch_response(self, connection: Connection, exchange: _FetchExchange,
+                           response: Any) -> None:
+        """In the read loop: apply the answer, then send the next Fetch if nothing but a
+        plain fetch is due (what this raises, :meth:`_fetch` raises)."""
+        if not self._apply_fetch_response(exchange, response) or exchange.out_of_range:
+            return
+        if self._stopped or connection is not self._connection or connection.closed:
+            return
+        ready = self._ready_states()
+        if ready and not any(state.truncating for state in ready):
+            exchange.next = self._send_fetch(connection, ready)
+
+    def _apply_fetch_response(self, exchange: _FetchExchange, response: Any) -> bool:
+        """Append what the leader sent; False when the session must start over."""
+        session = exchange.session
         code = int(getattr(response, "error_code", 0))
         if not session.handle_response(code, int(getattr(response, "session_id", 0))):
             log.info("fetch session %d with leader %d: error %d; starting over with a full "
-                     "fetch", request.session_id, self.leader, code)
-            return
+                     "fetch", exchange.session_id, self.leader, code)
+            return False
         if code:
             raise OSError(f"fetch from leader {self.leader}: error {code}")
-        out_of_range: list[FollowerFetchState] = []
+        offsets = exchange.offsets
         for topic in response.responses:
             for part in topic.partitions:
                 found = offsets.get(TopicPartition(topic.topic, int(part.partition_index)))
@@ -429,15 +485,14 @@ class ReplicaFetcher:
                     continue  # leadership moved while the request was in flight
                 code = int(part.error_code)
                 if code == ErrorCode.offset_out_of_range:
-                    out_of_range.append(state)
+                    exchange.out_of_range.append(state)
                 elif code != ErrorCode.none:
                     log.info("fetch %s-%d from leader %d: error %d", *state.key, self.leader,
                              code)
                     self._delay(state)
                 else:
                     self._append(state, offset, part)
-        if out_of_range:
-            await self._handle_out_of_range(connection, out_of_range)
+        return True
 
     def _append(self, state: FollowerFetchState, offset: int, part: Any) -> None:
         partition_log = state.partition.log

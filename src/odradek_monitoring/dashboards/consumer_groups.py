@@ -45,12 +45,29 @@ def dashboard() -> Dashboard:
             "short", (f"max by (group) ({lag.MEMBERS.name}{{{GROUP_ONLY}}})", "{{group}}"),
             width=8))
         .with_panel(table_panel(
-            "State", "Current state of each group.", "none",
-            f"max by (group, state) ({lag.STATE.name}{{{GROUP_ONLY}}}) == 1", width=8))
+            "State", "Current state and type of each group (classic, or consumer: KIP-848).",
+            "none",
+            f"(max by (group, state) ({lag.STATE.name}{{{GROUP_ONLY}}}) == 1) "
+            f"* on (group) group_left (type) max by (group, type) "
+            f"({lag.INFO.name}{{{GROUP_ONLY}}})", width=8))
         .with_panel(timeseries_panel(
             "Series dropped by caps", "Lag or group series refused by a cardinality cap.",
             "short", (f"sum by (metric) (increase({m.SERIES_DROPPED.name}{{{CLUSTER}}}[1h]))",
                       "{{metric}}"), width=8))
+        .with_panel(timeseries_panel(
+            "Groups by type and state", "Groups the coordinators own: classic and "
+            "consumer-type (KIP-848), by state.", "short",
+            (f"sum by (type, state) ({lag.GROUPS.name}{{{CLUSTER}}})", "{{type}} {{state}}"),
+            width=8))
+        .with_panel(timeseries_panel(
+            "Group epoch", "A consumer-type group's epoch (a classic group's generation): "
+            "it moves at every rebalance.", "short",
+            (f"max by (group) ({lag.EPOCH.name}{{{GROUP_ONLY}}})", "{{group}}"), width=8))
+        .with_panel(timeseries_panel(
+            "Rebalances", "Epoch bumps per group over the last hour (members joining or "
+            "leaving, subscriptions or partitions changing).", "short",
+            (f"max by (group) (changes({lag.EPOCH.name}{{{GROUP_ONLY}}}[1h]))", "{{group}}"),
+            width=8))
         .with_panel(table_panel(
             "Lag by partition", "Committed offset, end offset and lag of every partition.",
             "short", f"max by (group, topic, partition) ({lag.LAG.name}{{{GROUPS}}})"))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..conditions import READY, Condition, merge_conditions
 from ..manifests.brokers import BROKER
-from ..manifests.common import API_VERSION
+from ..manifests.common import API_GROUP
 
 __all__ = ["ReadinessRefresh", "readiness_refresh", "readiness_status"]
 
@@ -39,9 +39,11 @@ def readiness_refresh(event_type: str | None, statefulset: Mapping[str, Any]
     labels = meta.get("labels") or {}
     if labels.get("app.kubernetes.io/component") != BROKER:
         return None
+    # Any served version of the group: a StatefulSet written before an upgrade names the
+    # version its operator watched until the next reconcile re-applies it.
     owner = next((ref for ref in meta.get("ownerReferences") or ()
                   if ref.get("controller") and ref.get("kind") == "BrokerCluster"
-                  and ref.get("apiVersion") == API_VERSION), None)
+                  and str(ref.get("apiVersion", "")).split("/")[0] == API_GROUP), None)
     if owner is None or not meta.get("namespace"):
         return None
     ready = (statefulset.get("status") or {}).get("readyReplicas") or 0

@@ -45,7 +45,7 @@ from ..kafka.observe import observe_cluster
 from ..kafka.session import admin_session
 from ..kube.api import KubeApi, KubeApiError
 from ..manifests import brokers as broker_manifests
-from ..manifests.common import ClusterNames, Owner, config_hash
+from ..manifests.common import API_GROUP, CRD_VERSION, ClusterNames, Owner, config_hash
 from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
 from ..metrics import METRICS
 from ..runtime import kube
@@ -57,7 +57,7 @@ from .secrets import load_cluster_secrets
 
 __all__ = ["RECONCILE_INTERVAL_S", "desired_children"]
 
-GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "brokerclusters"
+GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "brokerclusters"
 RECONCILE_INTERVAL_S = 30.0
 STEP_DELAY_S = 10.0
 BROKER_STOP_TIMEOUT_S = 240.0

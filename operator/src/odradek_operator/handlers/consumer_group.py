@@ -1,9 +1,11 @@
 """ConsumerGroup: observe a live consumer group (never own it) and run declarative resets.
 
-Groups are created by their consumers; this resource reports the group's state, members,
-per-partition committed/end offsets and lag on a timer, and executes ``spec.reset`` once per
-reset id, only while the group has no active members (a Blocked condition says who is still
-consuming). Deleting the resource leaves the group alone.
+Groups are created by their consumers; this resource reports the group's type (classic, or
+consumer for KIP-848's protocol, with its group epoch, target assignment epoch and assignor),
+state, members (a consumer-type group's with their member epoch and their current against
+their target assignment), per-partition committed/end offsets and lag on a timer, and
+executes ``spec.reset`` once per reset id, only while the group has no active members (a
+Blocked condition says who is still consuming). Deleting the resource leaves the group alone.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from typing import Any
 
 import kopf
 
+from odradek.client.consumer_groups import ConsumerGroupMember
+
 from ..conditions import BLOCKED, READY, Condition, now_rfc3339
 from ..kafka.groups import GroupOutcome, sync_group
 from ..kafka.session import admin_session
+from ..manifests.common import API_GROUP, CRD_VERSION
 from ..metrics import METRICS
 from ..runtime import kube
 from ..spec import ConsumerGroupSpec
@@ -22,21 +27,34 @@ from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_tim
 
 __all__ = ["OBSERVE_INTERVAL_S", "group_result"]
 
-GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "consumergroups"
+GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "consumergroups"
 OBSERVE_INTERVAL_S = 30.0
 
 
 def group_result(spec: ConsumerGroupSpec, outcome: GroupOutcome) -> ReconcileResult:
     """Status, conditions and Events for one observation (pure)."""
     group = outcome.group
-    members = group.description.members if group.description else ()
+    consumer = group.consumer
+    members = []
+    for m in group.members:
+        member: dict[str, Any] = {
+            "memberId": m.member_id, "clientId": m.client_id, "host": m.client_host,
+            "assignments": [f"{tp.topic}-{tp.partition}" for tp in m.assignment]}
+        if isinstance(m, ConsumerGroupMember):
+            member["memberEpoch"] = m.member_epoch
+            member["targetAssignments"] = [f"{tp.topic}-{tp.partition}"
+                                           for tp in m.target_assignment]
+        if m.group_instance_id:
+            member["instanceId"] = m.group_instance_id
+        members.append(member)
     result = ReconcileResult({
         "groupId": spec.group_id,
+        **({"type": group.group_type} if group.group_type else {}),
         "state": group.state,
+        **({"groupEpoch": consumer.group_epoch, "assignmentEpoch": consumer.assignment_epoch,
+            "assignor": consumer.assignor} if consumer is not None else {}),
         "memberCount": len(members),
-        "members": [{"memberId": m.member_id, "clientId": m.client_id, "host": m.client_host,
-                     "assignments": [f"{tp.topic}-{tp.partition}" for tp in m.assignment]}
-                    for m in members],
+        "members": members,
         "partitions": [{k: v for k, v in {
             "topic": row.topic, "partition": row.partition, "committedOffset": row.committed,
             "endOffset": row.end, "lag": row.lag}.items() if v is not None}

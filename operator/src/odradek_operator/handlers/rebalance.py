@@ -33,13 +33,14 @@ from ..kafka.rebalance import (
     start_moves,
 )
 from ..kafka.session import admin_session
+from ..manifests.common import API_GROUP, CRD_VERSION
 from ..runtime import kube
 from ..spec import RebalanceSpec
 from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_time
 
 __all__ = ["POLL_INTERVAL_S", "proposal_status", "stored_moves"]
 
-GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "rebalances"
+GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "rebalances"
 POLL_INTERVAL_S = 10.0
 
 

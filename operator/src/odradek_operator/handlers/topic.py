@@ -20,13 +20,14 @@ from ..decisions.config_change import describe_config_changes
 from ..errors import ClusterUnreachable, TemporaryReconcileError
 from ..kafka.session import admin_session
 from ..kafka.topics import TopicOutcome, delete_topic, sync_topic
+from ..manifests.common import API_GROUP, CRD_VERSION
 from ..runtime import kube
 from ..spec import TopicSpec
 from .common import ReconcileResult, is_managed, reconcile_guarded, resolve_access, sync_time
 
 __all__ = ["DRIFT_INTERVAL_S", "topic_result"]
 
-GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "topics"
+GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "topics"
 DRIFT_INTERVAL_S = 60.0
 
 

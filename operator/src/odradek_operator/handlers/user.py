@@ -26,7 +26,7 @@ from ..errors import ClusterUnreachable, PermanentReconcileError, TemporaryRecon
 from ..kafka.session import admin_session
 from ..kafka.user_access import UserOutcome, remove_user, sync_user
 from ..kube.api import KubeApi
-from ..manifests.common import MANAGED_BY, Owner
+from ..manifests.common import API_GROUP, CRD_VERSION, MANAGED_BY, Owner
 from ..runtime import kube
 from ..spec import UserSpec
 from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_time
@@ -34,7 +34,7 @@ from .secrets import SecretData, read_secret, secret_values
 
 __all__ = ["SYNC_INTERVAL_S", "password_secret", "user_password", "user_result"]
 
-GROUP, VERSION, PLURAL = "odradek.dev", "v1alpha1", "users"
+GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "users"
 SYNC_INTERVAL_S = 60.0
 
 

@@ -56,7 +56,7 @@ async def sync_group(admin: AsyncAdminClient, spec: ConsumerGroupSpec,
     reset = spec.reset
     if reset is not None and not reset_already_done(reset, last_reset):
         if group.has_active_members:
-            members = group.description.members if group.description else ()
+            members = group.members
             clients = sorted({m.client_id for m in members})
             blocked = (f"group {spec.group_id!r} has {len(members)} active member(s) "
                        f"(clients {', '.join(clients)}); stop its consumers, the reset "

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from odradek.client.admin import AsyncAdminClient, GroupDescription
+from odradek.client.admin import AsyncAdminClient, GroupDescription, MemberDescription
+from odradek.client.consumer_groups import ConsumerGroupDescription, ConsumerGroupMember
 from odradek.client.errors import BrokerResponseError
 from odradek.client.metadata import TopicPartition
 from odradek.client.offsets import EARLIEST, LATEST
@@ -76,13 +77,31 @@ class ObservedGroup:
     earliest: dict[tuple[str, int], int]
     latest: dict[tuple[str, int], int]
     topic_partitions: dict[str, tuple[int, ...]]
+    # A consumer-type group (KIP-848): ConsumerGroupDescribe's answer, and no description
+    # (DescribeGroups sees only classic groups).
+    consumer: ConsumerGroupDescription | None = None
+
+    @property
+    def members(self) -> tuple[MemberDescription | ConsumerGroupMember, ...]:
+        if self.consumer is not None:
+            return self.consumer.members
+        return self.description.members if self.description is not None else ()
 
     @property
     def has_active_members(self) -> bool:
-        return self.description is not None and bool(self.description.members)
+        return bool(self.members)
+
+    @property
+    def group_type(self) -> str | None:
+        """``consumer`` (KIP-848), ``classic``, or None for a group that does not exist."""
+        if self.consumer is not None:
+            return "consumer"
+        return "classic" if self.description is not None else None
 
     @property
     def state(self) -> str:
+        if self.consumer is not None:
+            return self.consumer.state
         if self.description is None:
             return "Dead"
         return self.description.state or "Unknown"
@@ -90,17 +109,19 @@ class ObservedGroup:
 
 async def observe_group(admin: AsyncAdminClient, group_id: str, topics: Iterable[str] = ()
                         ) -> ObservedGroup:
-    """The group's live state, its committed offsets and the log bounds of every partition
-    of the topics it committed (or was told to watch)."""
-    try:
-        description: GroupDescription | None = \
-            (await admin.describe_groups([group_id]))[group_id]
-    except BrokerResponseError as exc:
-        if exc.code not in (16, 69):  # NOT_COORDINATOR... handled by retry; GROUP_ID_NOT_FOUND
-            raise
-        description = None
-    if description is not None and description.state == "Dead":
-        description = None
+    """The group's live state (ConsumerGroupDescribe first, then DescribeGroups for a
+    classic group, as Kafka's admin client does), its committed offsets and the log bounds
+    of every partition of the topics it committed (or was told to watch)."""
+    consumer = (await admin.describe_consumer_groups([group_id]))[group_id]
+    description: GroupDescription | None = None
+    if consumer is None:
+        try:
+            description = (await admin.describe_groups([group_id]))[group_id]
+        except BrokerResponseError as exc:
+            if exc.code not in (16, 69):  # NOT_COORDINATOR: retried; GROUP_ID_NOT_FOUND
+                raise
+        if description is not None and description.state == "Dead":
+            description = None
     committed = {(tp.topic, tp.partition): offset
                  for tp, offset in (await admin.list_group_offsets(group_id)).items()}
     wanted = set(topics) | {t for t, _ in committed}
@@ -118,4 +139,4 @@ async def observe_group(admin: AsyncAdminClient, group_id: str, topics: Iterable
         high = await admin.list_offsets({tp: LATEST for tp in keys})
         earliest = {(tp.topic, tp.partition): v.offset for tp, v in low.items() if v}
         latest = {(tp.topic, tp.partition): v.offset for tp, v in high.items() if v}
-    return ObservedGroup(description, committed, earliest, latest, topic_partitions)
+    return ObservedGroup(description, committed, earliest, latest, topic_partitions, consumer)

@@ -22,7 +22,9 @@ from typing import Any
 import aiohttp
 import kopf
 
-__all__ = ["KIND_PATHS", "KubeApi", "KubeApiError", "ResourcePath"]
+from ..manifests.common import API_VERSION
+
+__all__ = ["KIND_PATHS", "KubeApi", "KubeApiError", "ResourcePath", "standalone_login"]
 
 FIELD_MANAGER = "odradek-operator"
 
@@ -55,10 +57,10 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "ClusterRole": ResourcePath("rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ResourcePath("rbac.authorization.k8s.io/v1", "clusterrolebindings",
                                        False),
-    "BrokerCluster": ResourcePath("odradek.dev/v1alpha1", "brokerclusters"),
-    "Topic": ResourcePath("odradek.dev/v1alpha1", "topics"),
-    "ConsumerGroup": ResourcePath("odradek.dev/v1alpha1", "consumergroups"),
-    "User": ResourcePath("odradek.dev/v1alpha1", "users"),
+    "BrokerCluster": ResourcePath(API_VERSION, "brokerclusters"),
+    "Topic": ResourcePath(API_VERSION, "topics"),
+    "ConsumerGroup": ResourcePath(API_VERSION, "consumergroups"),
+    "User": ResourcePath(API_VERSION, "users"),
 }
 
 
@@ -199,6 +201,17 @@ class KubeApi:
                 return False
             raise
         return True
+
+
+def standalone_login() -> kopf.ConnectionInfo:
+    """Credentials for a program that runs outside kopf (the chart's hooks): the pod's
+    service account, else a kubeconfig."""
+    settings = kopf.OperatorSettings()
+    info = (kopf.login_with_service_account(settings=settings)
+            or kopf.login_with_kubeconfig(settings=settings))
+    if info is None:
+        raise SystemExit("no Kubernetes credentials: neither a service account nor a kubeconfig")
+    return info
 
 
 def _message(text: str) -> str:

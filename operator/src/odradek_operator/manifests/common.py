@@ -16,7 +16,10 @@ __all__ = ["ClusterNames", "Owner", "config_hash", "container_security_context",
            "pod_security_context", "render_properties"]
 
 API_GROUP = "odradek.dev"
-API_VERSION = "odradek.dev/v1alpha1"
+#: The CRDs' storage version, the one the operator watches and writes (v1alpha1 is still
+#: served, deprecated, with the same schema: crds/README.md).
+CRD_VERSION = "v1beta1"
+API_VERSION = f"{API_GROUP}/{CRD_VERSION}"
 MANAGED_BY = "odradek-operator"
 RESTART_HASH_ANNOTATION = "odradek.dev/restart-hash"
 

@@ -7,7 +7,7 @@ What is read, for whom, and how long a fetch may wait are the replication layer'
 (:mod:`odradek.replication.reads`, :meth:`ReplicaManager.fetch`). This handler decodes
 the request into :class:`FetchParams` and encodes the answer with the zero-copy encoder
 (bulk record data leaves the page cache by ``sendfile``; a region of at most 16 KiB is
-copied into the response's one ``sendmsg``, see ``socket_channel``).
+copied into the response's one write, see ``response_stream``).
 
 From v7 a fetch may belong to an incremental fetch session (KIP-227,
 :mod:`odradek.replication.fetch_session`): the session's context says which partitions to

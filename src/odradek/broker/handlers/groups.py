@@ -21,12 +21,14 @@ every such wait, and the connection keeps later responses in order behind them.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
 from odradek.coordinator import JoinRequest
+from odradek.coordinator.coordinator import LeaveAnswer
 from odradek.coordinator.results import JoinResult, SyncResult
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
@@ -154,17 +156,31 @@ def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> EncodedR
                            throttle_at=None if offset is None else (0, offset))
 
 
-def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> ResponsePayload:
+def handle_leave_group(
+    ctx: RequestContext, request: LeaveGroupRequest
+) -> ResponsePayload | Awaitable[ResponsePayload]:
     version = ctx.api_version
-    module = response_module(ApiKey.LEAVE_GROUP, version)
     if version < 3:
         members: list[tuple[str, str | None]] = [(request.member_id, None)]  # type: ignore[union-attr]
     else:
         members = [(m.member_id, m.group_instance_id) for m in request.members]  # type: ignore[union-attr]
-    if _may_read(ctx, request):
-        top, errors = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
-    else:
-        top, errors = _DENIED, []
+    if not _may_read(ctx, request):
+        return _leave_response(version, members, (_DENIED, []))
+    answer = ctx.services.group_coordinator.leave_group(str(request.group_id), members)
+    if isinstance(answer, tuple):
+        return _leave_response(version, members, answer)
+    return _leave_response_later(version, members, answer)
+
+
+async def _leave_response_later(version: int, members: list[tuple[str, str | None]],
+                                answer: Awaitable[LeaveAnswer]) -> ResponsePayload:
+    return _leave_response(version, members, await answer)
+
+
+def _leave_response(version: int, members: list[tuple[str, str | None]],
+                    answer: LeaveAnswer) -> ResponsePayload:
+    top, errors = answer
+    module = response_module(ApiKey.LEAVE_GROUP, version)
     if version < 3:
         single = top if top != ErrorCode.none else errors[0]
         return build_response(module.LeaveGroupResponse,
