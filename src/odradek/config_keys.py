@@ -155,6 +155,11 @@ BROKER_CONFIGS: dict[str, ConfigDef] = _defs(
               "Follower pause after a fetch error.", at_least=0),
     ConfigDef("replica.socket.timeout.ms", INT, 30000,
               "Follower request timeout towards the leader.", at_least=1),
+    ConfigDef("replication.quota.window.num", INT, 11,
+              "Samples the replication throttles' rates are measured over (the leader's and "
+              "the follower's *.replication.throttled.rate).", at_least=1),
+    ConfigDef("replication.quota.window.size.seconds", INT, 1,
+              "Length of one replication throttle sample.", at_least=1),
     ConfigDef("replica.high.watermark.checkpoint.interval.ms", LONG, 5000,
               "How often high watermarks are checkpointed."),
     ConfigDef("max.incremental.fetch.session.cache.slots", INT, 1000,

@@ -136,7 +136,7 @@ class LogManagerConfig(Section):
 
 @dataclass(frozen=True, slots=True)
 class ReplicationConfig(Section):
-    """Leaders' ISR rules and followers' fetchers."""
+    """Leaders' ISR rules, followers' fetchers and the replication throttles' windows."""
 
     replica_lag_time_max_ms: int = setting("replica.lag.time.max.ms")
     replica_fetch_wait_max_ms: int = setting("replica.fetch.wait.max.ms")
@@ -148,6 +148,9 @@ class ReplicationConfig(Section):
     num_replica_fetchers: int = setting("num.replica.fetchers")
     max_incremental_fetch_session_cache_slots: int = setting(
         "max.incremental.fetch.session.cache.slots")
+    replication_quota_window_num: int = setting("replication.quota.window.num")
+    replication_quota_window_size_seconds: int = setting(
+        "replication.quota.window.size.seconds")
 
 
 @dataclass(frozen=True, slots=True)

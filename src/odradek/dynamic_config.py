@@ -78,11 +78,13 @@ DYNAMIC_ONLY_CONFIGS: dict[str, ConfigDef] = {
     definition.name: definition
     for definition in (
         ConfigDef("leader.replication.throttled.rate", LONG, LONG_MAX,
-                  "Bytes/s a leader may send to throttled followers (throttles are stored "
-                  "and reported; odradek does not enforce them yet).", at_least=0),
+                  "Bytes/s a leader may send to the followers of its throttled replicas "
+                  "(leader.replication.throttled.replicas) that are out of the ISR.",
+                  at_least=0),
         ConfigDef("follower.replication.throttled.rate", LONG, LONG_MAX,
-                  "Bytes/s a follower may fetch for throttled replicas (stored and reported; "
-                  "not enforced yet).", at_least=0),
+                  "Bytes/s a follower may fetch for its throttled replicas "
+                  "(follower.replication.throttled.replicas) that have not caught up.",
+                  at_least=0),
         ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", LONG, LONG_MAX,
                   "Bytes/s for moving replicas between log dirs (stored; no such moves).",
                   at_least=0),

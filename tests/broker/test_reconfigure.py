@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.broker.reconfigure import ConfigUpdate, DynamicBrokerConfig, SectionFollower
+from odradek.broker.reconfigure import (
+    ConfigUpdate,
+    DynamicBrokerConfig,
+    SectionFollower,
+    ThrottleRates,
+)
 from odradek.config import BrokerConfig
 from odradek.config_sections import LogManagerConfig, ReplicationConfig
+from odradek.replication.throttles import UNLIMITED, ReplicationQuotas
 
 
 def _dynamic() -> tuple[DynamicBrokerConfig, dict[str, list[Any]]]:
@@ -50,3 +56,14 @@ def test_the_broker_layer_beats_the_default_and_an_unchanged_update_is_silent() 
     assert dynamic.update({"num.replica.fetchers": "3"}, {"num.replica.fetchers": "4"}) == set()
     assert len(received["replication"]) == 1 and len(received["updates"]) == 1
     assert received["log"] == []
+
+
+def test_the_replication_throttle_rates_change_live_and_fall_back_to_unlimited() -> None:
+    dynamic = DynamicBrokerConfig(BrokerConfig.from_properties({"broker.id": "1"}), 1)
+    throttles = ReplicationQuotas(11, 1)
+    dynamic.add_listener(ThrottleRates(throttles))
+    dynamic.update({"leader.replication.throttled.rate": "1000"},
+                   {"follower.replication.throttled.rate": "2000"})
+    assert (throttles.leader.bound, throttles.follower.bound) == (1000, 2000)
+    dynamic.update({}, {"follower.replication.throttled.rate": "2000"})
+    assert (throttles.leader.bound, throttles.follower.bound) == (UNLIMITED, 2000)

@@ -34,11 +34,6 @@ def test_an_unexpected_fetcher_error_is_logged_counted_and_replication_resumes(
     first = start_broker(0, replica_fetch_backoff_ms="100")
     second = start_broker(1, replica_fetch_backoff_ms="100")
     bootstrap = f"{first.bootstrap},{second.bootstrap}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topic = NewTopic(topic_name, 1, replica_assignment=[[0, 1]],
-                     config={"min.insync.replicas": "2"})
-    admin.create_topics([topic])[topic_name].result(30)
-
     real_fetch = ReplicaFetcher._fetch
     injected: list[int] = []
 
@@ -48,8 +43,15 @@ def test_an_unexpected_fetcher_error_is_logged_counted_and_replication_resumes(
             raise RuntimeError("injected fetcher bug")
         return await real_fetch(self, *args, **kwargs)
 
+    # Before the topic exists: a fetcher that entered _fetch goes on fetching from within
+    # it (each answer sends the next Fetch), so a patch made once the follower had started
+    # would never run (the test then failed whenever the follower was quicker than it).
     monkeypatch.setattr(ReplicaFetcher, "_fetch", fetch_failing_once)
     caplog.set_level(logging.ERROR, logger=fetcher_module.__name__)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic(topic_name, 1, replica_assignment=[[0, 1]],
+                     config={"min.insync.replicas": "2"})
+    admin.create_topics([topic])[topic_name].result(30)
 
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
                          "message.timeout.ms": 20_000})

@@ -1,11 +1,16 @@
 """The operator's RBAC covers what its kopf handlers watch (operator/deploy/rbac.yaml; the
-chart's ClusterRole must grant the same rules: tests/charts/test_chart.py)."""
+chart's ClusterRole must grant the same rules: tests/charts/test_chart.py), and the uninstall
+hook may release every custom resource the operator puts its finalizer on."""
 
 from __future__ import annotations
+
+import re
 
 import kopf
 import odradek_operator  # noqa: F401 - registers every handler
 import yaml
+from odradek_operator.kube.api import KIND_PATHS
+from odradek_operator.uninstall import DELETION_ORDER
 
 from tests.operator.crd_schema import REPO
 
@@ -33,3 +38,28 @@ def test_every_resource_a_handler_watches_may_be_listed_and_watched():
     missing = sorted(f"{group or 'core'}/{resource}" for group, resource in watched
                      if not {"list", "watch"} <= granted.get((group, resource), set()))
     assert missing == [], f"kopf watches these without list and watch granted: {missing}"
+
+
+def _custom_resources() -> set[str]:
+    """The plural of every CRD the chart installs (the operator watches each one)."""
+    return {yaml.safe_load(path.read_text())["spec"]["names"]["plural"]
+            for path in (REPO / "charts/odradek/crds").glob("*.yaml")}
+
+
+def test_the_uninstall_hook_releases_every_custom_resource():
+    released = {KIND_PATHS[kind].plural for kinds in DELETION_ORDER for kind in kinds}
+    assert released == _custom_resources(), (
+        "a custom resource the uninstall hook does not release would hang in Terminating "
+        "once the operator is gone")
+
+
+def test_the_uninstall_hooks_rbac_names_every_custom_resource():
+    """Both rules of the chart's hook (its Role deletes the release's resources, its
+    ClusterRole patches finalizers off everywhere); the rendered rules are checked against
+    what the hook does in tests/charts/test_chart.py, which needs helm."""
+    template = (REPO / "charts/odradek/templates/uninstall-hook.yaml").read_text()
+    rules = [set(re.split(r",\s*", found)) for found in
+             re.findall(r"apiGroups: \[odradek\.dev\]\s*resources: \[([^\]]*)\]", template)]
+    assert len(rules) == 2
+    for resources in rules:
+        assert resources == _custom_resources()

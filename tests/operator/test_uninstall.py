@@ -1,7 +1,8 @@
 """The Helm chart's pre-delete hook (odradek_operator.uninstall) against kmock: it deletes only
-the release's resources, Topics and ConsumerGroups before the BrokerCluster, reports what a
-finalizer keeps alive past the timeout, then stops the operator and takes its finalizer off
-everything the operator leaves behind (Topics and ConsumerGroups applied with kubectl that
+the release's resources, Topics, ConsumerGroups and Rebalances before the BrokerCluster,
+reports what a finalizer keeps alive past the timeout, then stops the operator and takes its
+finalizer off everything the operator leaves behind (Topics, ConsumerGroups and Rebalances
+applied with kubectl that
 refer to the release's cluster), so deleting them or their namespace later does not hang.
 The chart runs it for real in the e2e suite (e2e/test_chart_first_run.py)."""
 
@@ -29,7 +30,7 @@ OPERATOR = "rel-odradek-operator"
 OPERATOR_LABELS = {"app.kubernetes.io/instance": "rel", "app.kubernetes.io/component": "operator"}
 DEPLOYMENTS = kmock.resource("apps/v1/deployments")
 PODS = kmock.resource("v1/pods")
-ODRADEK_PLURALS = ("brokerclusters", "topics", "consumergroups", "users")
+ODRADEK_PLURALS = ("brokerclusters", "topics", "consumergroups", "rebalances", "users")
 #: What the hook may do, as (scope, apiGroup, resource, verb); the chart's hook Role
 #: ("namespace") and ClusterRole ("cluster") grant exactly this (tests/charts/test_chart.py),
 #: and the hook's requests must stay within it (below).
@@ -98,11 +99,13 @@ async def test_deletes_the_release_resources_and_nothing_else(api):
     put(emulator, "topics", "Topic", "page-views", RELEASE)
     put(emulator, "topics", "Topic", "someone-elses", {"app.kubernetes.io/instance": "other"})
     put(emulator, "consumergroups", "ConsumerGroup", "counter", RELEASE)
+    put(emulator, "rebalances", "Rebalance", "even-out", RELEASE)
     put(emulator, "brokerclusters", "BrokerCluster", "odradek", RELEASE)
     left = await delete_release_resources(client, "ns", RELEASE, timeout=10, interval=0.1)
     assert left == []
     assert await names(client, "Topic") == ["someone-elses"]
     assert await names(client, "ConsumerGroup") == []
+    assert await names(client, "Rebalance") == []
     assert await names(client, "BrokerCluster") == []
 
 
@@ -117,6 +120,7 @@ async def test_kubectl_applied_topics_and_groups_lose_the_finalizer_and_stay(api
     put(emulator, "consumergroups", "ConsumerGroup", "release-group", RELEASE)
     put(emulator, "topics", "Topic", "page-views", {}, finalizers=[FINALIZER, "example.com/x"])
     put(emulator, "consumergroups", "ConsumerGroup", "counter", {}, finalizers=[FINALIZER])
+    put(emulator, "rebalances", "Rebalance", "even-out", {}, finalizers=[FINALIZER])
     put(emulator, "topics", "Topic", "elsewhere", {}, namespace="other", cluster="theirs",
         finalizers=[FINALIZER])
     put(emulator, "brokerclusters", "BrokerCluster", "theirs", {}, namespace="other",
@@ -138,6 +142,7 @@ async def test_kubectl_applied_topics_and_groups_lose_the_finalizer_and_stay(api
     assert await names(client, "Topic") == ["page-views"]
     assert await finalizers(client, "Topic", "page-views") == ["example.com/x"]
     assert await finalizers(client, "ConsumerGroup", "counter") == []
+    assert await finalizers(client, "Rebalance", "even-out") == []
     assert await finalizers(client, "Topic", "elsewhere", "other") == []
     assert await finalizers(client, "BrokerCluster", "theirs", "other") == []
     await client.delete("ConsumerGroup", "ns", "counter")

@@ -12,15 +12,27 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import kopf
 from pythonjsonlogger.json import JsonFormatter
 
+from .decisions.rebalance_phase import ANNOTATION as REBALANCE_COMMAND
 from .kube.api import KubeApi
 from .metrics import serve_metrics
 
-__all__ = ["RetryIsNotAnError", "kube", "quiet_requeues", "set_credentials"]
+__all__ = [
+    "COMMAND_ANNOTATIONS",
+    "CommandAwareDiffBase",
+    "RetryIsNotAnError",
+    "kube",
+    "quiet_requeues",
+    "set_credentials",
+]
+
+COMMAND_ANNOTATIONS = frozenset({REBALANCE_COMMAND})
+"""Annotations through which a person tells the operator to act (``kubectl annotate``)."""
 
 _credentials: kopf.ConnectionInfo | None = None
 _api: KubeApi | None = None
@@ -75,12 +87,33 @@ def quiet_requeues() -> None:
         kopf_objects.addFilter(RetryIsNotAnError())
 
 
+class CommandAwareDiffBase(kopf.AnnotationsDiffBaseStorage):
+    """kopf's diff base, keeping the :data:`COMMAND_ANNOTATIONS` in the essence it diffs.
+
+    kopf leaves every annotation under a prefix its storages use out of the essence (they
+    are its own bookkeeping: progress, the last-handled configuration). Ours is
+    ``odradek.dev``, the prefix of the command annotations too, so ``kubectl annotate
+    rebalance NAME odradek.dev/rebalance=approve`` changed no essence and fired no update
+    handler: an approval was never acted on. The other ``odradek.dev/*`` annotations stay
+    out, as kopf means them to."""
+
+    def build(self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
+              ) -> kopf.BodyEssence:
+        essence = super().build(body=body, extra_fields=extra_fields)
+        annotations = body.metadata.annotations
+        commands = {k: annotations[k] for k in sorted(COMMAND_ANNOTATIONS) if k in annotations}
+        if commands:
+            metadata = essence.setdefault("metadata", {})
+            metadata.setdefault("annotations", {}).update(commands)
+        return essence
+
+
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Progress and the last-handled spec live in annotations: the CRDs' status schemas stay
     # strict (no x-kubernetes-preserve-unknown-fields for kopf's bookkeeping).
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="odradek.dev")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+    settings.persistence.diffbase_storage = CommandAwareDiffBase(
         prefix="odradek.dev", key="last-handled-configuration")
     settings.persistence.finalizer = "odradek.dev/finalizer"
     settings.watching.server_timeout = 300

@@ -1,23 +1,24 @@
 """``python -m odradek_operator.uninstall``: the Helm chart's pre-delete hook.
 
 Why it exists: ``helm uninstall`` deletes a release's objects in one sweep, so the operator
-Deployment goes while Topics, ConsumerGroups, Users and BrokerClusters still carry the operator's
-finalizer. Nobody is left to run it, and those objects — and their namespace — hang in
-Terminating on the next ``kubectl delete``. The hook runs *before* Helm deletes anything:
+Deployment goes while Topics, ConsumerGroups, Users, Rebalances and BrokerClusters still carry
+the operator's finalizer. Nobody is left to run it, and those objects — and their namespace —
+hang in Terminating on the next ``kubectl delete``. The hook runs *before* Helm deletes anything:
 
 1. The release's own resources (the chart's BrokerCluster and ``topics``, selected by the
    release's labels) are deleted while the operator still runs, and the hook waits until it
-   has finalized them: Topics, ConsumerGroups and Users first (their finalizers talk to the cluster,
-   a Topic's ``deletionPolicy`` decides whether its Kafka topic goes), the BrokerClusters
-   after them. Their volumes follow the BrokerCluster's ``spec.storage.deleteClaim``.
+   has finalized them: Topics, ConsumerGroups, Users and Rebalances first (their finalizers
+   talk to the cluster, a Topic's ``deletionPolicy`` decides whether its Kafka topic goes; a
+   Rebalance's moves already started go on), the BrokerClusters after them. Their volumes
+   follow the BrokerCluster's ``spec.storage.deleteClaim``.
 2. The operator is stopped (its Deployment scaled to 0, its pods gone), so it cannot put its
    finalizer back.
 3. Every odradek resource that still carries the operator's finalizer, in every namespace (the
-   operator watches them all) — the Topics and ConsumerGroups applied with ``kubectl`` that
-   refer to the release's cluster, and any other — loses it: the retain semantics of a
-   Strimzi user's KafkaTopic when its operator is gone. The resources stay; deleting one (or
-   its namespace) later removes only the Kubernetes object, the Kafka-side data is kept (on
-   the brokers' volumes), and a reinstalled operator adopts them again.
+   operator watches them all) — the Topics, ConsumerGroups and Rebalances applied with
+   ``kubectl`` that refer to the release's cluster, and any other — loses it: the retain
+   semantics of a Strimzi user's KafkaTopic when its operator is gone. The resources stay;
+   deleting one (or its namespace) later removes only the Kubernetes object, the Kafka-side
+   data is kept (on the brokers' volumes), and a reinstalled operator adopts them again.
 
 Exit status: 0 when done; 1 when step 1 timed out (the objects still there are printed, one
 per line; the operator still runs and Helm stops the uninstall — ``helm uninstall --no-hooks``
@@ -44,7 +45,7 @@ __all__ = ["DELETION_ORDER", "FINALIZER", "delete_release_resources", "main", "p
 LOG = logging.getLogger("odradek_operator.uninstall")
 
 #: Kinds deleted together, in this order: each group is gone before the next is deleted.
-DELETION_ORDER: tuple[tuple[str, ...], ...] = (("Topic", "ConsumerGroup", "User"),
+DELETION_ORDER: tuple[tuple[str, ...], ...] = (("Topic", "ConsumerGroup", "User", "Rebalance"),
                                                 ("BrokerCluster",))
 #: The finalizer the operator puts on every resource it watches (runtime.configure sets it;
 #: tests/operator/test_uninstall.py checks the two agree).

@@ -18,10 +18,12 @@ Applied live today (:func:`standard_reconfigurables`):
 * the ``log`` section (``log.cleaner.dedupe.buffer.size``: the next cleaning pass uses it);
 * the ``replication`` section (``num.replica.fetchers``: partitions followed from then on);
 * the ``controller`` section (``unclean.leader.election.enable``: the controller's next
-  election uses it).
+  election uses it);
+* the replication throttles' rates (``leader.replication.throttled.rate``,
+  ``follower.replication.throttled.rate``, dynamic-only: :class:`ThrottleRates`), from the
+  next byte replicated.
 
-Accepted, stored and reported (DescribeConfigs) but not acted on yet: the replication
-throttles (``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``),
+Accepted, stored and reported (DescribeConfigs) but not acted on yet:
 ``log.cleaner.threads`` and ``log.cleaner.backoff.ms`` (storage runs one cleaner thread,
 started with the backoff it had at startup).
 """
@@ -31,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.config import BROKER_CONFIGS, BrokerConfig
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from odradek.cluster.model import TopicMetadata
     from odradek.cluster.view import ClusterSnapshot
     from odradek.replication import ReplicaManager
+    from odradek.replication.throttles import ReplicationQuotas
     from odradek.storage import LogManager
 
     from .cluster_facade import ClusterFacade
@@ -52,6 +55,7 @@ __all__ = [
     "DynamicBrokerConfig",
     "Reconfigurable",
     "SectionFollower",
+    "ThrottleRates",
     "standard_reconfigurables",
 ]
 
@@ -72,6 +76,7 @@ class ConfigUpdate:
     sections: BrokerSections  # ``config`` cut into sections
     previous: BrokerSections  # the sections before the change
     changed: frozenset[str]  # names whose effective value changed (dynamic-only included)
+    dynamic_only: Mapping[str, Any] = field(default_factory=dict)  # their values, all of them
 
 
 class Reconfigurable(Protocol):
@@ -131,7 +136,8 @@ class DynamicBrokerConfig:
             self._sections = BrokerSections.from_config(self._current)
             log.info("broker %d config changed dynamically: %s", self.broker_id,
                      ", ".join(f"{n}={self._value(n)}" for n in sorted(changed)))
-            update = ConfigUpdate(self._current, self._sections, previous, changed)
+            update = ConfigUpdate(self._current, self._sections, previous, changed,
+                                  dict(self._dynamic_only))
             for listener in list(self._listeners):
                 try:
                     listener.reconfigure(update)
@@ -183,6 +189,23 @@ class SectionFollower:
         return f"SectionFollower({self.section!r}, {self.apply!r})"
 
 
+class ThrottleRates:
+    """The replication throttles' rates (dynamic-only broker configs) into the replica
+    manager's quotas."""
+
+    NAMES = frozenset({"leader.replication.throttled.rate",
+                       "follower.replication.throttled.rate"})
+
+    def __init__(self, throttles: ReplicationQuotas) -> None:
+        self.throttles = throttles
+
+    def reconfigure(self, update: ConfigUpdate) -> None:
+        if update.changed & self.NAMES:
+            values = update.dynamic_only
+            self.throttles.set_rates(values["leader.replication.throttled.rate"],
+                                     values["follower.replication.throttled.rate"])
+
+
 def standard_reconfigurables(
     log_manager: LogManager, replica_manager: ReplicaManager, cluster: ClusterFacade
 ) -> list[Reconfigurable]:
@@ -191,6 +214,7 @@ def standard_reconfigurables(
         TopicDefaults(log_manager, replica_manager, lambda: cluster.view.topics),
         SectionFollower("log", log_manager.reconfigure),
         SectionFollower("replication", replica_manager.reconfigure),
+        ThrottleRates(replica_manager.throttles),
     ]
     controller = getattr(cluster, "controller", None)
     if controller is not None:

@@ -263,6 +263,16 @@ FETCHER_FAILURES = MetricSpec(
     "Unexpected errors (bugs, not network or Kafka errors) that interrupted a replica "
     "fetcher; each is logged with its traceback and the fetcher resumes after a backoff.",
     source="replication.fetcher_failed")
+LEADER_THROTTLED_BYTES = MetricSpec(
+    "odradek_leader_replication_throttled_bytes_total", C,
+    "Record bytes this broker sent as leader to followers of throttled replicas "
+    "(leader.replication.throttled.replicas), counted against "
+    "leader.replication.throttled.rate.", source="replication.leader_throttled")
+FOLLOWER_THROTTLED_BYTES = MetricSpec(
+    "odradek_follower_replication_throttled_bytes_total", C,
+    "Record bytes this broker fetched as follower for throttled replicas "
+    "(follower.replication.throttled.replicas), counted against "
+    "follower.replication.throttled.rate.", source="replication.follower_throttled")
 
 # --- controller --------------------------------------------------------------------------
 CONTROLLER_ACTIVE = MetricSpec(

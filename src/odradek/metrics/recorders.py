@@ -305,10 +305,15 @@ class ReplicationMetrics(_Recorder):
         self._shrinks = MetricFamily(m.ISR_SHRINKS)
         self._expands = MetricFamily(m.ISR_EXPANDS)
         self._fetcher_failures = MetricFamily(m.FETCHER_FAILURES)
+        self._leader_throttled = MetricFamily(m.LEADER_THROTTLED_BYTES)
+        self._follower_throttled = MetricFamily(m.FOLLOWER_THROTTLED_BYTES)
         self._shrinks_child = self._shrinks.labels()
         self._expands_child = self._expands.labels()
         self._fetcher_failures_child = self._fetcher_failures.labels()
-        self.families = (self._shrinks, self._expands, self._fetcher_failures)
+        self._leader_throttled_child = self._leader_throttled.labels()
+        self._follower_throttled_child = self._follower_throttled.labels()
+        self.families = (self._shrinks, self._expands, self._fetcher_failures,
+                         self._leader_throttled, self._follower_throttled)
 
     def isr_shrunk(self, replicas: int = 1) -> None:
         self._shrinks_child.value += replicas
@@ -319,6 +324,14 @@ class ReplicationMetrics(_Recorder):
     def fetcher_failed(self) -> None:
         """A replica fetcher caught an unexpected error and backs off before resuming."""
         self._fetcher_failures_child.value += 1
+
+    def leader_throttled(self, size_bytes: int) -> None:
+        """Bytes sent to followers of throttled replicas (the leader's replication quota)."""
+        self._leader_throttled_child.value += size_bytes
+
+    def follower_throttled(self, size_bytes: int) -> None:
+        """Bytes fetched for throttled replicas (the follower's replication quota)."""
+        self._follower_throttled_child.value += size_bytes
 
 
 class ControllerMetrics(_Recorder):

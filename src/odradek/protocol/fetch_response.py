@@ -97,6 +97,14 @@ class FetchPartitionResult:
     diverging_epoch: tuple[int, int] | None = None
     """(epoch, end_offset) for a follower whose log diverged (v12+, tagged)."""
 
+    @property
+    def records_size(self) -> int:
+        """Bytes of record data the answer carries (0 without records)."""
+        records = self.records
+        if records is None:
+            return 0
+        return len(records) if isinstance(records, bytes) else records.length
+
 
 @dataclass(frozen=True, slots=True)
 class FetchTopicResult:

@@ -12,6 +12,7 @@ later one, none imports the replica manager):
 * ``reads``           — what a Fetch reads (KIP-74 limits, HW vs log end)
 * ``delayed_fetch``   — long-poll fetches waiting for data
 * ``isr_manager``     — the leader's ISR expansions and shrinks (conditional ZK writes)
+* ``throttles``       — the replication throttles: a byte-rate quota per direction
 * ``fetcher``         — the follower's fetch loop and truncation (KIP-101/279)
 * ``replica_manager`` — the entry points, and leadership following the cluster view
 """

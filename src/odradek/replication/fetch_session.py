@@ -118,9 +118,7 @@ class CachedPartition:
         """Record what ``result`` tells the client; True if it must be sent (it has records,
         an error, a diverging epoch, or offsets the client does not know yet)."""
         must_send = bool(result.error_code) or result.diverging_epoch is not None
-        records = result.records
-        if records is not None and (len(records) if isinstance(records, bytes)
-                                    else records.length):
+        if result.records_size:
             must_send = True
         if result.error_code:
             self.high_watermark = -1

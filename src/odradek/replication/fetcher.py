@@ -24,6 +24,12 @@ its leader (odradek's client :class:`~odradek.client.connection.Connection`) and
    miss) the log restarts empty at the leader's log start; otherwise our LEO is above the
    leader's (only after an unclean election): truncate to the leader's HW and go on.
 
+**Throttles** (:mod:`.throttles`): while the follower quota is exceeded, a partition the
+topic's ``follower.replication.throttled.replicas`` names for this broker is left out of
+the fetches — unless it had caught up with the leader's high watermark at its last answer
+(Kafka's ``shouldFollowerThrottle``) — and retried after ``replica.fetch.backoff.ms`` (an
+empty Kafka fetch backs off that long); the bytes appended for such partitions are recorded.
+
 Every append and truncation first re-checks that the partition still belongs to this
 fetcher in the same term: a leadership change that arrives while a request is in flight
 wins, and the late answer is dropped.
@@ -62,6 +68,8 @@ from .partition import Partition
 if TYPE_CHECKING:
     from odradek.config_sections import ReplicationConfig
 
+    from .throttles import ReplicationQuota
+
 __all__ = ["ReplicaFetcher", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
@@ -92,6 +100,13 @@ class FollowerFetchState:
     @property
     def key(self) -> TopicPartition:
         return self.partition.key
+
+    @property
+    def caught_up(self) -> bool:
+        """At the leader's high watermark as of its last answer (Kafka's
+        ``PartitionFetchState.isReplicaInSync``: a lag of 0)."""
+        leader_hw = self.leader_high_watermark
+        return leader_hw is not None and self.partition.log.log_end_offset >= leader_hw
 
     def current(self) -> bool:
         """Still following this leader in this epoch (leadership may have moved)."""
@@ -129,9 +144,11 @@ class ReplicaFetcherManager:
         settings: ReplicationConfig,
         broker_address: Callable[[int], tuple[str, int] | None],
         security: ClientSecurity = PLAINTEXT,
+        throttle: ReplicationQuota | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.settings = settings
+        self.throttle = throttle  # the follower's replication quota
         self._broker_address = broker_address
         self.security = security  # TLS/SASL of the inter-broker listener
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
@@ -283,7 +300,18 @@ class ReplicaFetcher:
 
     def _ready_states(self) -> list[FollowerFetchState]:
         now = asyncio.get_running_loop().time()
-        return [s for s in self._states.values() if s.delayed_until <= now and s.current()]
+        ready = [s for s in self._states.values() if s.delayed_until <= now and s.current()]
+        throttle = self._manager.throttle
+        if throttle is None:
+            return ready
+        held = [s for s in ready if not s.truncating and not s.caught_up
+                and throttle.is_throttled(s.partition.topic, s.partition.index, self.broker_id)]
+        if not held or not throttle.is_quota_exceeded():
+            return ready
+        for state in held:
+            self._delay(state)
+        left_out = set(held)
+        return [s for s in ready if s not in left_out]
 
     async def _wait_for_work(self, timeout: float | None = None) -> None:
         """Until partitions change, or ``timeout`` (default: the earliest delayed one)."""
@@ -505,6 +533,9 @@ class ReplicaFetcher:
                 on_appended = self._manager.on_appended
                 if on_appended is not None:
                     on_appended(len(records))
+                throttle = self._manager.throttle
+                if throttle is not None and throttle.is_throttled(*state.key, self.broker_id):
+                    throttle.record(len(records))
         except KafkaError as exc:
             log.warning("follower append to %s-%d failed: %s; truncating again", *state.key,
                         exc)

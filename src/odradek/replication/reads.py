@@ -8,7 +8,9 @@ that the first partition with data always gets at least one whole batch (KIP-74)
 (``replica_id == -1``) read below the high watermark; followers (``replica_id >= 0``) up to
 the log end, and their fetch offset — once checked to lie inside our log — is their log end
 offset, reported through ``on_follower_fetch`` (it may move the HW and bring the follower
-into the ISR).
+into the ISR). A follower's partition that the leader's replication throttle holds back
+(``held_back``, :mod:`.throttles`) is answered with its offsets and no records: the
+follower fetches the same offset again.
 
 Records stay in the page cache: a partition's answer carries a file region, which the
 connection sends with ``sendfile``.
@@ -38,6 +40,7 @@ from .partition import Partition
 __all__ = [
     "FetchParams",
     "FetchRead",
+    "HeldBack",
     "PartitionFetch",
     "SessionReads",
     "has_new_data",
@@ -55,6 +58,9 @@ FollowerFetchListener = Callable[[Partition, int, int], None]
 
 Authorized = Callable[[str], bool]
 """``topic -> bool``: may the client read it."""
+
+HeldBack = Callable[[Partition, int], bool]
+"""``(partition, replica_id) -> bool``: leave the records out of this follower's answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +123,11 @@ class FetchRead:
 def read_partitions(
     params: FetchParams, lookup: LeaderLookup, on_follower_fetch: FollowerFetchListener,
     *, session: SessionReads | None = None, authorized: Authorized | None = None,
+    held_back: HeldBack | None = None,
 ) -> FetchRead:
     """Read every wanted partition (with a ``session``: those it says to visit), in request
-    order, within the byte limits."""
+    order, within the byte limits. A partition ``held_back`` from a follower adds nothing
+    to ``total_bytes``, so a long poll waits on (Kafka's DelayedFetch)."""
     remaining = params.max_bytes
     total = 0
     errored = False
@@ -145,7 +153,7 @@ def read_partitions(
         try:
             result, size = _read_one(
                 params, wanted, min(remaining, wanted.partition_max_bytes), first_with_data,
-                lookup, on_follower_fetch, unchanged,
+                lookup, on_follower_fetch, unchanged, held_back,
             )
         except Exception as exc:
             errored = True
@@ -173,6 +181,7 @@ def _read_one(
     lookup: LeaderLookup,
     on_follower_fetch: FollowerFetchListener,
     unchanged: Callable[[PartitionFetch, int, int, int], bool] | None,
+    held_back: HeldBack | None,
 ) -> tuple[FetchPartitionResult | None, int]:
     partition = lookup(wanted.topic, wanted.partition, wanted.current_leader_epoch)
     from_follower = params.from_follower
@@ -193,7 +202,9 @@ def _read_one(
         return None, 0
     region = None
     aborted: list[tuple[int, int]] | None = [] if read_committed else None
-    if fetch_offset < upper and (max_bytes > 0 or min_one_batch):
+    if (fetch_offset < upper and (max_bytes > 0 or min_one_batch)
+            and not (from_follower and held_back is not None
+                     and held_back(partition, params.replica_id))):
         read = partition_log.read(fetch_offset, max_bytes,
                                   isolation_high_watermark=not from_follower,
                                   min_one_batch=min_one_batch, read_committed=read_committed)

@@ -8,7 +8,8 @@ call one entry point, and encode what comes back.
   (:mod:`.delayed_produce`).
 * :meth:`ReplicaManager.fetch` — consumers and followers: zero-copy reads
   (:mod:`.reads`), long-polling in the fetch purgatory (:mod:`.delayed_fetch`); a
-  follower's fetch advances the HW and may expand the ISR.
+  follower's fetch advances the HW and may expand the ISR; the replication throttles
+  (:mod:`.throttles`) hold back what followers get and fetch.
 * ListOffsets, DeleteRecords, OffsetForLeaderEpoch, DescribeLogDirs: one call each.
 
 Either append and fetch answer at once (a plain value: the fast path creates no task) or
@@ -70,6 +71,7 @@ from .reads import (
     has_new_data,
     read_partitions,
 )
+from .throttles import ReplicationQuotas
 
 if TYPE_CHECKING:
     from odradek.config_sections import ReplicationConfig
@@ -117,13 +119,17 @@ class ReplicaManager:
         self._leadership_listeners: list[LeadershipListener] = []
         self.isr_manager: IsrManager | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        # The window configs are read-only (as in Kafka); the rates follow the dynamic
+        # broker configs (odradek.broker.reconfigure), the throttled replicas each topic.
+        self.throttles = ReplicationQuotas(replication.replication_quota_window_num,
+                                           replication.replication_quota_window_size_seconds)
         if isr_writer is not None:
             self.isr_manager = IsrManager(isr_writer, replication,
                                           lambda: self._partitions.values(),
                                           self.after_isr_change)
         if broker_address is not None:
             self.fetchers = ReplicaFetcherManager(broker_id, replication, broker_address,
-                                                  security)
+                                                  security, self.throttles.follower)
         # Traffic is counted once per partition of a request (a counter add), never per
         # record; the state (sizes, offsets, ISR) is read at scrape time instead.
         self._traffic = metrics.traffic if metrics is not None else None
@@ -133,6 +139,8 @@ class ReplicaManager:
             if self.fetchers is not None:
                 self.fetchers.on_appended = metrics.traffic.replicated_in
                 self.fetchers.on_failure = metrics.replication.fetcher_failed
+            self.throttles.leader.on_record = metrics.replication.leader_throttled
+            self.throttles.follower.on_record = metrics.replication.follower_throttled
             self.fetch_sessions.on_change = metrics.fetch_sessions.changed
             self.fetch_sessions.on_evict = metrics.fetch_sessions.evicted
             for purgatory in (self.fetch_purgatory, self.produce_purgatory):
@@ -255,11 +263,12 @@ class ReplicaManager:
 
         def read() -> FetchRead:
             return read_partitions(params, self.leader_partition, self._record_follower_fetch,
-                                   session=session, authorized=authorized)
+                                   session=session, authorized=authorized,
+                                   held_back=self._leader_holds_back)
 
         found = read()
         if found.satisfies(params) or params.max_wait_ms <= 0 or not params.partitions:
-            self._count_fetched(params, found)
+            self._answered(params, found)
             return found
         operation = DelayedFetch(
             params, read, lambda: has_new_data(params, self.leader_partition, session)
@@ -269,31 +278,48 @@ class ReplicaManager:
             if session is None else (session.watch_key,))
         # The read just found too little, in this loop turn: watch without testing again.
         waiting = self.fetch_purgatory.watch(operation, keys, params.max_wait_ms / 1000)
-        if self._traffic is not None:
 
-            def count(done: asyncio.Future[FetchRead]) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    self._count_fetched(params, done.result())
+        def answered(done: asyncio.Future[FetchRead]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._answered(params, done.result())
 
-            waiting.add_done_callback(count)
+        waiting.add_done_callback(answered)
         return waiting
 
-    def _count_fetched(self, params: FetchParams, read: FetchRead) -> None:
-        """Bytes out: one add per partition with data (a follower's fetch is replication)."""
-        traffic = self._traffic
-        if traffic is None or not read.total_bytes:
+    def _answered(self, params: FetchParams, read: FetchRead) -> None:
+        """What an answer sends: bytes out (one add per partition with data; a follower's
+        fetch is replication), and a follower's bytes of throttled partitions against the
+        leader's replication quota (counted once, on the answer: a long poll reads more
+        than once)."""
+        if not read.total_bytes:
             return
+        traffic = self._traffic
         if params.from_follower:
-            traffic.replicated_out(read.total_bytes)
+            if traffic is not None:
+                traffic.replicated_out(read.total_bytes)
+            quota = self.throttles.leader
+            for topic in read.topics:
+                for part in topic.partitions:
+                    size = part.records_size
+                    if size and quota.is_throttled(topic.topic, part.partition_index,
+                                                   self.broker_id):
+                        quota.record(size)
+            return
+        if traffic is None:
             return
         for topic in read.topics:
-            size = 0
-            for part in topic.partitions:
-                records = part.records
-                if records is not None:
-                    size += len(records) if isinstance(records, bytes) else records.length
+            size = sum(part.records_size for part in topic.partitions)
             if size:
                 traffic.fetched(topic.topic, size)
+
+    def _leader_holds_back(self, partition: Partition, replica_id: int) -> bool:
+        """Kafka's ``shouldLeaderThrottle``: a follower outside the ISR, of a replica the
+        topic throttles on this leader, while the leader quota is exceeded. An in-sync
+        follower is never held back: it would fall out of the ISR."""
+        quota = self.throttles.leader
+        return (replica_id not in partition.isr
+                and quota.is_throttled(partition.topic, partition.index, self.broker_id)
+                and quota.is_quota_exceeded())
 
     def _follower_caught_up(self, key: tuple[str, int], replica_id: int, at_ms: int) -> None:
         """A follower's session had ``key``'s whole log at every fetch up to ``at_ms``
@@ -441,6 +467,7 @@ class ReplicaManager:
             self._loop = asyncio.get_running_loop()
         partition_log.on_log_start_change = functools.partial(self._after_log_start_change, key)
         self._partitions[key] = partition
+        self._follow_throttles(key.topic, config)
         return partition
 
     def _become_leader(self, key: TopicPartition, state: PartitionLeadership,
@@ -539,6 +566,11 @@ class ReplicaManager:
         for key, partition in self._partitions.items():
             if key.topic == topic:
                 partition.min_insync_replicas = config.min_insync_replicas
+        self._follow_throttles(topic, config)
+
+    def _follow_throttles(self, topic: str, config: LogConfig) -> None:
+        self.throttles.set_topic(topic, config.leader_replication_throttled_replicas,
+                                 config.follower_replication_throttled_replicas)
 
 
 def _isr_counter(metrics: BrokerMetrics) -> Callable[[tuple[int, ...], tuple[int, ...]], None]:

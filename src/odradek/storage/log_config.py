@@ -172,14 +172,14 @@ class LogConfig:
         "leader.replication.throttled.replicas": (
             "leader_replication_throttled_replicas",
             str,
-            "Replicas (partition:broker,... or *) throttled on the leader side (stored; not "
-            "enforced yet).",
+            "Leader replicas (partition:broker,... or *) whose sending to out-of-sync "
+            "followers leader.replication.throttled.rate limits.",
         ),
         "follower.replication.throttled.replicas": (
             "follower_replication_throttled_replicas",
             str,
-            "Replicas (partition:broker,... or *) throttled on the follower side (stored; "
-            "not enforced yet).",
+            "Follower replicas (partition:broker,... or *) whose fetching "
+            "follower.replication.throttled.rate limits until they catch up.",
         ),
     }
 

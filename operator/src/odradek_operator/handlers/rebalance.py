@@ -3,10 +3,12 @@
 The Strimzi counterpart is KafkaRebalance with Cruise Control: ``kubectl apply`` a Rebalance,
 read the proposal in its status (moves, data to copy, balance before and after), then
 ``kubectl annotate rebalance NAME odradek.dev/rebalance=approve``. While the moves run the
-resource is ``Rebalancing`` (checked every 10 s); ``odradek.dev/rebalance=stop`` cancels the
-moves still running; ``refresh`` computes a new proposal. The rules are
-:mod:`..decisions.rebalance_phase` (what next) and :mod:`..decisions.rebalance` (the plan);
-this module reads and writes the cluster and the status.
+resource is ``Rebalancing``, checked every 10 s (the change handler requeues itself, and
+:func:`watch_rebalance` covers a running rebalance no handler is working on);
+``odradek.dev/rebalance=stop`` cancels the moves still running; ``refresh`` computes a new
+proposal. The rules are :mod:`..decisions.rebalance_phase` (what next) and
+:mod:`..decisions.rebalance` (the plan); this module reads and writes the cluster and the
+status.
 
 An approval re-plans first: if the cluster changed since the proposal was shown, the new
 proposal is shown instead and must be approved again — an old plan is never executed blind.
@@ -38,7 +40,7 @@ from ..runtime import kube
 from ..spec import RebalanceSpec
 from .common import ReconcileResult, reconcile_guarded, resolve_access, sync_time
 
-__all__ = ["POLL_INTERVAL_S", "proposal_status", "stored_moves"]
+__all__ = ["POLL_INTERVAL_S", "proposal_status", "stored_moves", "watch_rebalance"]
 
 GROUP, VERSION, PLURAL = API_GROUP, CRD_VERSION, "rebalances"
 POLL_INTERVAL_S = 10.0
@@ -169,3 +171,15 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
 @kopf.on.update(GROUP, VERSION, PLURAL)
 async def reconcile_rebalance(**kwargs: Any) -> None:
     await reconcile_guarded("Rebalance", kwargs, _reconcile)
+
+
+@kopf.timer(GROUP, VERSION, PLURAL, interval=POLL_INTERVAL_S, initial_delay=POLL_INTERVAL_S,
+            idle=POLL_INTERVAL_S)
+async def watch_rebalance(**kwargs: Any) -> None:
+    """Advance a Rebalance whose moves are running (Ready once they end) when no change
+    handler is working on it: the change handler's requeue belongs to one change, and a
+    later one (the command annotation removed, a spec edit that must wait) or kopf giving
+    up its retries ends it. ``idle``: never while changes are still arriving. Any other
+    phase waits for a person or a spec change."""
+    if _phase(kwargs["body"].get("status") or {}) is Phase.REBALANCING:
+        await reconcile_guarded("Rebalance", kwargs, _reconcile)

@@ -61,6 +61,7 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "Topic": ResourcePath(API_VERSION, "topics"),
     "ConsumerGroup": ResourcePath(API_VERSION, "consumergroups"),
     "User": ResourcePath(API_VERSION, "users"),
+    "Rebalance": ResourcePath(API_VERSION, "rebalances"),
 }
 
 
