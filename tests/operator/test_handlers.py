@@ -255,8 +255,11 @@ async def test_a_missing_or_incomplete_tls_secret_is_a_condition_then_a_rotation
     sts = stored(api, "apps/v1/statefulsets", "kafka", "odr")
     volumes = {v["name"]: v for v in sts["spec"]["template"]["spec"]["volumes"]}
     assert volumes["tls"]["secret"]["secretName"] == "odr-tls"
-    assert patch["status"]["listeners"] == [{"name": "INTERNAL", "securityProtocol": "SSL",
-                                             "bootstrapServers": "odr-bootstrap.kafka.svc:9091"}]
+    assert patch["status"]["listeners"] == [{
+        "name": "INTERNAL", "type": "internal", "securityProtocol": "SSL",
+        "bootstrapServers": "odr-bootstrap.kafka.svc:9091",
+        "addresses": [{"host": "odr-bootstrap.kafka.svc", "port": 9091}]}]
+    assert "ListenersReady" not in conditions(patch)  # no outside listener, nothing to say
     first = restart_hash()
     api.objects[tls_key] = _secret("odr-tls", {**rotated_pair, "ca.crt": ca}, "2")
     coro, _ = call(reconcile_broker_cluster, cluster_body(**secure))
