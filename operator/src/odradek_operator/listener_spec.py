@@ -103,7 +103,7 @@ def parse_external(item: Mapping[str, Any], what: str) -> ExternalAccess | None:
     configuration = item.get("configuration")
     ingress_class = item.get("class")
     if kind == INTERNAL:
-        if configuration or ingress_class:
+        if configuration is not None or ingress_class is not None:
             raise InvalidSpec(f"{what}: configuration and class are for nodeport, "
                               "loadbalancer and ingress listeners; set type")
         return None
