@@ -130,7 +130,8 @@ def listener_status(names: ClusterNames, spec: BrokerClusterSpec, replicas: int,
     ``node_addresses``: broker id → the IP of the node its pod runs on."""
     report: list[dict[str, Any]] = []
     pending_balancers: list[str] = []
-    unplaced: set[int] = set()
+    unplaced: set[int] = set()  # brokers whose node (or node port) is not known yet
+    bootstrap_unknown = False  # a nodeport bootstrap without any node or its node port
     nodes = sorted(set(node_addresses.values()))
     for listener in spec.listeners:
         entry: dict[str, Any] = {"name": listener.name, "type": listener.type,
@@ -149,16 +150,17 @@ def listener_status(names: ClusterNames, spec: BrokerClusterSpec, replicas: int,
             if listener.type == LOADBALANCER and not addresses:
                 pending_balancers.insert(0, names.listener_bootstrap(listener.port_name))
             elif listener.type == NODEPORT and not addresses:
-                unplaced.add(-1)
+                bootstrap_unknown = True
         entry["bootstrapServers"] = ",".join(str(a) for a in addresses)
         entry["addresses"] = [{"host": a.host, "port": a.port} for a in addresses]
         report.append(entry)
     if not spec.external_listeners:
         return report, None
-    return report, _condition(pending_balancers, unplaced)
+    return report, _condition(pending_balancers, sorted(unplaced), bootstrap_unknown)
 
 
-def _condition(pending_balancers: list[str], unplaced: set[int]) -> Condition:
+def _condition(pending_balancers: list[str], unplaced: list[int], bootstrap_unknown: bool
+               ) -> Condition:
     if pending_balancers:
         return Condition(
             LISTENERS_READY, False, "LoadBalancerPending",
@@ -166,11 +168,10 @@ def _condition(pending_balancers: list[str], unplaced: set[int]) -> Condition:
             "LoadBalancer Service gets one from the cloud provider or a load-balancer "
             "controller (MetalLB, ...); is one installed? Until then those brokers advertise "
             "their pod DNS name on that listener")
-    if unplaced:
-        brokers = sorted(b for b in unplaced if b >= 0)
+    if unplaced or bootstrap_unknown:
         return Condition(
             LISTENERS_READY, False, "NodeAddressPending",
             "waiting for the node address (pod scheduled) or node port of "
-            + (f"broker(s) {', '.join(map(str, brokers))}" if brokers else "the bootstrap"))
+            + (f"broker(s) {', '.join(map(str, unplaced))}" if unplaced else "the bootstrap"))
     return Condition(LISTENERS_READY, True, "AddressesKnown",
                      "every outside listener's bootstrap and broker addresses are known")

@@ -4,7 +4,8 @@ Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
 
 1. reads the Secrets the spec names (TLS certificate, the operator's credentials; missing or
    incomplete is a ``SecretNotFound``/``SecretInvalid`` condition), builds every child (pure
-   builders) and server-side-applies it;
+   builders) and server-side-applies it — the outside listeners' Services first, since what
+   the brokers advertise comes from them (:mod:`.listeners`);
 2. observes pods and Kafka (Kafka unreachable is not fatal here: children still converge,
    Kafka-dependent steps wait);
 3. grows the volumes when spec.storage.size grew (claims patched, then the StatefulSet
