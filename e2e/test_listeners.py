@@ -7,7 +7,8 @@ exist, no pod IP or cluster DNS name. It uses librdkafka (confluent-kafka), whic
 broker certificate against the address it dials, as any outside client would: every broker
 must advertise the node address and its own node port, or the client cannot reach the
 partition leaders. The loadbalancer listener renders its Services, and with no load-balancer
-controller on the cluster, the cluster says so (ListenersReady False, LoadBalancerPending).
+controller on the cluster, the cluster says so (ListenersReady False, LoadBalancerPending)
+until the listener is dropped, which deletes its Services.
 """
 
 from __future__ import annotations
@@ -201,3 +202,13 @@ def test_a_client_outside_the_pod_network_produces_and_reads_through_node_ports(
     assert read == set(range(RECORDS)), f"missing: {sorted(set(range(RECORDS)) - read)[:10]}"
     print(f"{RECORDS} records produced (acks=all) and read back from outside in "
           f"{time.monotonic() - started:.0f}s through {external['bootstrapServers']}")
+
+    # Dropping the loadbalancer listener deletes its Services and ends the wait for it.
+    named = cluster["spec"]["listeners"]["named"]
+    kube.patch_resource(namespace, "brokerclusters", CLUSTER, {"spec": {"listeners": {
+        "named": [item for item in named if item["name"] != "PUBLIC"]}}})
+    kube.wait_condition(namespace, "brokerclusters", CLUSTER, "ListenersReady",
+                        reason="AddressesKnown", timeout=180)
+    left = [s.metadata.name for s in kube.core.list_namespaced_service(namespace).items
+            if s.metadata.name.startswith(f"{CLUSTER}-public-")]
+    assert left == [], f"the PUBLIC listener's Services were not deleted: {left}"

@@ -362,8 +362,11 @@ async def test_outside_listener_services_come_first_feed_the_brokers_then_go_wit
     ready = conditions(patch)["ListenersReady"]  # no pod is scheduled in kmock
     assert ready["status"] == "False" and ready["reason"] == "NodeAddressPending"
 
-    coro, patch = call(reconcile_broker_cluster, cluster_body(**spec()))
+    without = cluster_body(**spec())
+    without["status"] = {"conditions": [ready]}
+    coro, patch = call(reconcile_broker_cluster, without)
     await coro
+    assert conditions(patch)["ListenersReady"]["reason"] == "NoOutsideListeners"
     left = {name for (resource, _, name), obj in api.objects.items()
             if resource == kmock.resource("v1/services") and not obj.deleted}
     assert left == {"odr-headless", "odr-bootstrap"}

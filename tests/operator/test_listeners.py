@@ -108,6 +108,10 @@ def test_internal_listeners_report_the_bootstrap_service_and_no_condition():
     spec = spec_with()
     report, condition = listener_status(NAMES, spec, 3, {}, {0: "10.0.0.1"})
     assert condition is None
+    # ... unless one was reported: the last outside listener went, and with it the wait.
+    _, condition = listener_status(NAMES, spec, 3, {}, {}, reported=True)
+    assert condition is not None and condition.status is True
+    assert condition.reason == "NoOutsideListeners"
     assert report == [{"name": "INTERNAL", "type": "internal", "securityProtocol": "SSL",
                        "bootstrapServers": "odr-bootstrap.kafka.svc:9091",
                        "addresses": [{"host": "odr-bootstrap.kafka.svc", "port": 9091}]}]

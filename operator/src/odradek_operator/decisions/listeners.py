@@ -123,11 +123,12 @@ def _bootstrap(names: ClusterNames, listener: Listener,
 
 def listener_status(names: ClusterNames, spec: BrokerClusterSpec, replicas: int,
                     services: Mapping[str, Mapping[str, Any]],
-                    node_addresses: Mapping[int, str]) -> tuple[list[dict[str, Any]],
-                                                                Condition | None]:
+                    node_addresses: Mapping[int, str], *, reported: bool = False
+                    ) -> tuple[list[dict[str, Any]], Condition | None]:
     """``status.listeners`` (Strimzi's: name, type, bootstrapServers, addresses) and the
-    ``ListenersReady`` condition (None without outside listeners: nothing to report).
-    ``node_addresses``: broker id → the IP of the node its pod runs on."""
+    ``ListenersReady`` condition: None without outside listeners (nothing to report), unless
+    the condition was ``reported`` before (the last outside listener removed: it must not
+    stay False). ``node_addresses``: broker id → the IP of the node its pod runs on."""
     report: list[dict[str, Any]] = []
     pending_balancers: list[str] = []
     unplaced: set[int] = set()  # brokers whose node (or node port) is not known yet
@@ -155,7 +156,9 @@ def listener_status(names: ClusterNames, spec: BrokerClusterSpec, replicas: int,
         entry["addresses"] = [{"host": a.host, "port": a.port} for a in addresses]
         report.append(entry)
     if not spec.external_listeners:
-        return report, None
+        return report, (Condition(LISTENERS_READY, True, "NoOutsideListeners",
+                                  "no listener is reachable from outside the cluster")
+                        if reported else None)
     return report, _condition(pending_balancers, sorted(unplaced), bootstrap_unknown)
 
 

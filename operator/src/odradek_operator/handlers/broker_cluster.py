@@ -38,7 +38,7 @@ from ..decisions.config_change import (
     restart_relevant_config,
     split_config,
 )
-from ..decisions.listeners import advertised_addresses, listener_status
+from ..decisions.listeners import LISTENERS_READY, advertised_addresses, listener_status
 from ..decisions.state import ClusterState
 from ..errors import ClusterUnreachable
 from ..kafka.access import ClusterAccess
@@ -190,7 +190,8 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     if not spec.legacy_listeners:
         result.status["listeners"], listeners_ready = listener_status(
             names, spec, replicas.statefulset_replicas, services,
-            _node_addresses(raw_pods, names))
+            _node_addresses(raw_pods, names),
+            reported=any(c.get("type") == LISTENERS_READY for c in status.get("conditions") or ()))
         if listeners_ready is not None:
             result.conditions.append(listeners_ready)
     restart = decide_restart(pods, sts_status.get("updateRevision"), kafka)
