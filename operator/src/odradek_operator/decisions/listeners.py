@@ -142,16 +142,16 @@ def listener_status(names: ClusterNames, spec: BrokerClusterSpec, replicas: int,
                                  listener.port)]
         else:
             addresses = _bootstrap(names, listener, services, nodes)
+            if listener.type == LOADBALANCER and not addresses:
+                pending_balancers.append(names.listener_bootstrap(listener.port_name))
+            elif listener.type == NODEPORT and not addresses:
+                bootstrap_unknown = True
             for broker in range(replicas):
                 advertised = broker_address(names, listener, broker, services)
                 if listener.type == LOADBALANCER and advertised is None:
                     pending_balancers.append(names.listener_broker(listener.port_name, broker))
                 elif _resolve(advertised, node_addresses.get(broker)) is None:
                     unplaced.add(broker)
-            if listener.type == LOADBALANCER and not addresses:
-                pending_balancers.insert(0, names.listener_bootstrap(listener.port_name))
-            elif listener.type == NODEPORT and not addresses:
-                bootstrap_unknown = True
         entry["bootstrapServers"] = ",".join(str(a) for a in addresses)
         entry["addresses"] = [{"host": a.host, "port": a.port} for a in addresses]
         report.append(entry)
