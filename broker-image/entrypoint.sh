@@ -10,6 +10,10 @@
 # client properties the readiness probe (`odradek broker-ready`) connects with.
 # Everything else comes from the mounted server.properties (a ConfigMap) and
 # ODRADEK_OVERRIDES ("key=value key=value").
+# Outside listeners (nodeport, loadbalancer, ingress): the ConfigMap's
+# broker-<id>.advertised, next to server.properties, holds "NAME://host:port" lines; such a
+# listener is advertised there instead of at the pod's DNS name, with ${ODRADEK_NODE_ADDRESS}
+# replaced by that variable (the node's IP, from the downward API).
 # SIGTERM: the broker is exec'd, so it is PID 1 and runs its controlled shutdown itself.
 # The readiness probe (`odradek broker-ready`) derives the broker id by the same rule.
 # shellcheck disable=SC3028  # the container runtime sets HOSTNAME (the pod name)
@@ -22,6 +26,7 @@ port="${ODRADEK_PORT:-9092}"
 fqdn="${HOSTNAME}.${ODRADEK_HEADLESS_SERVICE:-odradek-headless}.${POD_NAMESPACE:-default}.svc.cluster.local"
 config="${ODRADEK_CONFIG:-/etc/odradek/server.properties}"
 
+outside="$(dirname "$config")/broker-${broker_id}.advertised"
 listeners=""
 advertised=""
 for entry in ${ODRADEK_LISTENERS:-PLAINTEXT:$port}; do
@@ -29,7 +34,15 @@ for entry in ${ODRADEK_LISTENERS:-PLAINTEXT:$port}; do
   lport="${entry#*:}"
   case "$name:$lport" in *[!A-Z0-9_:]*|:*|*:|*:*[!0-9]*) echo "bad ODRADEK_LISTENERS entry: $entry" >&2; exit 1;; esac
   listeners="${listeners:+$listeners,}${name}://0.0.0.0:${lport}"
-  advertised="${advertised:+$advertised,}${name}://${fqdn}:${lport}"
+  address="${name}://${fqdn}:${lport}"
+  if [ -f "$outside" ] && line=$(grep -m1 "^${name}://" "$outside"); then
+    case "$line" in *\$\{ODRADEK_NODE_ADDRESS\}*)
+      node="${ODRADEK_NODE_ADDRESS:?the $name listener advertises the node address: set ODRADEK_NODE_ADDRESS}"
+      line="${line%%\$\{ODRADEK_NODE_ADDRESS\}*}${node}${line#*\$\{ODRADEK_NODE_ADDRESS\}}";;
+    esac
+    address="$line"
+  fi
+  advertised="${advertised:+$advertised,}${address}"
 done
 
 set -- --override "broker.id=${broker_id}" \

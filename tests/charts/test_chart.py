@@ -425,3 +425,21 @@ def test_the_single_port_cluster_renders_as_before():
     (test_pod,) = [p for p in by_kind(docs, "Pod")
                    if p["metadata"]["annotations"].get("helm.sh/hook") == "test"]
     assert "ODRADEK_COMMAND_CONFIG" not in test_pod["spec"]["containers"][0]["command"][-1]
+
+
+@needs_helm
+def test_outside_listeners_pass_type_class_and_configuration_through(tmp_path):
+    values = tmp_path / "outside.yaml"
+    values.write_text(yaml.safe_dump({"cluster": {"listeners": [
+        {"name": "INTERNAL", "port": 9091, "securityProtocol": "SASL_SSL"},
+        {"name": "ROUTED", "port": 9094, "securityProtocol": "SSL", "type": "ingress",
+         "class": "nginx", "configuration": {
+             "bootstrap": {"host": "kafka.example"},
+             "brokers": [{"broker": b, "host": f"b{b}.kafka.example"} for b in range(5)]}}]}}))
+    (cluster,) = by_kind(render(str(FULL_VALUES), str(values)), "BrokerCluster")
+    routed = cluster["spec"]["listeners"]["named"][1]
+    assert routed["type"] == "ingress" and routed["class"] == "nginx"
+    parsed = BrokerClusterSpec.parse(cluster["spec"])
+    access = parsed.listeners[1].external
+    assert access is not None and access.broker(4).host == "b4.kafka.example"
+    assert cluster["spec"]["listeners"]["named"][0].keys() == {"name", "port", "securityProtocol"}

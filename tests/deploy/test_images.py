@@ -113,6 +113,31 @@ def test_broker_entrypoint_wires_named_listeners_tls_and_the_inter_broker_user(
     assert probe["ssl_certfile"] == f"{run}/keystore.pem"  # for clientAuth, as brokers do
 
 
+def test_broker_entrypoint_advertises_outside_listeners_from_the_configmap(
+        tmp_path: Path) -> None:
+    """``broker-<id>.advertised`` beside server.properties names the broker's outside address
+    per listener (the node's address substituted); other listeners stay at the pod's name."""
+    (tmp_path / "broker-1.advertised").write_text(
+        "EXTERNAL://${ODRADEK_NODE_ADDRESS}:31001\nLB://203.0.113.7:9095\n")
+    env = _stand_in(tmp_path, "odradek") | {
+        "HOSTNAME": "odr-1", "POD_NAMESPACE": "prod", "ODRADEK_HEADLESS_SERVICE": "odr-headless",
+        "ODRADEK_CONFIG": str(tmp_path / "server.properties"),
+        "ODRADEK_LISTENERS": "INTERNAL:9091 EXTERNAL:9094 LB:9095 OTHER:9096",
+        "ODRADEK_NODE_ADDRESS": "10.200.0.2"}
+    out = subprocess.run(["sh", str(REPO / "broker-image" / "entrypoint.sh")], env=env,
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    args = [line[4:] for line in out.splitlines()]
+    overrides = dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--override")
+    fqdn = "odr-1.odr-headless.prod.svc.cluster.local"
+    assert overrides["advertised.listeners"] == (
+        f"INTERNAL://{fqdn}:9091,EXTERNAL://10.200.0.2:31001,LB://203.0.113.7:9095,"
+        f"OTHER://{fqdn}:9096")
+    del env["ODRADEK_NODE_ADDRESS"]
+    result = subprocess.run(["sh", str(REPO / "broker-image" / "entrypoint.sh")], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0 and "set ODRADEK_NODE_ADDRESS" in result.stderr
+
+
 def test_broker_entrypoint_refuses_a_tls_secret_without_a_key(tmp_path: Path) -> None:
     tls = tmp_path / "tls"
     tls.mkdir()

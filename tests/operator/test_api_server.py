@@ -47,8 +47,8 @@ def namespace() -> Iterator[str]:
 
 
 def test_examples_are_accepted_and_defaults_applied(namespace):
-    for example in ("cluster.yaml", "secure-cluster.yaml", "topic.yaml", "consumergroup.yaml",
-                    "rebalance.yaml", "user.yaml"):
+    for example in ("cluster.yaml", "secure-cluster.yaml", "external-listeners.yaml",
+                    "topic.yaml", "consumergroup.yaml", "rebalance.yaml", "user.yaml"):
         kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / example))
     policy = kubectl("get", "-n", namespace, "topic", "page-views",
                      "-o", "jsonpath={.spec.deletionPolicy}").stdout
@@ -85,6 +85,31 @@ SECURITY_CEL: list[tuple[dict[str, Any], str]] = [
     ({"listeners": {"named": [{"name": "METRICS", "port": 9092}]}},
      "reserved for the metrics port"),
     ({"config": {"sasl.jaas.config": "x"}}, "managed by the operator"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092},
+                              {"name": "B", "port": 9093, "configuration": {}}]}},
+     "configuration is for nodeport, loadbalancer and ingress listeners"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092},
+                              {"name": "B", "port": 9093, "type": "ingress", "configuration": {
+                                  "bootstrap": {"host": "k.example"}}}]}},
+     "needs securityProtocol SSL or SASL_SSL"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092},
+                              {"name": "B", "port": 9093, "type": "ingress",
+                               "securityProtocol": "SSL"}]}, "tls": {"secretName": "t"}},
+     "needs configuration.bootstrap.host"),
+    ({"replicas": 2, "tls": {"secretName": "t"},
+      "listeners": {"named": [{"name": "A", "port": 9092},
+                              {"name": "B", "port": 9093, "type": "ingress",
+                               "securityProtocol": "SSL", "configuration": {
+                                   "bootstrap": {"host": "k.example"},
+                                   "brokers": [{"broker": 0, "host": "b0.example"}]}}]}},
+     "needs configuration.brokers[].host for every broker"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092},
+                              {"name": "B", "port": 9093, "type": "loadbalancer",
+                               "configuration": {"bootstrap": {"nodePort": 31000}}}]}},
+     "nodePort is for nodeport listeners"),
+    ({"listeners": {"named": [{"name": "A", "port": 9092, "type": "nodeport"},
+                              {"name": "B", "port": 9093}]}},
+     "the inter-broker listener must be type internal"),
 ]
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidSpec
+from .listener_spec import INTERNAL, ExternalAccess, parse_external
 
 __all__ = [
     "CLIENT_AUTH",
@@ -66,6 +67,12 @@ class Listener:
     #: The Service/container port name: ``kafka`` for the single-port form (what clusters
     #: created before named listeners have), else the listener's name as a DNS label.
     port_name: str = "kafka"
+    #: How clients outside the cluster reach it (:mod:`.listener_spec`); None: internal only.
+    external: ExternalAccess | None = None
+
+    @property
+    def type(self) -> str:
+        return self.external.type if self.external is not None else INTERNAL
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ def parse_listeners(raw: Mapping[str, Any] | None, metrics_port: int | None
         if protocol not in PROTOCOLS:
             raise InvalidSpec(f"{what}.securityProtocol must be one of {', '.join(PROTOCOLS)}")
         listeners.append(Listener(name, _port(item.get("port"), f"{what}.port"), protocol,
-                                  name.lower().replace("_", "-")))
+                                  name.lower().replace("_", "-"), parse_external(item, what)))
     for attr, what in (("name", "names"), ("port", "ports"), ("port_name", "names")):
         values = [getattr(listener, attr) for listener in listeners]
         if len(set(values)) != len(values):

@@ -15,6 +15,7 @@ from typing import Any
 
 from .decisions.rebalance import DEFAULT_GOALS, Goal, Mode
 from .errors import InvalidSpec
+from .listener_spec import check_external_listeners
 from .security_spec import (
     Authentication,
     Listener,
@@ -143,6 +144,11 @@ class BrokerClusterSpec:
                     if listener.name == self.inter_broker_listener)
 
     @property
+    def external_listeners(self) -> tuple[Listener, ...]:
+        """The listeners clients outside the cluster reach (nodeport, loadbalancer, ingress)."""
+        return tuple(item for item in self.listeners if item.external is not None)
+
+    @property
     def port(self) -> int:
         """The port the operator (and Topic/ConsumerGroup reconciles) connect to."""
         return self.inter_broker.port
@@ -199,11 +205,13 @@ class BrokerClusterSpec:
             raise InvalidSpec(f"the inter-broker listener {inter} uses SASL: set "
                               "spec.authentication.operatorSecretRef (the brokers' and the "
                               "operator's user)")
+        replicas = _int(raw, "replicas", 3, "spec", minimum=1)
+        check_external_listeners(listeners, inter, replicas)
         if authentication.users and not any(uses_sasl(item.protocol) for item in listeners):
             raise InvalidSpec("spec.authentication.users are SASL users, but no listener "
                               "uses SASL_PLAINTEXT or SASL_SSL")
         return cls(
-            replicas=_int(raw, "replicas", 3, "spec", minimum=1),
+            replicas=replicas,
             image=str(raw.get("image") or "odradek/broker:0.2.0"),
             image_pull_policy=str(raw.get("imagePullPolicy") or "IfNotPresent"),
             storage_size=str(storage.get("size") or "10Gi"),

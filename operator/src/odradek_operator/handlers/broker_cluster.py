@@ -4,7 +4,8 @@ Each reconcile (on change, on resume, and every :data:`RECONCILE_INTERVAL_S`):
 
 1. reads the Secrets the spec names (TLS certificate, the operator's credentials; missing or
    incomplete is a ``SecretNotFound``/``SecretInvalid`` condition), builds every child (pure
-   builders) and server-side-applies it;
+   builders) and server-side-applies it — the outside listeners' Services first, since what
+   the brokers advertise comes from them (:mod:`.listeners`);
 2. observes pods and Kafka (Kafka unreachable is not fatal here: children still converge,
    Kafka-dependent steps wait);
 3. grows the volumes when spec.storage.size grew (claims patched, then the StatefulSet
@@ -37,6 +38,7 @@ from ..decisions.config_change import (
     restart_relevant_config,
     split_config,
 )
+from ..decisions.listeners import LISTENERS_READY, advertised_addresses, listener_status
 from ..decisions.state import ClusterState
 from ..errors import ClusterUnreachable
 from ..kafka.access import ClusterAccess
@@ -46,12 +48,14 @@ from ..kafka.session import admin_session
 from ..kube.api import KubeApi, KubeApiError
 from ..manifests import brokers as broker_manifests
 from ..manifests.common import API_GROUP, CRD_VERSION, ClusterNames, Owner, config_hash
+from ..manifests.listeners import advertised_data
 from ..manifests.zookeeper import zookeeper_connect, zookeeper_manifests
 from ..metrics import METRICS
 from ..runtime import kube
 from ..spec import BrokerClusterSpec
 from .broker_volumes import grow_volumes
 from .common import ReconcileResult, reconcile_guarded
+from .listeners import apply_listeners
 from .scram_users import reconcile_users
 from .secrets import load_cluster_secrets
 
@@ -66,10 +70,13 @@ REVISION_LABEL = "controller-revision-hash"
 
 def desired_children(names: ClusterNames, owner: Owner, spec: BrokerClusterSpec, *,
                      replicas: int, dynamic_supported: bool, pod_monitor: bool,
-                     secret_inputs: Mapping[str, str] | None = None
-                     ) -> list[dict[str, Any]]:
+                     secret_inputs: Mapping[str, str] | None = None,
+                     advertised: Mapping[int, str] | None = None) -> list[dict[str, Any]]:
     """Every child object, in apply order (pure). ``secret_inputs``: what of the mounted
-    Secrets restarts brokers when it changes (:class:`.secrets.ClusterSecrets`)."""
+    Secrets restarts brokers when it changes (:class:`.secrets.ClusterSecrets`);
+    ``advertised``: each broker's outside addresses (:mod:`..decisions.listeners`), which
+    restart it when they change. The outside listeners' own objects are
+    :func:`.listeners.apply_listeners`' (applied first: the addresses come from them)."""
     children: list[dict[str, Any]] = []
     if spec.managed_zookeeper is not None:
         children += zookeeper_manifests(names, owner, spec.managed_zookeeper)
@@ -81,10 +88,13 @@ def desired_children(names: ClusterNames, owner: Owner, spec: BrokerClusterSpec,
     restart_hash = config_hash(restart_relevant_config(config, dynamic_supported))
     if secret_inputs:  # without Secrets the hash stays what it was before they existed
         restart_hash = config_hash({"config": restart_hash, "secrets": dict(secret_inputs)})
+    per_broker = advertised_data(advertised or {})
+    if per_broker:  # without outside listeners the hash stays what it was before them
+        restart_hash = config_hash({"config": restart_hash, "advertised": per_broker})
     if spec.rack_topology_key:
         children += broker_manifests.rack_rbac(names, owner)
     children += [
-        broker_manifests.config_map(names, owner, config),
+        broker_manifests.config_map(names, owner, config, per_broker),
         broker_manifests.headless_service(names, owner, spec),
         broker_manifests.bootstrap_service(names, owner, spec),
         broker_manifests.pod_disruption_budget(names, owner),
@@ -111,6 +121,14 @@ def _pod_states(pods: Sequence[Mapping[str, Any]], names: ClusterNames) -> list[
     return out
 
 
+def _node_addresses(pods: Sequence[Mapping[str, Any]], names: ClusterNames
+                    ) -> dict[int, str]:
+    """Broker id → the IP of the node its pod is scheduled on (``status.hostIP``)."""
+    hosts = {pod["metadata"]["name"]: (pod.get("status") or {}).get("hostIP") for pod in pods}
+    return {state.ordinal: host for state in _pod_states(pods, names)
+            if (host := hosts.get(names.pod(state.ordinal)))}
+
+
 async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileResult:
     api = kube()
     uid = str(body.metadata.uid)
@@ -125,11 +143,6 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     access = secrets.access
     bootstrap = access.bootstrap_servers
     result = ReconcileResult({"bootstrapServers": bootstrap})
-    if not spec.legacy_listeners:
-        result.status["listeners"] = [
-            {"name": listener.name, "securityProtocol": listener.protocol,
-             "bootstrapServers": names.bootstrap_servers(listener.port)}
-            for listener in spec.listeners]
 
     existing = await api.get("StatefulSet", namespace, names.statefulset)
     current_replicas = int(existing["spec"]["replicas"]) if existing else spec.replicas
@@ -139,9 +152,11 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
     volumes = await grow_volumes(api, namespace, names, spec, existing, status.get("storage"))
     sized = dataclasses.replace(spec, storage_size=volumes.template_size)
     pod_monitor = await api.serves("monitoring.coreos.com/v1")
+    services = await apply_listeners(api, names, owner, spec, replicas.statefulset_replicas)
+    advertised = advertised_addresses(names, spec, replicas.statefulset_replicas, services)
     for child in desired_children(names, owner, sized, replicas=replicas.statefulset_replicas,
                                   dynamic_supported=dynamic_supported, pod_monitor=pod_monitor,
-                                  secret_inputs=secrets.restart_inputs):
+                                  secret_inputs=secrets.restart_inputs, advertised=advertised):
         if volumes.recreate and child["kind"] == "StatefulSet" \
                 and child["metadata"]["name"] == names.statefulset:
             continue  # deleted (pods orphaned, still running): applied anew next time
@@ -170,7 +185,15 @@ async def _reconcile(body: kopf.Body, namespace: str, name: str) -> ReconcileRes
 
     statefulset = await api.get("StatefulSet", namespace, names.statefulset) or {}
     sts_status = statefulset.get("status") or {}
-    pods = _pod_states(await api.list("Pod", namespace, names.selector("broker")), names)
+    raw_pods = await api.list("Pod", namespace, names.selector("broker"))
+    pods = _pod_states(raw_pods, names)
+    if not spec.legacy_listeners:
+        result.status["listeners"], listeners_ready = listener_status(
+            names, spec, replicas.statefulset_replicas, services,
+            _node_addresses(raw_pods, names),
+            reported=any(c.get("type") == LISTENERS_READY for c in status.get("conditions") or ()))
+        if listeners_ready is not None:
+            result.conditions.append(listeners_ready)
     restart = decide_restart(pods, sts_status.get("updateRevision"), kafka)
 
     busy: list[str] = []

@@ -53,6 +53,7 @@ KIND_PATHS: dict[str, ResourcePath] = {
     "StorageClass": ResourcePath("storage.k8s.io/v1", "storageclasses", False),
     "StatefulSet": ResourcePath("apps/v1", "statefulsets"),
     "PodDisruptionBudget": ResourcePath("policy/v1", "poddisruptionbudgets"),
+    "Ingress": ResourcePath("networking.k8s.io/v1", "ingresses"),
     "PodMonitor": ResourcePath("monitoring.coreos.com/v1", "podmonitors"),
     "ClusterRole": ResourcePath("rbac.authorization.k8s.io/v1", "clusterroles", False),
     "ClusterRoleBinding": ResourcePath("rbac.authorization.k8s.io/v1", "clusterrolebindings",

@@ -2,7 +2,9 @@
 
 Contract with ``broker-image/`` (its entrypoint): broker.id is the pod ordinal; every listener
 of ``ODRADEK_LISTENERS`` (``NAME:PORT ...``; else one PLAINTEXT listener on ``ODRADEK_PORT``)
-is advertised as ``<pod>.<headless service>.<namespace>.svc.cluster.local:<port>``; with
+is advertised as ``<pod>.<headless service>.<namespace>.svc.cluster.local:<port>``, unless
+the ConfigMap's ``broker-<id>.advertised`` names its outside address (``NAME://host:port`` lines,
+``${ODRADEK_NODE_ADDRESS}`` replaced by that env: :mod:`.listeners`); with
 ``ODRADEK_TLS_DIR`` (the TLS Secret, read-only) it builds the broker's PEM key store in
 ``ODRADEK_RUN_DIR``; with ``ODRADEK_SASL_USERNAME``/``_PASSWORD`` (from the operator's
 credentials Secret) it sets ``sasl.jaas.config``, and writes the readiness probe's client
@@ -19,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..listener_spec import NODEPORT
 from ..security_spec import uses_sasl, uses_tls
 from ..spec import BrokerClusterSpec
 from .common import (
@@ -88,11 +91,13 @@ def security_config(spec: BrokerClusterSpec) -> dict[str, str]:
     return config
 
 
-def config_map(names: ClusterNames, owner: Owner | None, config: Mapping[str, str]
-               ) -> dict[str, Any]:
+def config_map(names: ClusterNames, owner: Owner | None, config: Mapping[str, str],
+               per_broker: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``per_broker``: the brokers' own keys beside server.properties (their outside
+    addresses, ``broker-<id>.advertised``: :mod:`.listeners`)."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": metadata(names.config_map, names, BROKER, owner),
-            "data": {"server.properties": render_properties(config)}}
+            "data": {"server.properties": render_properties(config), **(per_broker or {})}}
 
 
 def _ports(spec: BrokerClusterSpec) -> list[dict[str, Any]]:
@@ -227,6 +232,10 @@ def _security_env(spec: BrokerClusterSpec, env: list[dict[str, Any]],
     env.append({"name": "ODRADEK_INTER_BROKER_PROTOCOL", "value": spec.inter_broker.protocol})
     env.append({"name": "ODRADEK_RUN_DIR", "value": RUN_DIR})
     env.append({"name": "ODRADEK_PROBE_CONFIG", "value": PROBE_CONFIG})
+    if any(listener.type == NODEPORT for listener in spec.listeners):
+        # What a nodeport listener advertises: the node's address, known once scheduled.
+        env.append({"name": "ODRADEK_NODE_ADDRESS",
+                    "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}})
     volumes.append({"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}})
     mounts.append({"name": "run", "mountPath": RUN_DIR})
     if spec.tls is not None:

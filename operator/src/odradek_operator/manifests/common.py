@@ -71,6 +71,14 @@ class ClusterNames:
     def zookeeper_headless(self) -> str:
         return f"{self.cluster}-zookeeper-headless"
 
+    def listener_bootstrap(self, port_name: str) -> str:
+        """An outside listener's bootstrap Service and Ingress, over every broker."""
+        return f"{self.cluster}-{port_name}-bootstrap"
+
+    def listener_broker(self, port_name: str, broker: int) -> str:
+        """One broker's Service (and Ingress) of an outside listener."""
+        return f"{self.cluster}-{port_name}-{broker}"
+
     def pod(self, ordinal: int) -> str:
         return f"{self.cluster}-{ordinal}"
 
