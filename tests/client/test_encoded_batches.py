@@ -8,6 +8,7 @@ import time
 
 from kio.schema.errors import ErrorCode
 
+from odradek.client.accumulator import ProducerBatch
 from odradek.client.batch_codec import RecordsBuilder
 from odradek.client.errors import BrokerResponseError, ConnectionFailed
 from odradek.client.metadata import TopicPartition
@@ -25,6 +26,18 @@ def _records(n: int) -> bytes:
     return bytes(builder.buffer)
 
 
+def _drain(producer: AsyncProducer, n: int, now: float) -> list[ProducerBatch]:
+    """``n`` batches of TP in turn, the broker acknowledging a sequence 0 before the next is
+    sent (until it has, a partition sends one batch: see tests/client/test_retry_order.py)."""
+    drained = []
+    for _ in range(n):
+        (batch,) = producer.sender.drain_for_node([TP], now)
+        if batch.base_sequence == 0:
+            producer.accumulator.release(batch)
+        drained.append(batch)
+    return drained
+
+
 def test_encoded_batches_keep_their_place_and_sequence() -> None:
     producer = AsyncProducer("127.0.0.1:1")
     producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
@@ -34,7 +47,7 @@ def test_encoded_batches_keep_their_place_and_sequence() -> None:
     acc.append(TP, TS, None, b"B", None)  # never appended into the sealed batch
     assert [b.record_count for b in acc.batches[TP]] == [1, 3, 1]
     now = time.monotonic()
-    drained = [producer.sender.drain_for_node([TP], now)[0] for _ in range(3)]
+    drained = _drain(producer, 3, now)
     assert [b.base_sequence for b in drained] == [0, 1, 4]
 
     encoded = drained[1].encoded
@@ -52,16 +65,18 @@ def test_encoded_batch_is_resequenced_after_a_producer_id_reset() -> None:
     producer = AsyncProducer("127.0.0.1:1")
     producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
     acc = producer.accumulator
+    now = time.monotonic()
+    acc.append(TP, TS, None, b"first", None)
+    _drain(producer, 1, now)  # sequence 0 acknowledged: what follows is pipelined
     acc.append_encoded(TP, _records(5), 5, TS)
     acc.append_encoded(TP, _records(2), 2, TS)
-    now = time.monotonic()
     (a,) = producer.sender.drain_for_node([TP], now)
     (b,) = producer.sender.drain_for_node([TP], now)
     producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
     producer.sender.reset_producer_id()
     producer.sender.retry_or_fail(b, BrokerResponseError(ErrorCode.unknown_producer_id, "t-0"))
     producer.sender.producer_id = 8
-    drained = [producer.sender.drain_for_node([TP], now + 1)[0] for _ in range(2)]
+    drained = _drain(producer, 2, now + 1)
     assert drained == [a, b]
     assert [(x.base_sequence, x.producer_id) for x in drained] == [(0, 8), (5, 8)]
     assert a.encoded is not None and a.encoded[BATCH_HEADER_SIZE:] == _records(5)

@@ -10,6 +10,12 @@ re-enqueued with its old sequence. ``reenqueue`` orders retries by sequence and 
 none with -1, so B lands in front of A, and the next drain numbers B before A. Retries
 now go back in creation order, and a partition with a batch in flight under the old id is
 not drained until that batch is back (the second test).
+
+A broker with no state for a producer id takes any first sequence, so a partition sends one
+batch at a time until its sequence 0 is answered (the third test): found against Apache
+Kafka right after CreateTopics, where the first batch got NOT_LEADER_OR_FOLLOWER, a later
+pipelined one was written first, and the producer id reset then put the first one after it
+(tests/client/test_send_encoded.py, offsets 259/260 instead of 49/50).
 """
 
 from __future__ import annotations
@@ -25,15 +31,23 @@ from odradek.client.producer import AsyncProducer
 TP = TopicPartition("t", 0)
 
 
+def _acked_first_batch(producer: AsyncProducer, now: float) -> None:
+    """Sequence 0 sent and acknowledged: the broker holds the producer's state."""
+    producer.accumulator.append(TP, 0, None, b"first", None)
+    (first,) = producer.sender.drain_for_node([TP], now)
+    producer.sender.finish(first, 0)
+
+
 def test_retries_across_a_producer_id_reset_are_resequenced_in_append_order() -> None:
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)  # one record per batch
     producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
+    now = time.monotonic()
+    _acked_first_batch(producer, now)
     producer.accumulator.append(TP, 0, None, b"A", None)
     producer.accumulator.append(TP, 0, None, b"B", None)
-    now = time.monotonic()
     (a,) = producer.sender.drain_for_node([TP], now)
     (b,) = producer.sender.drain_for_node([TP], now)
-    assert (a.base_sequence, b.base_sequence) == (0, 1)
+    assert (a.base_sequence, b.base_sequence) == (1, 2)
 
     # A's request fails retriably; then B's answer is UNKNOWN_PRODUCER_ID.
     producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
@@ -43,6 +57,7 @@ def test_retries_across_a_producer_id_reset_are_resequenced_in_append_order() ->
 
     producer.sender.producer_id = 8  # InitProducerId answered with a new id
     (first,) = producer.sender.drain_for_node([TP], now + 1)
+    producer.sender.finish(first, 0)  # sequence 0 under the new id acknowledged
     (second,) = producer.sender.drain_for_node([TP], now + 1)
     order = "A, B" if first is a else "B, A"
     assert first is a and second is b, (
@@ -55,10 +70,11 @@ def test_a_partition_waits_for_its_batch_in_flight_under_the_old_producer_id() -
     not be numbered under the new id (and written) before A is back and numbered first."""
     producer = AsyncProducer("127.0.0.1:1", batch_size=1)
     producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
+    now = time.monotonic()
+    _acked_first_batch(producer, now)
     producer.accumulator.append(TP, 0, None, b"A", None)
     producer.accumulator.append(TP, 0, None, b"B", None)
     producer.accumulator.append(TP, 0, None, b"C", None)
-    now = time.monotonic()
     (a,) = producer.sender.drain_for_node([TP], now)
     (b,) = producer.sender.drain_for_node([TP], now)
     (c,) = producer.accumulator.batches[TP]
@@ -69,7 +85,40 @@ def test_a_partition_waits_for_its_batch_in_flight_under_the_old_producer_id() -
     assert producer.sender.drain_for_node([TP], now + 1) == [], "A is still in flight under 7"
     assert producer.accumulator.ready(now + 1, 8)[0] == []
     producer.sender.retry_or_fail(a, ConnectionFailed("produce to broker 2 timed out"))
-    drained = [producer.sender.drain_for_node([TP], now + 1)[0] for _ in range(3)]
+    (first,) = producer.sender.drain_for_node([TP], now + 1)
+    assert producer.sender.drain_for_node([TP], now + 1) == [], "sequence 0 is unanswered"
+    producer.sender.finish(first, 0)
+    drained = [first] + [producer.sender.drain_for_node([TP], now + 1)[0] for _ in range(2)]
     assert drained == [a, b, c]
     assert [batch.base_sequence for batch in drained] == [0, 1, 2]
     assert all(batch.producer_id == 8 for batch in drained)
+
+
+def test_a_partition_sends_one_batch_until_its_first_sequence_is_answered() -> None:
+    """The first batch to a partition just created fails retriably while a later one would
+    already be taken: nothing after sequence 0 is sent until it is answered, and after a
+    retriable failure it goes first again."""
+    producer = AsyncProducer("127.0.0.1:1", batch_size=1)
+    producer.sender.producer_id, producer.sender.producer_epoch = 7, 0
+    for value in (b"A", b"B", b"C"):
+        producer.accumulator.append(TP, 0, None, value, None)
+    now = time.monotonic()
+    (a,) = producer.sender.drain_for_node([TP], now)
+    assert a.base_sequence == 0
+    assert producer.sender.drain_for_node([TP], now) == []
+    assert producer.accumulator.ready(now, 7)[0] == []
+
+    producer.sender.retry_or_fail(a, BrokerResponseError(
+        ErrorCode.not_leader_or_follower, "produce to t-0"))
+    (again,) = producer.sender.drain_for_node([TP], now + 1)
+    assert again is a and a.base_sequence == 0
+    producer.sender.finish(a, 0)
+    (b,) = producer.sender.drain_for_node([TP], now + 1)
+    (c,) = producer.sender.drain_for_node([TP], now + 1)  # pipelined once 0 is acknowledged
+    assert [b.base_sequence, c.base_sequence] == [1, 2]
+
+    plain = AsyncProducer("127.0.0.1:1", batch_size=1, enable_idempotence=False)
+    for value in (b"A", b"B"):
+        plain.accumulator.append(TP, 0, None, value, None)
+    drained = [plain.sender.drain_for_node([TP], now) for _ in range(2)]
+    assert [len(batches) for batches in drained] == [1, 1], "without idempotence: not held"

@@ -361,15 +361,14 @@ class RecordAccumulator:
     def ready(self, now: float, producer_id: int | None = None
               ) -> tuple[list[TopicPartition], float]:
         """Partitions whose first batch may be sent now, and seconds until the next might.
-        With ``producer_id`` (idempotence), a partition with a batch in flight under another
-        id waits for it (its response wakes the sender)."""
+        With ``producer_id`` (idempotence), a partition :meth:`_held` by a batch in flight
+        waits for it (its response wakes the sender)."""
         ready: list[TopicPartition] = []
         next_check = self.linger if self.linger > 0 else 1.0
         with self.lock:
             flushing = self.flushing > 0 or self.closed
             for tp, queue in self.batches.items():
-                if not queue or (producer_id is not None
-                                 and self._stale_in_flight(tp, producer_id)):
+                if not queue or (producer_id is not None and self._held(tp, producer_id)):
                     continue
                 batch = queue[0]
                 if batch.in_retry and batch.retry_at > now:
@@ -386,20 +385,28 @@ class RecordAccumulator:
     def drain(self, tp: TopicPartition, now: float, producer_id: int | None = None
               ) -> ProducerBatch | None:
         """The partition's first batch, now in flight (``producer_id``: as in :meth:`ready`,
-        none while a batch is in flight under another id)."""
+        none while the partition is :meth:`_held`)."""
         with self.lock:
             queue = self.batches.get(tp)
-            if not queue or (producer_id is not None
-                             and self._stale_in_flight(tp, producer_id)):
+            if not queue or (producer_id is not None and self._held(tp, producer_id)):
                 return None
             batch = queue.popleft()
             batch.drained_at = now
             self.in_flight.setdefault(tp, []).append(batch)
             return batch
 
-    def _stale_in_flight(self, tp: TopicPartition, producer_id: int) -> bool:
-        """Is a batch of ``tp`` in flight under a producer id other than ``producer_id``?"""
-        return any(b.producer_id != producer_id for b in self.in_flight.get(tp, ()))
+    def _held(self, tp: TopicPartition, producer_id: int) -> bool:
+        """Must ``tp`` wait for its batches in flight before another is sent (idempotence)?
+
+        Yes while one was numbered under a producer id other than ``producer_id`` (it must
+        come back and be numbered again first), and while the first batch under this id
+        (sequence 0) is unanswered: a broker with no state for a producer id takes *any*
+        first sequence, so a pipelined later batch that arrives first — the first one got
+        NOT_LEADER_OR_FOLLOWER from a partition still being created — would be written
+        ahead of it (seen against Apache Kafka right after CreateTopics). Once the broker
+        has acknowledged sequence 0 it checks every later one, and pipelining resumes."""
+        return any(b.producer_id != producer_id or b.base_sequence == 0
+                   for b in self.in_flight.get(tp, ()))
 
     def _landed(self, batch: ProducerBatch) -> None:
         flying = self.in_flight.get(batch.tp)
