@@ -63,6 +63,26 @@ def test_an_annotation_only_change_is_a_change() -> None:
     assert diff(before, after), "kopf would see no change and call no update handler"
 
 
+def _as_kopf_diffs(old_body: kopf.Body, new_body: kopf.Body,
+                   progress: kopf.AnnotationsProgressStorage) -> Any:
+    """kopf's processing step (``kopf/_core/reactor/processing.py``): build both essences,
+    clear them through the progress storage, diff."""
+    clear = progress.clear
+    return diff(clear(essence=storage().build(body=old_body)),
+                clear(essence=storage().build(body=new_body)))
+
+
+def test_an_approval_survives_kopfs_progress_clearing() -> None:
+    before, after = rebalance({}), rebalance({ANNOTATION: "approve"})
+    plain = kopf.AnnotationsProgressStorage(prefix=STORAGE_PREFIX)
+    assert not _as_kopf_diffs(before, after, plain), "kopf's own clear drops the approval"
+    ours = runtime.CommandAwareProgress(prefix=STORAGE_PREFIX)
+    assert _as_kopf_diffs(before, after, ours), "the approval must reach the update handler"
+    cleared = ours.clear(essence=storage().build(body=rebalance(
+        {ANNOTATION: "approve", f"{STORAGE_PREFIX}/restart-hash": "abc"})))
+    assert annotations_of(cleared) == {ANNOTATION: "approve"}
+
+
 def test_other_annotations_stay_as_kopf_treats_them() -> None:
     essence = storage().build(body=rebalance({f"{STORAGE_PREFIX}/restart-hash": "abc",
                                               "team": "payments"}))
@@ -75,3 +95,4 @@ def test_the_operator_uses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = kopf.OperatorSettings()
     runtime.configure(settings=settings)  # type: ignore[call-arg]  # kopf types it as a handler
     assert isinstance(settings.persistence.diffbase_storage, runtime.CommandAwareDiffBase)
+    assert isinstance(settings.persistence.progress_storage, runtime.CommandAwareProgress)

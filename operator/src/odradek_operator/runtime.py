@@ -25,6 +25,7 @@ from .metrics import serve_metrics
 __all__ = [
     "COMMAND_ANNOTATIONS",
     "CommandAwareDiffBase",
+    "CommandAwareProgress",
     "RetryIsNotAnError",
     "kube",
     "quiet_requeues",
@@ -95,24 +96,45 @@ class CommandAwareDiffBase(kopf.AnnotationsDiffBaseStorage):
     ``odradek.dev``, the prefix of the command annotations too, so ``kubectl annotate
     rebalance NAME odradek.dev/rebalance=approve`` changed no essence and fired no update
     handler: an approval was never acted on. The other ``odradek.dev/*`` annotations stay
-    out, as kopf means them to."""
+    out, as kopf means them to. kopf clears both essences again before it diffs them:
+    :class:`CommandAwareProgress` keeps the commands there too."""
 
     def build(self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
               ) -> kopf.BodyEssence:
         essence = super().build(body=body, extra_fields=extra_fields)
-        annotations = body.metadata.annotations
-        commands = {k: annotations[k] for k in sorted(COMMAND_ANNOTATIONS) if k in annotations}
-        if commands:
-            metadata = essence.setdefault("metadata", {})
-            metadata.setdefault("annotations", {}).update(commands)
-        return essence
+        return _with_commands(essence, _commands(body))
+
+
+def _commands(essence: Any) -> dict[str, str]:
+    annotations = (essence.get("metadata") or {}).get("annotations") or {}
+    return {k: annotations[k] for k in sorted(COMMAND_ANNOTATIONS) if k in annotations}
+
+
+def _with_commands(essence: Any, commands: dict[str, str]) -> Any:
+    if commands:
+        essence.setdefault("metadata", {}).setdefault("annotations", {}).update(commands)
+    return essence
+
+
+class CommandAwareProgress(kopf.AnnotationsProgressStorage):
+    """kopf's progress storage, whose ``clear`` keeps the :data:`COMMAND_ANNOTATIONS`.
+
+    Before diffing, kopf passes both essences (the stored one and the one just built)
+    through the progress storage's ``clear``, which drops every annotation under its prefix:
+    without this the command :class:`CommandAwareDiffBase` kept would be dropped again there,
+    and an annotation-only approval still fired nothing (seen on the local stack: the
+    Rebalance sat in ProposalReady with ``odradek.dev/rebalance=approve`` for 15 minutes)."""
+
+    def clear(self, *, essence: kopf.BodyEssence) -> kopf.BodyEssence:
+        commands = _commands(essence)
+        return _with_commands(super().clear(essence=essence), commands)
 
 
 @kopf.on.startup()
 def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     # Progress and the last-handled spec live in annotations: the CRDs' status schemas stay
     # strict (no x-kubernetes-preserve-unknown-fields for kopf's bookkeeping).
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="odradek.dev")
+    settings.persistence.progress_storage = CommandAwareProgress(prefix="odradek.dev")
     settings.persistence.diffbase_storage = CommandAwareDiffBase(
         prefix="odradek.dev", key="last-handled-configuration")
     settings.persistence.finalizer = "odradek.dev/finalizer"
