@@ -199,19 +199,33 @@ def test_rebalance_add_brokers_moves_replicas_onto_a_new_broker_once_approved(
         assert 3 not in _replicas_by_broker(platform, "unapproved", "moves")
 
         states: set[str] = set()
-        approved = time.monotonic()
-        kube.patch_resource(namespace, "rebalances", "onto-3", {"metadata": {"annotations": {
-            "odradek.dev/rebalance": "approve"}}})
+        approvals: list[float] = []
+
+        def approve() -> None:
+            approvals.append(time.monotonic())
+            kube.patch_resource(namespace, "rebalances", "onto-3", {"metadata": {
+                "annotations": {"odradek.dev/rebalance": "approve"}}})
 
         def done(r: dict[str, Any]) -> bool:
-            states.add(str((r.get("status") or {}).get("state")))
-            return r["status"].get("state") == "Ready" and \
-                conditions(r).get("Ready", {}).get("status") == "True"
+            state = (r.get("status") or {}).get("state")
+            states.add(str(state))
+            # An approval re-plans; a changed plan is shown, not run, and must be approved
+            # again (documented): as a person would, approve the new one (a few times at most).
+            ready = conditions(r).get("Ready", {})
+            if state == "ProposalReady" and "changed since the proposal" in \
+                    str(ready.get("message")) and "odradek.dev/rebalance" not in \
+                    (r["metadata"].get("annotations") or {}) and len(approvals) < 4:
+                approve()
+            return state == "Ready" and ready.get("status") == "True"
+
+        approve()
+        approved = approvals[0]
 
         finished = kube.wait_resource(namespace, "rebalances", "onto-3", "to finish the moves",
                                       done, timeout=900, interval=3.0)
-        print(f"rebalance Ready {time.monotonic() - approved:.0f}s after the approval; states "
-              f"seen: {sorted(states)}; {conditions(finished)['Ready'].get('message')}")
+        print(f"rebalance Ready {time.monotonic() - approved:.0f}s after the approval "
+              f"({len(approvals)} approval(s) needed); states seen: {sorted(states)}; "
+              f"{conditions(finished)['Ready'].get('message')}")
         annotations = finished["metadata"].get("annotations") or {}
         assert "odradek.dev/rebalance" not in annotations, annotations
         by_broker = _replicas_by_broker(platform, "after", "moves")
