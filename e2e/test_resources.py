@@ -219,13 +219,18 @@ def test_rebalance_add_brokers_moves_replicas_onto_a_new_broker_once_approved(
                     str(ready.get("message")) and "odradek.dev/rebalance" not in \
                     (r["metadata"].get("annotations") or {}) and len(approvals) < 4:
                 approve()
+            pending = (r["metadata"].get("annotations") or {}).get("odradek.dev/rebalance")
+            assert pending != "approve" or time.monotonic() - approvals[-1] < 120, (
+                "the operator never acted on odradek.dev/rebalance=approve (the annotation is "
+                f"still there 120s later, state {state}): an annotation-only change fired no "
+                "update handler")
             return state == "Ready" and ready.get("status") == "True"
 
         approve()
         approved = approvals[0]
 
         finished = kube.wait_resource(namespace, "rebalances", "onto-3", "to finish the moves",
-                                      done, timeout=900, interval=3.0)
+                                      done, timeout=600, interval=3.0)
         print(f"rebalance Ready {time.monotonic() - approved:.0f}s after the approval "
               f"({len(approvals)} approval(s) needed); states seen: {sorted(states)}; "
               f"{conditions(finished)['Ready'].get('message')}")
