@@ -258,7 +258,7 @@ def _claim_sizes(kube: Kube, namespace: str) -> dict[str, tuple[str, str | None]
     return {c.metadata.name: (c.spec.resources.requests["storage"],
                               (c.status.capacity or {}).get("storage"))
             for c in kube.core.list_namespaced_persistent_volume_claim(namespace).items
-            if c.metadata.name.startswith(f"data-{CLUSTER}-")}
+            if re.fullmatch(rf"data-{CLUSTER}-\d+", c.metadata.name)}  # not ZooKeeper's
 
 
 def _template_size(kube: Kube, namespace: str) -> str | None:
