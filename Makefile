@@ -168,8 +168,9 @@ k8s-load:
 e2e-local: install
 	PYTHON_BIN=$(CURDIR)/$(PY) e2e/local/e2e.sh $(PYTEST_ARGS)
 
-# The long end-to-end scenarios (marked slow: the upgrade from the previous release, ~15 min),
-# which CI's e2e stage has no room for.
+# The long end-to-end scenarios (marked slow: the upgrade from the previous release, ~15 min;
+# e2e/test_resources.py: User, Rebalance, volume growth, ~20 min), which CI's e2e stage has
+# no room for.
 e2e-local-slow: install
 	PYTHON_BIN=$(CURDIR)/$(PY) e2e/local/e2e.sh -m slow $(PYTEST_ARGS)
 
