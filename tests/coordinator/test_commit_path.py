@@ -8,6 +8,7 @@ from collections.abc import Awaitable
 from dataclasses import replace
 
 from odradek.coordinator.coordinator import GroupCoordinator
+from odradek.coordinator.offsets import OffsetCommitEntry
 from odradek.coordinator.offsets_log import InMemoryOffsetsLog
 from odradek.coordinator.offsets_topic_format import (
     OffsetCommitKey,
@@ -15,7 +16,6 @@ from odradek.coordinator.offsets_topic_format import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from odradek.coordinator.shard import OffsetCommitEntry
 from odradek.protocol.errors import ErrorCode, NotEnoughReplicas, NotLeaderOrFollower
 from odradek.protocol.records import Record
 from odradek.types import TopicPartition

@@ -29,6 +29,7 @@ from odradek.coordinator.group import Group
 from odradek.coordinator.group_conversion import classic_from_consumer, consumer_from_classic
 from odradek.coordinator.group_state import GroupState
 from odradek.coordinator.member import Member
+from odradek.coordinator.offsets import OffsetCommitEntry
 from odradek.coordinator.results import (
     AppendRecords,
     JoinResult,
@@ -37,7 +38,7 @@ from odradek.coordinator.results import (
     StoreGroup,
     SyncResult,
 )
-from odradek.coordinator.shard import CoordinatorShard, OffsetCommitEntry
+from odradek.coordinator.shard import CoordinatorShard
 from odradek.protocol.consumer_protocol import (
     Subscription,
     decode_assignment,

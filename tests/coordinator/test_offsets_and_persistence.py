@@ -7,8 +7,9 @@ from dataclasses import replace
 from odradek.coordinator.coordinator import GroupCoordinator
 from odradek.coordinator.group_metadata import metadata_value
 from odradek.coordinator.group_state import GroupState
+from odradek.coordinator.offsets import OffsetCommitEntry
 from odradek.coordinator.offsets_log import InMemoryOffsetsLog
-from odradek.coordinator.shard import CoordinatorShard, OffsetCommitEntry
+from odradek.coordinator.shard import CoordinatorShard
 from odradek.protocol.errors import ErrorCode, NotLeaderOrFollower
 from odradek.types import TopicPartition
 

@@ -13,10 +13,11 @@ from odradek.config_sections import GroupCoordinatorConfig
 from .coordinator import GroupCoordinator, GroupDescription
 from .group import Group, JoinRequest, MemberDescription
 from .group_state import GroupState
+from .offsets import OffsetCommitEntry
 from .offsets_log import InMemoryOffsetsLog, OffsetsLog
 from .partitioning import partition_for_group, partition_for_transactional_id
 from .results import JoinMember, JoinResult, SyncResult
-from .shard import CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
+from .shard import CoordinatorShard, GroupListing, PartitionOffset
 
 __all__ = [
     "CoordinatorShard",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.types import TopicPartition
 
-from .shard import CommitPlan
+from .offsets import CommitPlan
 
 __all__ = ["AppendFailed", "AppendTimedOut", "append_error_to_coordinator_error",
            "commit_failed"]

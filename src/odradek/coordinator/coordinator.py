@@ -4,16 +4,17 @@ All decisions are made by the sans-IO :class:`~odradek.coordinator.shard.Coordin
 this adapter only
 
 * parks JoinGroup/SyncGroup as futures keyed by a token and completes them when the shard
-  answers that token (so a rebalance never blocks the event loop, and every wait is bounded
-  by a group deadline: initial delay, rebalance timeout or pending-sync timeout);
+  answers that token (:mod:`.parked`: a rebalance never blocks the event loop, and every
+  wait is bounded by a group deadline: initial delay, rebalance timeout or pending-sync
+  timeout);
 * turns each group's next deadline into one ``loop.call_at`` timer;
 * appends records to ``__consumer_offsets`` through the :class:`OffsetsLog`, releasing the
   replies attached to them only after the append commits;
 * loads a shard when this broker becomes leader of an offsets partition (requests get
   COORDINATOR_LOAD_IN_PROGRESS meanwhile) and drops it on resignation (NOT_COORDINATOR);
 * holds transactional offset commits (TxnOffsetCommit) as pending, per producer, until
-  the transaction's marker reaches the offsets partition: COMMIT installs them (by
-  replaying their records), ABORT drops them (:meth:`GroupCoordinator.complete_txn`).
+  the transaction's marker reaches the offsets partition (:mod:`.txn_offsets`): COMMIT
+  installs them (by replaying their records), ABORT drops them.
 """
 
 from __future__ import annotations
@@ -38,17 +39,18 @@ from .errors import CoordinatorLoadInProgress, InvalidGroupId, NotCoordinator
 from .group import Group, JoinRequest
 from .group_members import GroupDescription
 from .group_state import GroupState
+from .offsets import CommitPlan, OffsetCommitEntry
 from .offsets_log import OffsetsLog
-from .offsets_topic_format import OffsetCommitKey, decode_key
+from .parked import ParkedRequests
 from .partitioning import partition_for_group
 from .results import AppendRecords, JoinResult, Output, Reply, StoreGroup, SyncResult
-from .shard import CommitPlan, CoordinatorShard, GroupListing, OffsetCommitEntry, PartitionOffset
+from .shard import CoordinatorShard, GroupListing, PartitionOffset
+from .txn_offsets import PendingTxnOffsets
 
 __all__ = ["GroupCoordinator", "GroupDescription"]
 
 log = logging.getLogger(__name__)
 
-_R = TypeVar("_R", JoinResult, SyncResult)
 _T = TypeVar("_T")
 LeaveAnswer = tuple[ErrorCode, list[ErrorCode]]
 """LeaveGroup's (top-level error, one error per member)."""
@@ -62,7 +64,7 @@ class _Slot:
     loaded: bool = False
     load_task: asyncio.Task[None] | None = None
     timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-    pending_txn: dict[int, list[Record]] = field(default_factory=dict)  # by producer id
+    pending_txn: PendingTxnOffsets = field(default_factory=PendingTxnOffsets)
 
 
 class GroupCoordinator:
@@ -88,8 +90,7 @@ class GroupCoordinator:
         self._clock = clock
         self._new_uuid = new_uuid
         self._slots: dict[int, _Slot] = {}
-        self._waiters: dict[int, asyncio.Future[JoinResult | SyncResult]] = {}
-        self._next_token = 0
+        self._parked = ParkedRequests(2 * config.offset_commit_timeout_ms)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
 
@@ -139,7 +140,7 @@ class GroupCoordinator:
                 await asyncio.sleep(0)  # a large partition must not stall other requests
         topic_names = {topic_id: name for name, topic_id in self._topic_ids().items()}
         slot.shard.replay(records, self._clock(), loading=True, topic_names=topic_names)
-        slot.pending_txn = self.offsets_log.open_transactions(partition)
+        slot.pending_txn = PendingTxnOffsets(self.offsets_log.open_transactions(partition))
         slot.loaded = True
         for group_id in list(slot.shard.groups):
             self._reschedule(slot, group_id)
@@ -166,12 +167,12 @@ class GroupCoordinator:
             slot = self._membership_slot(group_id)
         except KafkaError as exc:
             return JoinResult(exc.code, request.member_id)
-        token, future = self._park()
+        token, future = self._parked.park()
         topics = None if self._partition_counts is None else self._partition_counts()
         self._handle(slot, group_id, slot.shard.join(self._clock(), token, group_id, request,
                                                      topics, self._topic_ids()))
         bound_ms = request.rebalance_timeout_ms + self.config.initial_rebalance_delay_ms
-        return await self._wait(token, future, bound_ms, JoinResult(
+        return await self._parked.wait(token, future, bound_ms, JoinResult(
             ErrorCode.rebalance_in_progress, request.member_id))
 
     async def sync_group(
@@ -190,12 +191,12 @@ class GroupCoordinator:
             return SyncResult(exc.code)
         group = slot.shard.group(group_id)
         bound_ms = group.membership.rebalance_timeout_ms if group is not None else 0
-        token, future = self._park()
+        token, future = self._parked.park()
         self._handle(slot, group_id, slot.shard.sync(
             self._clock(), token, group_id, member_id, group_instance_id, generation_id,
             assignments, protocol_type, protocol_name,
         ))
-        return await self._wait(token, future, bound_ms,
+        return await self._parked.wait(token, future, bound_ms,
                                 SyncResult(ErrorCode.rebalance_in_progress))
 
     def heartbeat(
@@ -357,7 +358,7 @@ class GroupCoordinator:
         except KafkaError as exc:
             return commit_failed(plan, exc)
         if self._slots.get(slot.shard.partition) is slot:
-            slot.pending_txn.setdefault(producer[0], []).extend(plan.records)
+            slot.pending_txn.add(producer[0], plan.records)
         return plan.errors
 
     def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
@@ -365,8 +366,8 @@ class GroupCoordinator:
         slot = self._slots.get(partition)
         if slot is None:
             return
-        records = slot.pending_txn.pop(producer_id, [])
-        if commit and records:
+        records = slot.pending_txn.complete(producer_id, commit)
+        if records:
             slot.shard.replay(records, self._clock(), loading=False)
 
     def fetch_offsets(
@@ -380,18 +381,9 @@ class GroupCoordinator:
 
     def unstable_offsets(self, group_id: str) -> set[TopicPartition]:
         """Partitions of ``group_id`` with a transactional commit still pending: OffsetFetch
-        with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT, so a consumer taking
-        over a partition waits for the transaction instead of reading the offset before it."""
+        with ``require_stable`` answers them UNSTABLE_OFFSET_COMMIT (:mod:`.txn_offsets`)."""
         slot = self._slots.get(self.partition_for(group_id))
-        if slot is None:
-            return set()
-        unstable = set()
-        for records in slot.pending_txn.values():
-            for record in records:
-                key = decode_key(record.key) if record.key is not None else None
-                if isinstance(key, OffsetCommitKey) and key.group == group_id:
-                    unstable.add(TopicPartition(key.topic, key.partition))
-        return unstable
+        return set() if slot is None else slot.pending_txn.unstable(group_id)
 
     async def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
@@ -490,36 +482,6 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ plumbing
 
-    def _park(self) -> tuple[int, asyncio.Future[JoinResult | SyncResult]]:
-        self._next_token += 1
-        future: asyncio.Future[JoinResult | SyncResult] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._waiters[self._next_token] = future
-        return self._next_token, future
-
-    async def _wait(
-        self,
-        token: int,
-        future: asyncio.Future[JoinResult | SyncResult],
-        bound_ms: int,
-        fallback: _R,
-    ) -> _R:
-        """Await a parked request. Group deadlines always answer it; the bound is a safety
-        net so a bug can never hold a client connection forever."""
-        try:
-            result = await asyncio.wait_for(
-                asyncio.shield(future), (bound_ms + 2 * self.config.offset_commit_timeout_ms)
-                / 1000
-            )
-            assert isinstance(result, type(fallback))
-            return result
-        except TimeoutError:
-            log.error("parked request %d was never answered; replying %s", token, fallback)
-            return fallback
-        finally:
-            self._waiters.pop(token, None)
-
     def _handle(self, slot: _Slot, group_id: str, outputs: list[Output]) -> None:
         self._deliver(outputs, slot)
         self._reschedule(slot, group_id)
@@ -531,7 +493,7 @@ class GroupCoordinator:
         writes: list[asyncio.Task[ErrorCode]] = []
         for output in outputs:
             if isinstance(output, Reply):
-                self._answer(output)
+                self._parked.answer(output)
             elif slot is None:
                 continue
             elif isinstance(output, StoreGroup):
@@ -541,11 +503,6 @@ class GroupCoordinator:
                 appended = self._appender.begin(slot.shard.partition, list(output.records))
                 writes.append(self._spawn(self._append_records(output, appended)))
         return writes
-
-    def _answer(self, reply: Reply) -> None:
-        future = self._waiters.get(reply.token)
-        if future is not None and not future.done():
-            future.set_result(reply.result)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, _T]) -> asyncio.Task[_T]:
         task = asyncio.get_running_loop().create_task(coroutine)
@@ -560,14 +517,14 @@ class GroupCoordinator:
         except KafkaError as exc:
             error = append_error_to_coordinator_error(exc.code)
             for reply in store.replies:
-                self._answer(reply.with_error(error))
+                self._parked.answer(reply.with_error(error))
             if self._slots.get(slot.shard.partition) is slot:
                 out = slot.shard.on_store_failed(self._clock(), store.group_id,
                                                  store.generation_id)
                 self._handle(slot, store.group_id, out)
             return
         for reply in store.replies:
-            self._answer(reply)
+            self._parked.answer(reply)
 
     async def _append_records(self, append: AppendRecords,
                               appended: Awaitable[None]) -> ErrorCode:
@@ -577,10 +534,10 @@ class GroupCoordinator:
             error = append_error_to_coordinator_error(exc.code)
             log.warning("could not write consumer-group records: %s", exc)
             for reply in append.replies:
-                self._answer(reply.with_error(error))
+                self._parked.answer(reply.with_error(error))
             return error
         for reply in append.replies:
-            self._answer(reply)
+            self._parked.answer(reply)
         return ErrorCode.none
 
     def _reschedule(self, slot: _Slot, group_id: str) -> None:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from odradek.config_sections import GroupCoordinatorConfig
 from odradek.protocol.consumer_protocol import CONSUMER_PROTOCOL_TYPE
@@ -46,7 +45,10 @@ from .group_conversion import downgrade_allowed
 from .group_state import GroupState
 from .migration import leave_consumer_group, remove_consumer_members, upgrade
 from .offsets import (
+    CommitPlan,
     OffsetAndMetadata,
+    OffsetCommitEntry,
+    commit_plan,
     expired_offsets,
     offset_tombstone,
     validate_offset_commit,
@@ -59,46 +61,14 @@ from .offsets_topic_format import (
     decode_key,
     decode_offset_commit_value,
     encode_group_metadata_key,
-    offset_commit_key_partition,
-    offset_commit_key_prefix,
-    offset_commit_key_topic,
-    offset_commit_value_bytes,
 )
 from .results import AppendRecords, JoinResult, Output, Reply, SyncResult
 
 __all__ = [
-    "CommitPlan",
     "CoordinatorShard",
     "GroupListing",
-    "OffsetCommitEntry",
     "PartitionOffset",
 ]
-
-
-class OffsetCommitEntry(NamedTuple):
-    """One partition of an OffsetCommit (a named tuple: built per partition per request)."""
-
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int = -1
-    metadata: str | None = ""
-    expire_timestamp_ms: int = -1  # OffsetCommit v2-v4 retention_time_ms, made absolute
-
-
-@dataclass(frozen=True, slots=True)
-class CommitPlan:
-    """Per-partition outcome of validation, and the records to append for accepted ones.
-
-    ``offsets`` holds the same accepted offsets decoded, so that once the append commits
-    :meth:`CoordinatorShard.apply_offset_commit` can install them without decoding the
-    records just encoded (that round trip was a quarter of a commit's CPU time).
-    """
-
-    errors: dict[TopicPartition, ErrorCode]
-    records: list[Record]
-    group_id: str = ""
-    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,39 +328,11 @@ class CoordinatorShard:
             return self._reject(entries, exc.code)
         if member is not None:
             group.touch_member(now_ms, member)
-        errors: dict[TopicPartition, ErrorCode] = {}
-        records = []
-        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        # The hottest group path. Each partition's record key is encoded once per group
-        # (kept in ``group.offset_keys``), and the per-partition tuples are built with
-        # tuple.__new__: a named tuple's own constructor is a Python call of its own.
-        keys = group.offset_keys
-        key_prefix: bytes | None = None
-        max_metadata = self.config.offset_metadata_max_bytes
-        none, too_large = ErrorCode.none, ErrorCode.offset_metadata_too_large
-        new = tuple.__new__
-        for topic, index, committed, epoch, metadata, expire in entries:
-            tp = new(TopicPartition, (topic, index))
-            if not metadata:
-                metadata = ""
-            elif len(metadata.encode()) > max_metadata:
-                errors[tp] = too_large
-                continue
-            errors[tp] = none
-            key = keys.get(tp)
-            if key is None:
-                if key_prefix is None:
-                    key_prefix = offset_commit_key_prefix(group_id)
-                key = keys[tp] = (key_prefix + offset_commit_key_topic(topic)
-                                  + offset_commit_key_partition(index))
-            records.append(Record(  # positional (offset_delta, timestamp, key, value): cheaper
-                0, now_ms, key, offset_commit_value_bytes(committed, epoch, metadata, now_ms,
-                                                          expire),
-            ))
-            accepted[tp] = new(OffsetAndMetadata, (committed, epoch, metadata, now_ms, expire))
+        plan = commit_plan(group_id, group.offset_keys, entries, now_ms,
+                           self.config.offset_metadata_max_bytes)
         for tp in stale:
-            errors[tp] = ErrorCode.stale_member_epoch
-        return CommitPlan(errors, records, group_id, accepted)
+            plan.errors[tp] = ErrorCode.stale_member_epoch
+        return plan
 
     def apply_offset_commit(self, plan: CommitPlan, now_ms: int) -> None:
         """Install a plan's offsets once its records are committed; the same effect as

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import ResponsePayload
 
+from odradek.coordinator.offsets import OffsetCommitEntry
 from odradek.coordinator.partitioning import CONSUMER_OFFSETS_TOPIC, partition_for_group
-from odradek.coordinator.shard import OffsetCommitEntry
 from odradek.coordinator.txn_shard import kafka_state_name
 from odradek.protocol.api_versions import ApiKey
 from odradek.protocol.builder import NO_THROTTLE, build, build_response, millis, response_module
