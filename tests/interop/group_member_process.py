@@ -14,8 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+import pytest
 
 from tests.harness.apache_kafka import ApacheKafka
 
@@ -142,3 +144,14 @@ def assert_never_owned_twice(members: Iterable[MemberProcess]) -> None:
                         assert a_until <= b_from or b_until <= a_from, (
                             f"partition {p} owned by two members: {a_from}-{a_until} and "
                             f"{b_from}-{b_until}")
+
+
+def wait_for(condition: Callable[[], bool], what: str, members: Iterable[MemberProcess],
+             timeout_s: float = 60.0) -> None:
+    """Poll ``condition``; past ``timeout_s`` fail the test with each member's diagnostics."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}\n" +
+                        "\n".join(m.diagnostics() for m in members))
+        time.sleep(0.2)

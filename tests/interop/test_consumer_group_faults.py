@@ -44,12 +44,12 @@ from tests.interop.group_member_process import (
     MemberProcess,
     RdKafkaMember,
     assert_never_owned_twice,
+    wait_for,
 )
 
 pytestmark = pytest.mark.slow
 
 PARTITIONS = 6
-WAIT_S = 60.0
 GROUP_TIMING = {"group_consumer_heartbeat_interval_ms": "500",
                 "group_consumer_session_timeout_ms": "6000"}
 
@@ -67,15 +67,6 @@ def member_client(request: pytest.FixtureRequest) -> Callable[[str, str, str], M
 
 def start_member(bootstrap: str, group: str, topic: str) -> MemberProcess:
     return RdKafkaMember(bootstrap, group, topic)
-
-
-def wait_for(condition: Callable[[], bool], what: str, members: list[MemberProcess]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}\n" +
-                        "\n".join(m.diagnostics() for m in members))
-        time.sleep(0.2)
 
 
 def create_topic(bootstrap: str, replication: int) -> str:

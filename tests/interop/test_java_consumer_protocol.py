@@ -24,6 +24,7 @@ from tests.interop.conftest import Target
 from tests.interop.group_member_process import (
     JavaMember,
     assert_never_owned_twice,
+    wait_for,
 )
 
 pytestmark = pytest.mark.java
@@ -32,15 +33,6 @@ PARTITIONS = 4
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"  # moved from kafka.tools in 4.x
 WAIT_S = 60.0
-
-
-def wait_for(condition: Callable[[], bool], what: str, members: list[JavaMember]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}\n" +
-                        "\n".join(m.diagnostics() for m in members))
-        time.sleep(0.2)
 
 
 def produce(target: Target, topic: str, start: int, count: int) -> None:
