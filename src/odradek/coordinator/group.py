@@ -184,7 +184,7 @@ class Group:
             # A restarted static member gets its old place back without a rebalance, unless
             # its protocols would change what the group runs.
             if self.membership.select_protocol() == self.protocol_name:
-                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+                member.touch(now_ms)
                 result = self._join_result_for(member, skip_assignment=True)
                 out.append(
                     StoreGroup(
@@ -239,7 +239,7 @@ class Group:
                 self._park_join(member, token, out)
                 self._prepare_rebalance(now_ms, out)
             else:
-                member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+                member.touch(now_ms)
                 out.append(Reply(token, self._join_result_for(member)))
         else:
             raise UnknownMemberId(f"group {self.group_id} is {self.state.value}")
@@ -373,7 +373,7 @@ class Group:
                 out.append(Reply(member.join_token, self._join_result_for(member)))
                 member.join_token = None
             member.is_new = False
-            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            member.touch(now_ms)
 
     # ------------------------------------------------------------------ SyncGroup
 
@@ -409,7 +409,7 @@ class Group:
         if not self.membership.pending_sync:
             self.sync_deadline_ms = None
         if self.state is GroupState.STABLE:
-            member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+            member.touch(now_ms)
             out.append(Reply(token, self._sync_result(member)))
             return out
         # CompletingRebalance: park; the leader's SyncGroup releases everyone.
@@ -425,7 +425,7 @@ class Group:
                 if other.sync_token is not None:
                     replies.append(Reply(other.sync_token, self._sync_result(other)))
                     other.sync_token = None
-                other.heartbeat_deadline_ms = now_ms + other.session_timeout_ms
+                other.touch(now_ms)
             out.append(
                 StoreGroup(
                     self.group_id, self.generation_id, metadata_record(self, now_ms),
@@ -461,14 +461,10 @@ class Group:
             return exc.code
         if self.state is GroupState.EMPTY:
             return ErrorCode.unknown_member_id
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
+        member.touch(now_ms)
         if self.state is GroupState.PREPARING_REBALANCE:
             return ErrorCode.rebalance_in_progress
         return _NONE
-
-    def touch_member(self, now_ms: int, member: Member) -> None:
-        """A successful offset commit also proves the member is alive."""
-        member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
 
     def leave(
         self, now_ms: int, leaving: Sequence[tuple[str, str | None]]

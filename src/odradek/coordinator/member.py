@@ -76,6 +76,11 @@ class Member:
         self.client_id = request.client_id
         self.client_host = request.client_host
 
+    def touch(self, now_ms: int) -> None:
+        """The member showed it is alive (a heartbeat, a join or sync answered, an offset
+        commit): its session timeout starts over."""
+        self.heartbeat_deadline_ms = now_ms + self.session_timeout_ms
+
     @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None

@@ -327,7 +327,7 @@ class CoordinatorShard:
         except KafkaError as exc:
             return self._reject(entries, exc.code)
         if member is not None:
-            group.touch_member(now_ms, member)
+            member.touch(now_ms)  # a commit also proves the member alive
         plan = commit_plan(group_id, group.offset_keys, entries, now_ms,
                            self.config.offset_metadata_max_bytes)
         for tp in stale:
