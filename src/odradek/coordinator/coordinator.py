@@ -197,7 +197,7 @@ class GroupCoordinator:
             assignments, protocol_type, protocol_name,
         ))
         return await self._parked.wait(token, future, bound_ms,
-                                SyncResult(ErrorCode.rebalance_in_progress))
+                                       SyncResult(ErrorCode.rebalance_in_progress))
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
